@@ -1,0 +1,87 @@
+// Random checkpoint writer for benchmarks.
+#include "bench/random_model.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "models/loader/safetensors_writer.h"
+#include "nlohmann/json.hpp"
+
+namespace ls::bench {
+
+absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, unsigned seed) {
+  std::filesystem::create_directories(dir);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd;
+  SafetensorsWriter w;
+  auto lin = [&](const std::string& name, int out, int in) {
+    std::vector<float> v(static_cast<size_t>(out) * in);
+    const float scale = 1.f / std::sqrt(static_cast<float>(in));
+    for (auto& x : v) x = nd(rng) * scale;
+    w.Add(name, {out, in}, v, DType::kBF16);
+  };
+  auto ones = [&](const std::string& name, int n) { w.Add(name, {n}, std::vector<float>(n, 1.f), DType::kBF16); };
+  const int wd = s.d_lat > 0 ? s.d_lat : s.d;
+  {
+    std::vector<float> e(static_cast<size_t>(s.vocab) * s.d);
+    for (auto& x : e) x = nd(rng);
+    w.Add("model.embed_tokens.weight", {s.vocab, s.d}, e, DType::kBF16);
+  }
+  ones("model.norm.weight", s.d);
+  lin("lm_head.weight", s.vocab, s.d);
+  for (int i = 0; i < s.layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    ones(p + "input_layernorm.weight", s.d);
+    ones(p + "post_attention_layernorm.weight", s.d);
+    lin(p + "self_attn.q_proj.weight", s.heads * s.head_dim, s.d);
+    lin(p + "self_attn.k_proj.weight", s.kv_heads * s.head_dim, s.d);
+    lin(p + "self_attn.v_proj.weight", s.kv_heads * s.head_dim, s.d);
+    lin(p + "self_attn.o_proj.weight", s.d, s.heads * s.head_dim);
+    lin(p + "mlp.gate.weight", s.experts, s.d);
+    w.Add(p + "mlp.gate.e_score_correction_bias", {s.experts}, std::vector<float>(s.experts, 0.f), DType::kF32);
+    if (s.d_lat > 0) {
+      lin(p + "mlp.latent_down_proj.weight", s.d_lat, s.d);
+      lin(p + "mlp.latent_up_proj.weight", s.d, s.d_lat);
+    }
+    if (s.expert_output_norm) ones(p + "mlp.latent_norm.weight", wd);
+    for (int e = 0; e < s.experts; ++e) {
+      const std::string q = absl::StrCat(p, "mlp.experts.", e, ".");
+      lin(q + "gate_proj.weight", s.f, wd);
+      lin(q + "up_proj.weight", s.f, wd);
+      lin(q + "down_proj.weight", wd, s.f);
+    }
+    if (s.shared_f > 0) {
+      lin(p + "mlp.shared_experts.gate_proj.weight", s.shared_f, s.d);
+      lin(p + "mlp.shared_experts.up_proj.weight", s.shared_f, s.d);
+      lin(p + "mlp.shared_experts.down_proj.weight", s.d, s.shared_f);
+    }
+  }
+  nlohmann::json c = {{"architectures", {"StableLatentMoeForCausalLM"}},
+                      {"vocab_size", s.vocab},
+                      {"hidden_size", s.d},
+                      {"num_hidden_layers", s.layers},
+                      {"num_attention_heads", s.heads},
+                      {"num_key_value_heads", s.kv_heads},
+                      {"head_dim", s.head_dim},
+                      {"rms_norm_eps", 1e-6},
+                      {"rope_theta", 1e6},
+                      {"max_position_embeddings", 4096},
+                      {"n_routed_experts", s.experts},
+                      {"num_experts_per_tok", s.top_k},
+                      {"moe_intermediate_size", s.f},
+                      {"moe_latent_size", s.d_lat > 0 ? nlohmann::json(s.d_lat) : nlohmann::json(nullptr)},
+                      {"n_shared_experts", s.shared_f > 0 ? 1 : 0},
+                      {"shared_expert_intermediate_size", s.shared_f},
+                      {"hidden_act", s.situ ? "situ" : "silu"},
+                      {"scoring_func", s.sigmoid ? "sigmoid" : "softmax"},
+                      {"norm_topk_prob", true},
+                      {"expert_output_norm", s.expert_output_norm},
+                      {"eos_token_id", 2}};
+  std::ofstream(dir + "/config.json") << c.dump(1);
+  return w.Write(dir + "/model.safetensors");
+}
+
+}  // namespace ls::bench

@@ -1,0 +1,20 @@
+// Writes a random Stable LatentMoE checkpoint (config.json + BF16 model.safetensors) of given
+// sizes, for benchmarks that need a model of a particular shape rather than a trained one.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace ls::bench {
+
+struct RandomModelSpec {
+  int vocab = 8192, d = 1024, layers = 4, heads = 16, kv_heads = 4, head_dim = 64;
+  int experts = 64, top_k = 8, f = 512, d_lat = 256;  // d_lat 0: plain MoE
+  int shared_f = 0;                                   // shared expert width, 0: none
+  bool situ = true, sigmoid = true, expert_output_norm = true;
+};
+
+absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& dir, unsigned seed);
+
+}  // namespace ls::bench

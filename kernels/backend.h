@@ -1,0 +1,50 @@
+// Backend: the ops a model step is built from, implemented once per device (kernels/cpu,
+// kernels/cuda). Ops know tensors and shapes, never requests or sequences. Activations, weights
+// and router outputs are memory of this backend; the step's integer metadata (token ids,
+// positions, AttentionSeq and block tables) is host memory that the backend uploads as it needs.
+// A backend instance is used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/ops.h"
+#include "kernels/tensor.h"
+
+namespace ls {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // Scratch memory for activations, owned by the caller until Free.
+  virtual void* Allocate(size_t bytes) = 0;
+  virtual void Free(void* p) = 0;
+  virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+
+  // out[t] = table[ids[t]] as float32.                                 out: [T, d]
+  virtual void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) = 0;
+  // out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w over rows of width w.cols; in place allowed.
+  virtual void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) = 0;
+  // y[M, N] (+)= x[M, K] · w[N, K]ᵀ.
+  virtual void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) = 0;
+  // Rotate-half RoPE in place on x[T, num_heads * head_dim] at positions[T].
+  virtual void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim,
+                    const int32_t* positions, float theta) = 0;
+  // Writes the new K/V into the cache, then causal GQA attention for every new token.
+  virtual void PagedAttention(const AttentionParams& p) = 0;
+  // out[r, i] = act(gate[r, i]) · up[r, i] for rows of width `width`.
+  virtual void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
+                             Activation act, float* out) = 0;
+  // Scores, biased top-K selection and weights for every token.
+  virtual void Router(const RouterParams& p) = 0;
+  // Routed experts, grouped by expert: permute, one GEMM per active expert, weighted combine.
+  virtual void MoeExperts(const MoeParams& p) = 0;
+  // x[i] += y[i].
+  virtual void Add(float* x, const float* y, int64_t n) = 0;
+};
+
+}  // namespace ls

@@ -1,0 +1,31 @@
+// CPU GLU gate functions: SiTU(x) = sigmoid(x)·tanh(x) (bounded, signed) and SiLU(x) = x·sigmoid(x).
+#include <cmath>
+
+#include "kernels/cpu/cpu_ops.h"
+
+namespace ls::cpu {
+
+float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+float SiTU(float x) { return Sigmoid(x) * std::tanh(x); }
+float SiLU(float x) { return x * Sigmoid(x); }
+
+void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
+                   Activation act, float* out) {
+  auto row = [&](int64_t r) {
+    const float* g = gate + r * width;
+    const float* u = up + r * width;
+    float* o = out + r * width;
+    if (act == Activation::kSiTU) {
+      for (int64_t i = 0; i < width; ++i) o[i] = SiTU(g[i]) * u[i];
+    } else {
+      for (int64_t i = 0; i < width; ++i) o[i] = SiLU(g[i]) * u[i];
+    }
+  };
+  if (rows * width < 16384) {
+    for (int64_t r = 0; r < rows; ++r) row(r);
+  } else {
+    pool.ParallelFor(rows, row);
+  }
+}
+
+}  // namespace ls::cpu

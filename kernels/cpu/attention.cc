@@ -1,0 +1,86 @@
+// CPU paged attention: stores the step's K/V into their cache slots, then for every new token
+// and query head a causal softmax over all cached positions of its sequence (GQA: query head h
+// reads KV head h / (H / Hkv)). Works for prefill chunks and single-token decode alike.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+
+namespace ls::cpu {
+namespace {
+
+// Address of (position, kv head) inside a sequence's paged cache.
+inline int64_t SlotOffset(const AttentionSeq& s, const KvLayer& c, int32_t pos, int32_t kv_heads,
+                          int32_t hd, int32_t kvh) {
+  const int32_t block = s.block_table[pos / c.block_size];
+  const int32_t in_block = pos % c.block_size;
+  return ((static_cast<int64_t>(block) * c.block_size + in_block) * kv_heads + kvh) * hd;
+}
+
+}  // namespace
+
+void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
+  const int32_t H = p.num_heads, Hkv = p.num_kv_heads, hd = p.head_dim;
+  const int32_t group = H / Hkv;
+  const int64_t kv_width = static_cast<int64_t>(Hkv) * hd;
+
+  // 1. Write the new keys and values.
+  for (int32_t si = 0; si < p.num_seqs; ++si) {
+    const AttentionSeq& s = p.seqs[si];
+    for (int32_t i = 0; i < s.num_tokens; ++i) {
+      const int64_t row = s.token_offset + i;
+      for (int32_t kvh = 0; kvh < Hkv; ++kvh) {
+        const int64_t off = SlotOffset(s, p.cache, s.start_pos + i, Hkv, hd, kvh);
+        std::copy_n(p.k_new + row * kv_width + kvh * hd, hd, p.cache.k + off);
+        std::copy_n(p.v_new + row * kv_width + kvh * hd, hd, p.cache.v + off);
+      }
+    }
+  }
+
+  // 2. One task per (sequence token, kv head); the task serves the kv head's query group.
+  std::vector<std::pair<int32_t, int32_t>> tokens;  // (seq index, token index within seq)
+  for (int32_t si = 0; si < p.num_seqs; ++si)
+    for (int32_t i = 0; i < p.seqs[si].num_tokens; ++i) tokens.emplace_back(si, i);
+  const int64_t tasks = static_cast<int64_t>(tokens.size()) * Hkv;
+  pool.ParallelFor(tasks, [&](int64_t task) {
+    const auto [si, i] = tokens[task / Hkv];
+    const int32_t kvh = static_cast<int32_t>(task % Hkv);
+    const AttentionSeq& s = p.seqs[si];
+    const int64_t row = s.token_offset + i;
+    const int32_t ctx = s.start_pos + i + 1;  // causal: positions 0 .. start_pos + i
+    thread_local std::vector<float> scores, acc;
+    scores.resize(static_cast<size_t>(ctx) * group);
+    acc.assign(static_cast<size_t>(group) * hd, 0.f);
+    for (int32_t pos = 0; pos < ctx; ++pos) {
+      const float* k = p.cache.k + SlotOffset(s, p.cache, pos, Hkv, hd, kvh);
+      for (int32_t g = 0; g < group; ++g) {
+        const float* q = p.q + (row * H + kvh * group + g) * hd;
+        float dot = 0.f;
+        for (int32_t j = 0; j < hd; ++j) dot += q[j] * k[j];
+        scores[static_cast<size_t>(g) * ctx + pos] = dot * p.scale;
+      }
+    }
+    for (int32_t g = 0; g < group; ++g) {
+      float* sc = scores.data() + static_cast<size_t>(g) * ctx;
+      const float mx = *std::max_element(sc, sc + ctx);
+      float sum = 0.f;
+      for (int32_t pos = 0; pos < ctx; ++pos) sum += (sc[pos] = std::exp(sc[pos] - mx));
+      const float inv = 1.f / sum;
+      for (int32_t pos = 0; pos < ctx; ++pos) sc[pos] *= inv;
+    }
+    for (int32_t pos = 0; pos < ctx; ++pos) {
+      const float* v = p.cache.v + SlotOffset(s, p.cache, pos, Hkv, hd, kvh);
+      for (int32_t g = 0; g < group; ++g) {
+        const float w = scores[static_cast<size_t>(g) * ctx + pos];
+        float* a = acc.data() + static_cast<size_t>(g) * hd;
+        for (int32_t j = 0; j < hd; ++j) a[j] += w * v[j];
+      }
+    }
+    for (int32_t g = 0; g < group; ++g) {
+      std::copy_n(acc.data() + static_cast<size_t>(g) * hd, hd, p.out + (row * H + kvh * group + g) * hd);
+    }
+  });
+}
+
+}  // namespace ls::cpu

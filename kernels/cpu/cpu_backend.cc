@@ -1,0 +1,49 @@
+// CpuBackend: forwards each Backend op to its kernels/cpu implementation.
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm.h"
+
+namespace ls {
+
+CpuBackend::CpuBackend(int num_threads)
+    : pool_(num_threads > 0 ? num_threads : std::max(1u, std::thread::hardware_concurrency())) {}
+
+void* CpuBackend::Allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+void CpuBackend::Free(void* p) { std::free(p); }
+void CpuBackend::CopyToDevice(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::CopyToHost(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
+void CpuBackend::Embedding(const int32_t* ids, int64_t n, const Tensor& table, float* out) {
+  cpu::Embedding(pool_, ids, n, table, out);
+}
+void CpuBackend::RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) {
+  cpu::RmsNorm(pool_, x, rows, w, eps, out);
+}
+void CpuBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
+  cpu::Gemm(pool_, x, M, w, y, accumulate);
+}
+void CpuBackend::Rope(float* x, int64_t n, int32_t heads, int32_t hd, const int32_t* pos, float theta) {
+  cpu::Rope(pool_, x, n, heads, hd, pos, theta);
+}
+void CpuBackend::PagedAttention(const AttentionParams& p) { cpu::PagedAttention(pool_, p); }
+void CpuBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
+                               Activation act, float* out) {
+  cpu::GluActivation(pool_, gate, up, rows, width, act, out);
+}
+void CpuBackend::Router(const RouterParams& p) { cpu::Router(pool_, p); }
+void CpuBackend::MoeExperts(const MoeParams& p) { cpu::MoeExperts(pool_, p); }
+void CpuBackend::Add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace ls

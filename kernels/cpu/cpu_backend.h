@@ -1,0 +1,41 @@
+// CpuBackend: the Backend on host memory, running the kernels/cpu ops on its own thread pool.
+// The embedded default and the numerical reference for other backends.
+#pragma once
+
+#include <memory>
+
+#include "kernels/backend.h"
+#include "kernels/thread_pool.h"
+
+namespace ls {
+
+class CpuBackend final : public Backend {
+ public:
+  // num_threads <= 0: one per hardware thread.
+  explicit CpuBackend(int num_threads = 0);
+
+  std::string_view name() const override { return "cpu"; }
+  ThreadPool& pool() { return pool_; }
+
+  void* Allocate(size_t bytes) override;
+  void Free(void* p) override;
+  void CopyToDevice(void* dst, const void* src, size_t bytes) override;
+  void CopyToHost(void* dst, const void* src, size_t bytes) override;
+
+  void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
+  void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
+  void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
+  void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
+            float theta) override;
+  void PagedAttention(const AttentionParams& p) override;
+  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+                     float* out) override;
+  void Router(const RouterParams& p) override;
+  void MoeExperts(const MoeParams& p) override;
+  void Add(float* x, const float* y, int64_t n) override;
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace ls

@@ -1,0 +1,31 @@
+// The CPU backend's ops as free functions (one .cc per op family). They are the reference the
+// CUDA ops are checked against. All activations are float32; weights F32/BF16/F16.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/ops.h"
+#include "kernels/tensor.h"
+#include "kernels/thread_pool.h"
+
+namespace ls::cpu {
+
+void Embedding(ThreadPool& pool, const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out);
+void RmsNorm(ThreadPool& pool, const float* x, int64_t rows, const Tensor& w, float eps, float* out);
+void Rope(ThreadPool& pool, float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim,
+          const int32_t* positions, float theta);
+void PagedAttention(ThreadPool& pool, const AttentionParams& p);
+void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
+                   Activation act, float* out);
+void Router(ThreadPool& pool, const RouterParams& p);
+void MoeExperts(ThreadPool& pool, const MoeParams& p);
+
+// Scalar gate functions, shared by the ops and tests.
+float Sigmoid(float x);
+float SiTU(float x);  // sigmoid(x) · tanh(x)
+float SiLU(float x);  // x · sigmoid(x)
+
+// Per-token top-K of scores + bias, best first, ties to the lower expert index.
+void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, int32_t* ids);
+
+}  // namespace ls::cpu

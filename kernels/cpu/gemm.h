@@ -1,0 +1,36 @@
+// GEMM for the CPU backend: y = x · Wᵀ with float32 activations and F32/BF16/F16 weights read
+// as stored (no up-front conversion), accumulated in float32.
+// Every output element is one dot product with a fixed summation order, whatever the batch
+// shape or thread count, so a row's result does not depend on the other rows (batch invariance).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/tensor.h"
+#include "kernels/thread_pool.h"
+
+namespace ls::cpu {
+
+// Single-threaded core: for m < M and n in [n_begin, n_end),
+// y[m*ldy + (n - n_begin)] (+)= Σ_k x[m*ldx + k] · w[n, k], with k < w.cols.
+// (y points at the first output column of the range.)
+void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
+               int64_t n_end, float* y, int64_t ldy, bool accumulate);
+
+// y[M, N] (+)= x[M, K] · w[N, K]ᵀ, split over the pool by output columns.
+void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y,
+          bool accumulate = false);
+
+// Whether the AVX-512 path is in use on this machine (reported by benchmarks).
+bool GemmUsesAvx512();
+
+namespace internal {
+// Portable and AVX-512 variants with the GemmRange contract; exposed for tests.
+void GemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
+                     int64_t n_end, float* y, int64_t ldy, bool accumulate);
+void GemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
+                     int64_t n_end, float* y, int64_t ldy, bool accumulate);
+bool CpuHasAvx512();
+}  // namespace internal
+
+}  // namespace ls::cpu

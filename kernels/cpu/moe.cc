@@ -1,0 +1,97 @@
+// CPU routed experts the way the GPU runs them: count rows per expert, permute token rows into
+// expert-contiguous groups, run each active expert once over its group (gate and up GEMMs, GLU,
+// down GEMM), then un-permute with a weighted sum over each token's K slots in slot order.
+// The per-row arithmetic does not depend on the other rows, so results are batch invariant.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm.h"
+
+namespace ls::cpu {
+namespace {
+
+constexpr int64_t kColChunk = 64;  // output columns per task in the expert GEMMs
+
+struct Work {
+  int32_t expert;
+  int64_t col_begin, col_end;
+};
+
+}  // namespace
+
+void MoeExperts(ThreadPool& pool, const MoeParams& p) {
+  const int64_t T = p.num_tokens, K = p.top_k, N = p.num_experts;
+  const int64_t din = p.in_width, dout = p.out_width;
+  const int64_t rows = T * K;
+
+  // Permute: slot ranges per expert, assigned in token order.
+  std::vector<int64_t> offsets(N + 1, 0), cursor(N);
+  for (int64_t i = 0; i < rows; ++i) ++offsets[p.topk_ids[i] + 1];
+  for (int64_t e = 0; e < N; ++e) offsets[e + 1] += offsets[e];
+  if (p.tokens_per_expert)
+    for (int64_t e = 0; e < N; ++e) p.tokens_per_expert[e] += offsets[e + 1] - offsets[e];
+  std::copy(offsets.begin(), offsets.end() - 1, cursor.begin());
+  std::vector<int64_t> slot_of(rows), token_of(rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t slot = cursor[p.topk_ids[i]]++;
+    slot_of[i] = slot;
+    token_of[slot] = i / K;
+  }
+  std::vector<float> zp(rows * din);
+  for (int64_t s = 0; s < rows; ++s) std::copy_n(p.z + token_of[s] * din, din, zp.data() + s * din);
+
+  const int64_t f = p.gate[0].rows;
+  std::vector<float> act(rows * f), yp(rows * dout);
+
+  // Gate/up GEMMs with the GLU, tasks of (expert, column chunk) over the active experts.
+  std::vector<Work> work;
+  for (int32_t e = 0; e < N; ++e)
+    if (offsets[e + 1] > offsets[e])
+      for (int64_t c = 0; c < f; c += kColChunk) work.push_back({e, c, std::min(f, c + kColChunk)});
+  pool.ParallelFor(static_cast<int64_t>(work.size()), [&](int64_t i) {
+    const Work& w = work[i];
+    const int64_t r0 = offsets[w.expert], n = offsets[w.expert + 1] - r0, cols = w.col_end - w.col_begin;
+    thread_local std::vector<float> g, u;
+    g.resize(n * kColChunk);
+    u.resize(n * kColChunk);
+    const float* x = zp.data() + r0 * din;
+    GemmRange(x, din, n, p.gate[w.expert], w.col_begin, w.col_end, g.data(), kColChunk, false);
+    GemmRange(x, din, n, p.up[w.expert], w.col_begin, w.col_end, u.data(), kColChunk, false);
+    for (int64_t r = 0; r < n; ++r) {
+      float* o = act.data() + (r0 + r) * f + w.col_begin;
+      const float* gr = g.data() + r * kColChunk;
+      const float* ur = u.data() + r * kColChunk;
+      if (p.act == Activation::kSiTU) {
+        for (int64_t c = 0; c < cols; ++c) o[c] = SiTU(gr[c]) * ur[c];
+      } else {
+        for (int64_t c = 0; c < cols; ++c) o[c] = SiLU(gr[c]) * ur[c];
+      }
+    }
+  });
+
+  // Down GEMMs.
+  work.clear();
+  for (int32_t e = 0; e < N; ++e)
+    if (offsets[e + 1] > offsets[e])
+      for (int64_t c = 0; c < dout; c += kColChunk) work.push_back({e, c, std::min(dout, c + kColChunk)});
+  pool.ParallelFor(static_cast<int64_t>(work.size()), [&](int64_t i) {
+    const Work& w = work[i];
+    const int64_t r0 = offsets[w.expert], n = offsets[w.expert + 1] - r0;
+    GemmRange(act.data() + r0 * f, f, n, p.down[w.expert], w.col_begin, w.col_end,
+              yp.data() + r0 * dout + w.col_begin, dout, false);
+  });
+
+  // Un-permute: weighted sum over each token's slots, in slot order k = 0 .. K-1.
+  pool.ParallelFor(T, [&](int64_t t) {
+    float* o = p.out + t * dout;
+    std::fill_n(o, dout, 0.f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float w = p.topk_weights[t * K + k];
+      const float* y = yp.data() + slot_of[t * K + k] * dout;
+      for (int64_t c = 0; c < dout; ++c) o[c] += w * y[c];
+    }
+  });
+}
+
+}  // namespace ls::cpu

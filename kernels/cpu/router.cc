@@ -1,0 +1,58 @@
+// CPU MoE router: sigmoid/softmax scores over all experts, top-K of score + frozen bias (ties to
+// the lower index), weights from the unbiased scores, optionally normalised, then scaled.
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+
+namespace ls::cpu {
+
+void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, int32_t* ids) {
+  // Insertion into a short sorted list; a strictly greater key is needed to move ahead, so among
+  // equal keys the lower index (seen first) stays in front.
+  std::vector<float> best(k);
+  int32_t filled = 0;
+  for (int32_t e = 0; e < n; ++e) {
+    const float key = scores[e] + (bias ? bias[e] : 0.f);
+    if (filled == k && !(key > best[k - 1])) continue;
+    int32_t pos = filled < k ? filled++ : k - 1;
+    while (pos > 0 && key > best[pos - 1]) {
+      best[pos] = best[pos - 1];
+      ids[pos] = ids[pos - 1];
+      --pos;
+    }
+    best[pos] = key;
+    ids[pos] = e;
+  }
+}
+
+void Router(ThreadPool& pool, const RouterParams& p) {
+  const int32_t n = p.num_experts, k = p.top_k;
+  auto token = [&](int64_t t) {
+    const float* logits = p.logits + t * n;
+    std::vector<float> s(n);
+    if (p.scoring == ScoringFunc::kSigmoid) {
+      for (int32_t e = 0; e < n; ++e) s[e] = Sigmoid(logits[e]);
+    } else {
+      float mx = logits[0];
+      for (int32_t e = 1; e < n; ++e) mx = std::max(mx, logits[e]);
+      float sum = 0.f;
+      for (int32_t e = 0; e < n; ++e) sum += (s[e] = std::exp(logits[e] - mx));
+      for (int32_t e = 0; e < n; ++e) s[e] /= sum;
+    }
+    int32_t* ids = p.topk_ids + t * k;
+    float* w = p.topk_weights + t * k;
+    SelectTopK(s.data(), p.bias, n, k, ids);
+    float sum = 0.f;
+    for (int32_t j = 0; j < k; ++j) sum += (w[j] = s[ids[j]]);
+    const float scale = p.routed_scaling_factor / (p.norm_topk_prob && sum > 0.f ? sum : 1.f);
+    for (int32_t j = 0; j < k; ++j) w[j] *= scale;
+  };
+  if (p.num_tokens < 8) {
+    for (int64_t t = 0; t < p.num_tokens; ++t) token(t);
+  } else {
+    pool.ParallelFor(p.num_tokens, token);
+  }
+}
+
+}  // namespace ls::cpu

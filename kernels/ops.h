@@ -1,0 +1,76 @@
+// Parameter structs shared by every backend's ops (CPU and CUDA), so that op signatures stay
+// short and the two backends cannot drift. Pointers are backend memory; shapes are beside them.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/tensor.h"
+
+namespace ls {
+
+enum class Activation : uint8_t { kSiTU, kSiLU };  // gate functions of the GLU experts
+enum class ScoringFunc : uint8_t { kSigmoid, kSoftmax };
+
+// One sequence's slice of a step, for attention over the paged KV cache.
+struct AttentionSeq {
+  int32_t token_offset = 0;  // first row of this sequence in the step's [T, ...] activations
+  int32_t num_tokens = 0;    // new tokens this step (a prefill chunk, or 1 for decode)
+  int32_t start_pos = 0;     // position of the first new token = tokens already cached
+  const int32_t* block_table = nullptr;  // [num_blocks] physical block of each logical block
+  int32_t num_blocks = 0;
+};
+
+// One layer of the paged KV cache: [num_blocks, block_size, num_kv_heads, head_dim] each.
+struct KvLayer {
+  float* k = nullptr;
+  float* v = nullptr;
+  int32_t num_blocks = 0;
+  int32_t block_size = 0;
+};
+
+struct AttentionParams {
+  const float* q = nullptr;      // [T, H * hd], RoPE applied
+  const float* k_new = nullptr;  // [T, Hkv * hd], RoPE applied; written into the cache
+  const float* v_new = nullptr;  // [T, Hkv * hd]
+  float* out = nullptr;          // [T, H * hd]
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  float scale = 1.f;
+  KvLayer cache;
+  const AttentionSeq* seqs = nullptr;  // [num_seqs], token ranges ascending and disjoint
+  int32_t num_seqs = 0;
+};
+
+struct RouterParams {
+  const float* logits = nullptr;  // [T, N] router logits h·Wrᵀ
+  const float* bias = nullptr;    // [N] frozen selection bias, or null
+  int64_t num_tokens = 0;
+  int32_t num_experts = 0;
+  int32_t top_k = 0;
+  ScoringFunc scoring = ScoringFunc::kSigmoid;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.f;
+  int32_t* topk_ids = nullptr;      // [T, K] chosen experts, best first (ties: lower index)
+  float* topk_weights = nullptr;    // [T, K] unbiased scores, normalised and scaled
+};
+
+// Routed experts over a batch: out[t] = Σ_k w[t,k] · GLU_{e[t,k]}(z[t]).
+struct MoeParams {
+  const float* z = nullptr;  // [T, in_width] expert inputs (latent z, or h without a latent)
+  int64_t num_tokens = 0;
+  int64_t in_width = 0;
+  int64_t out_width = 0;
+  const int32_t* topk_ids = nullptr;    // [T, K]
+  const float* topk_weights = nullptr;  // [T, K]
+  int32_t top_k = 0;
+  int32_t num_experts = 0;
+  const Tensor* gate = nullptr;  // [N] of [f, in_width]
+  const Tensor* up = nullptr;    // [N] of [f, in_width]
+  const Tensor* down = nullptr;  // [N] of [out_width, f]
+  Activation act = Activation::kSiTU;
+  float* out = nullptr;              // [T, out_width]
+  int64_t* tokens_per_expert = nullptr;  // [N] incremented by the rows routed to each (optional)
+};
+
+}  // namespace ls

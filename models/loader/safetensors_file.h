@@ -1,0 +1,49 @@
+// SafetensorsFile: one .safetensors file mapped read-only with mmap, its header parsed and every
+// entry checked (known dtype, shape × dtype size = byte range, range inside the file, no overlap)
+// before any tensor is handed out. A truncated or lying file is an error, never a crash.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/dtype.h"
+
+namespace ls {
+
+struct TensorEntry {
+  DType dtype;
+  std::vector<int64_t> shape;
+  const void* data;  // inside the mapping
+  size_t bytes;
+};
+
+class SafetensorsFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  // nullptr when the file holds no tensor of that name.
+  const TensorEntry* Find(const std::string& name) const;
+  const std::map<std::string, TensorEntry>& entries() const { return entries_; }
+
+  // Parses a header given the whole file's bytes; exposed for fuzzing and tests.
+  static absl::StatusOr<std::map<std::string, TensorEntry>> ParseHeader(const unsigned char* file,
+                                                                        size_t file_size,
+                                                                        const std::string& path);
+
+ private:
+  SafetensorsFile() = default;
+  std::string path_;
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  std::map<std::string, TensorEntry> entries_;
+};
+
+}  // namespace ls

@@ -1,0 +1,34 @@
+// WeightStore: the tensors of a model directory, from `model.safetensors` or from the shards named
+// by `model.safetensors.index.json`, looked up by name with their shape checked against what the
+// config implies. Owns the file mappings; Tensors it returns live as long as the store.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/tensor.h"
+#include "models/loader/safetensors_file.h"
+
+namespace ls {
+
+class WeightStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<WeightStore>> Open(const std::string& model_dir);
+
+  // The tensor `name` with exactly the expected shape ([rows, cols], or [cols] when rows == 0).
+  absl::StatusOr<Tensor> Get(const std::string& name, int64_t rows, int64_t cols) const;
+  bool Has(const std::string& name) const { return where_.count(name) != 0; }
+  // Total bytes of every tensor in the store.
+  size_t total_bytes() const;
+
+ private:
+  WeightStore() = default;
+  std::string dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::unordered_map<std::string, const SafetensorsFile*> where_;  // tensor name -> file
+};
+
+}  // namespace ls

@@ -1,0 +1,187 @@
+// StableLatentMoe forward step.
+#include "models/stable_latent_moe.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ls {
+
+absl::StatusOr<std::unique_ptr<StableLatentMoe>> StableLatentMoe::Load(const std::string& model_dir,
+                                                                       Backend* backend) {
+  auto config = LoadModelConfig(model_dir);
+  if (!config.ok()) return config.status();
+  auto store = WeightStore::Open(model_dir);
+  if (!store.ok()) return store.status();
+  auto weights = BindModelWeights(*config, **store);
+  if (!weights.ok()) return weights.status();
+  return std::unique_ptr<StableLatentMoe>(
+      new StableLatentMoe(std::move(*config), std::move(*store), std::move(*weights), backend));
+}
+
+StableLatentMoe::StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore> store, ModelWeights weights,
+                                 Backend* backend)
+    : config_(std::move(config)),
+      store_(std::move(store)),
+      weights_(std::move(weights)),
+      backend_(backend),
+      expert_tokens_(static_cast<size_t>(config_.num_hidden_layers) * config_.n_routed_experts, 0) {
+  for (DeviceBuffer* b : {&x_, &h_, &q_, &k_, &v_, &attn_, &gate_, &up_, &act_, &router_logits_, &topk_w_,
+                          &topk_ids_, &z_, &c_})
+    *b = DeviceBuffer(backend_);
+}
+
+absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size()), d = c.hidden_size;
+  int64_t counted = 0;
+  for (const auto& s : batch.seqs) counted += s.num_tokens;
+  if (counted != T) return absl::InvalidArgumentError("StepBatch: sequence token counts do not add up to tokens");
+  for (int32_t id : batch.tokens)
+    if (id < 0 || id >= c.vocab_size) return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range"));
+
+  std::vector<int32_t> positions(T);
+  std::vector<AttentionSeq> seqs;
+  int32_t offset = 0;
+  for (const auto& s : batch.seqs) {
+    const int64_t needed = (static_cast<int64_t>(s.start_pos) + s.num_tokens + cache.block_size() - 1) / cache.block_size();
+    if (static_cast<int64_t>(s.block_table.size()) < needed)
+      return absl::InvalidArgumentError("StepBatch: block table too short for the sequence");
+    for (int32_t b : s.block_table)
+      if (b < 0 || b >= cache.num_blocks()) return absl::InvalidArgumentError("StepBatch: block id out of range");
+    for (int32_t i = 0; i < s.num_tokens; ++i) positions[offset + i] = s.start_pos + i;
+    seqs.push_back({offset, s.num_tokens, s.start_pos, s.block_table.data(), static_cast<int32_t>(s.block_table.size())});
+    offset += s.num_tokens;
+  }
+
+  float* x = x_.as<float>(T * d);
+  backend_->Embedding(batch.tokens.data(), T, weights_.embed, x);
+  for (int32_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const LayerWeights& L = weights_.layers[layer];
+    Attention(L, layer, seqs, positions, cache, T);
+    backend_->RmsNorm(x, T, L.post_attention_norm, c.rms_norm_eps, h_.as<float>(T * d));
+    if (L.is_moe) {
+      MoeFfn(L, layer, T);
+    } else {
+      DenseFfn(L, T);
+    }
+  }
+
+  // Final norm and LM head over the rows whose logits were asked for.
+  const int64_t rows = batch.num_logit_rows();
+  float* sel = h_.as<float>(std::max(T, rows) * d);
+  int64_t r = 0;
+  for (const auto& s : seqs) {
+    const int32_t first = batch.seqs[&s - seqs.data()].all_logits ? 0 : s.num_tokens - 1;
+    for (int32_t i = first; i < s.num_tokens; ++i, ++r)
+      backend_->RmsNorm(x + (s.token_offset + i) * d, 1, weights_.final_norm, c.rms_norm_eps, sel + r * d);
+  }
+  float* out = act_.as<float>(rows * c.vocab_size);
+  backend_->Gemm(sel, rows, weights_.lm_head, out, false);
+  logits->resize(static_cast<size_t>(rows * c.vocab_size));
+  backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
+  return absl::OkStatus();
+}
+
+void StableLatentMoe::Attention(const LayerWeights& L, int32_t layer, const std::vector<AttentionSeq>& seqs,
+                                const std::vector<int32_t>& positions, KvCache& cache, int64_t T) {
+  const ModelConfig& c = config_;
+  const int64_t d = c.hidden_size, H = c.num_attention_heads, Hkv = c.num_key_value_heads, hd = c.head_dim;
+  float* x = static_cast<float*>(x_.data());
+  float* h = h_.as<float>(T * d);
+  float* q = q_.as<float>(T * H * hd);
+  float* k = k_.as<float>(T * Hkv * hd);
+  float* v = v_.as<float>(T * Hkv * hd);
+  float* o = attn_.as<float>(T * H * hd);
+  backend_->RmsNorm(x, T, L.input_norm, c.rms_norm_eps, h);
+  backend_->Gemm(h, T, L.q, q, false);
+  backend_->Gemm(h, T, L.k, k, false);
+  backend_->Gemm(h, T, L.v, v, false);
+  if (c.qk_norm) {
+    backend_->RmsNorm(q, T * H, L.q_norm, c.rms_norm_eps, q);
+    backend_->RmsNorm(k, T * Hkv, L.k_norm, c.rms_norm_eps, k);
+  }
+  backend_->Rope(q, T, c.num_attention_heads, c.head_dim, positions.data(), c.rope_theta);
+  backend_->Rope(k, T, c.num_key_value_heads, c.head_dim, positions.data(), c.rope_theta);
+  AttentionParams p;
+  p.q = q;
+  p.k_new = k;
+  p.v_new = v;
+  p.out = o;
+  p.num_heads = c.num_attention_heads;
+  p.num_kv_heads = c.num_key_value_heads;
+  p.head_dim = c.head_dim;
+  p.scale = 1.f / std::sqrt(static_cast<float>(c.head_dim));
+  p.cache = cache.layer(layer);
+  p.seqs = seqs.data();
+  p.num_seqs = static_cast<int32_t>(seqs.size());
+  backend_->PagedAttention(p);
+  backend_->Gemm(o, T, L.o, x, /*accumulate=*/true);
+}
+
+void StableLatentMoe::DenseFfn(const LayerWeights& L, int64_t T) {
+  SharedGlu(L.dense, static_cast<float*>(h_.data()), T, config_.intermediate_size);
+}
+
+// x += GLU(h) for a dense or shared-expert MLP of the given width.
+void StableLatentMoe::SharedGlu(const GluWeights& w, const float* h, int64_t T, int64_t width) {
+  float* g = gate_.as<float>(T * width);
+  float* u = up_.as<float>(T * width);
+  float* a = act_.as<float>(T * width);
+  backend_->Gemm(h, T, w.gate, g, false);
+  backend_->Gemm(h, T, w.up, u, false);
+  backend_->GluActivation(g, u, T, width, config_.hidden_act, a);
+  backend_->Gemm(a, T, w.down, static_cast<float*>(x_.data()), /*accumulate=*/true);
+}
+
+void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
+  const ModelConfig& c = config_;
+  const int64_t N = c.n_routed_experts, K = c.num_experts_per_tok, w = c.expert_width();
+  const float* h = static_cast<float*>(h_.data());
+  float* x = static_cast<float*>(x_.data());
+
+  RouterParams r;
+  r.logits = router_logits_.as<float>(T * N);
+  backend_->Gemm(h, T, L.router, const_cast<float*>(r.logits), false);
+  r.bias = L.router_bias.data();
+  r.num_tokens = T;
+  r.num_experts = static_cast<int32_t>(N);
+  r.top_k = static_cast<int32_t>(K);
+  r.scoring = c.scoring_func;
+  r.norm_topk_prob = c.norm_topk_prob;
+  r.routed_scaling_factor = c.routed_scaling_factor;
+  r.topk_ids = topk_ids_.as<int32_t>(T * K);
+  r.topk_weights = topk_w_.as<float>(T * K);
+  backend_->Router(r);
+
+  const float* z = h;
+  if (c.moe_latent_size > 0) {
+    backend_->Gemm(h, T, L.latent_down, z_.as<float>(T * w), false);
+    z = static_cast<float*>(z_.data());
+  }
+  MoeParams m;
+  m.z = z;
+  m.num_tokens = T;
+  m.in_width = w;
+  m.out_width = w;
+  m.topk_ids = r.topk_ids;
+  m.topk_weights = r.topk_weights;
+  m.top_k = r.top_k;
+  m.num_experts = r.num_experts;
+  m.gate = L.expert_gate.data();
+  m.up = L.expert_up.data();
+  m.down = L.expert_down.data();
+  m.act = c.hidden_act;
+  m.out = c_.as<float>(T * w);
+  m.tokens_per_expert = expert_tokens_.data() + static_cast<size_t>(layer) * N;
+  backend_->MoeExperts(m);
+  if (c.expert_output_norm) backend_->RmsNorm(m.out, T, L.latent_norm, c.rms_norm_eps, m.out);
+  if (c.moe_latent_size > 0) {
+    backend_->Gemm(m.out, T, L.latent_up, x, /*accumulate=*/true);
+  } else {
+    backend_->Add(x, m.out, T * w);
+  }
+  if (L.has_shared) SharedGlu(L.shared, h, T, c.shared_expert_intermediate_size);
+}
+
+}  // namespace ls

@@ -1,0 +1,60 @@
+// StableLatentMoe: the forward step of a Stable LatentMoE decoder (DESIGN.md §3) over a batch of
+// sequences, built from Backend ops: attention over the paged KV cache, then a dense GLU FFN or
+// the MoE block (router → latent down → grouped experts → expert-output norm → latent up, plus
+// shared experts). Not thread-safe: one step at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "kernels/device_buffer.h"
+#include "models/kv_cache.h"
+#include "models/loader/model_config.h"
+#include "models/loader/weight_store.h"
+#include "models/model_weights.h"
+#include "models/step_batch.h"
+
+namespace ls {
+
+class StableLatentMoe {
+ public:
+  // Reads DIR/config.json and the weights; the model keeps the mappings alive.
+  static absl::StatusOr<std::unique_ptr<StableLatentMoe>> Load(const std::string& model_dir, Backend* backend);
+
+  const ModelConfig& config() const { return config_; }
+  Backend* backend() const { return backend_; }
+  size_t weight_bytes() const { return store_->total_bytes(); }
+
+  // Runs one step. `logits` receives batch.num_logit_rows() rows of vocab_size floats, in
+  // sequence order (all new tokens of a sequence when all_logits, else its last token).
+  // The caller guarantees block tables cover every position written.
+  absl::Status Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits);
+
+  // Tokens routed to each expert since the last reset: [num_hidden_layers * n_routed_experts].
+  const std::vector<int64_t>& expert_token_counts() const { return expert_tokens_; }
+  void ResetExpertTokenCounts() { std::fill(expert_tokens_.begin(), expert_tokens_.end(), 0); }
+
+ private:
+  StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore> store, ModelWeights weights, Backend* backend);
+
+  void Attention(const LayerWeights& L, int32_t layer, const std::vector<AttentionSeq>& seqs,
+                 const std::vector<int32_t>& positions, KvCache& cache, int64_t T);
+  void DenseFfn(const LayerWeights& L, int64_t T);
+  void MoeFfn(const LayerWeights& L, int32_t layer, int64_t T);
+  void SharedGlu(const GluWeights& w, const float* h, int64_t T, int64_t width);
+
+  ModelConfig config_;
+  std::unique_ptr<WeightStore> store_;
+  ModelWeights weights_;
+  Backend* backend_;
+  std::vector<int64_t> expert_tokens_;
+
+  // Activations, reused across steps (backend memory).
+  DeviceBuffer x_, h_, q_, k_, v_, attn_, gate_, up_, act_, router_logits_, topk_w_, topk_ids_, z_, c_;
+};
+
+}  // namespace ls

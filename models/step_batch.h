@@ -1,0 +1,30 @@
+// StepBatch: what the model needs for one forward step, as plain arrays: the new tokens of every
+// sequence in the batch, where each starts in its sequence, its KV block table, and which logits
+// to return. Built by the engine; the model knows nothing else of sequences.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ls {
+
+struct StepSequence {
+  int32_t num_tokens = 0;  // new tokens this step
+  int32_t start_pos = 0;   // tokens of this sequence already in the KV cache
+  std::vector<int32_t> block_table;  // physical KV block per logical block, covering start_pos + num_tokens
+  bool all_logits = false;  // logits for every new token (else only the last one)
+};
+
+struct StepBatch {
+  std::vector<int32_t> tokens;  // [T] new tokens of all sequences, concatenated in order
+  std::vector<StepSequence> seqs;
+
+  // Rows of logits Forward returns: Σ (all_logits ? num_tokens : 1).
+  int64_t num_logit_rows() const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += s.all_logits ? s.num_tokens : 1;
+    return n;
+  }
+};
+
+}  // namespace ls

@@ -1,0 +1,103 @@
+// Elementwise and small ops against their DESIGN.md §3 formulas: SiTU, RMSNorm, RoPE, MoE combine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+
+namespace ls::cpu {
+namespace {
+
+TEST(SiTU, IsSigmoidTimesTanh) {
+  for (float x : {-20.f, -1.f, 0.f, 0.01f, 1.f, 20.f}) {
+    const double ref = 1.0 / (1.0 + std::exp(-double(x))) * std::tanh(double(x));
+    EXPECT_NEAR(SiTU(x), ref, 1e-6) << x;
+  }
+  EXPECT_NEAR(SiTU(1e-3f), 0.5e-3f, 1e-6);  // ≈ x/2 near zero
+  EXPECT_NEAR(SiTU(-30.f), 0.f, 1e-6);      // ~0 for large negative x
+}
+
+TEST(RmsNorm, MatchesFormula) {
+  ThreadPool pool(1);
+  std::vector<float> x = {1.f, -2.f, 3.f, 0.5f, 4.f, 0.f, -1.f, 2.f}, w = {1.f, 0.5f, 2.f, -1.f}, out(8);
+  RmsNorm(pool, x.data(), 2, Tensor{w.data(), DType::kF32, 1, 4}, 1e-6f, out.data());
+  for (int r = 0; r < 2; ++r) {
+    double ss = 0;
+    for (int i = 0; i < 4; ++i) ss += x[r * 4 + i] * x[r * 4 + i];
+    const double inv = 1.0 / std::sqrt(ss / 4 + 1e-6);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[r * 4 + i], x[r * 4 + i] * inv * w[i], 1e-6);
+  }
+}
+
+TEST(Rope, RotatesPairsIAndIPlusHalf) {
+  ThreadPool pool(1);
+  const int hd = 6;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, orig = x;
+  const int32_t pos = 7;
+  Rope(pool, x.data(), 1, 1, hd, &pos, 100.f);
+  for (int i = 0; i < 3; ++i) {
+    const double a = pos * std::pow(100.0, -2.0 * i / hd);
+    EXPECT_NEAR(x[i], orig[i] * std::cos(a) - orig[i + 3] * std::sin(a), 1e-4);
+    EXPECT_NEAR(x[i + 3], orig[i + 3] * std::cos(a) + orig[i] * std::sin(a), 1e-4);
+  }
+}
+
+TEST(MoeExperts, EqualsPerTokenLoop) {
+  ThreadPool pool(2);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  const int T = 7, K = 2, N = 5, w = 8, f = 70;
+  std::vector<std::vector<float>> g(N, std::vector<float>(f * w)), u = g, dn(N, std::vector<float>(w * f));
+  std::vector<Tensor> tg, tu, td;
+  for (int e = 0; e < N; ++e) {
+    for (auto* v : {&g[e], &u[e], &dn[e]})
+      for (auto& a : *v) a = nd(rng) * 0.3f;
+    tg.push_back({g[e].data(), DType::kF32, f, w});
+    tu.push_back({u[e].data(), DType::kF32, f, w});
+    td.push_back({dn[e].data(), DType::kF32, w, f});
+  }
+  std::vector<float> z(T * w), weights(T * K), out(T * w);
+  for (auto& a : z) a = nd(rng);
+  for (auto& a : weights) a = nd(rng);
+  std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 0, 4, 2, 3, 4};
+  std::vector<int64_t> counts(N, 0);
+  MoeParams p;
+  p.z = z.data();
+  p.num_tokens = T;
+  p.in_width = p.out_width = w;
+  p.topk_ids = ids.data();
+  p.topk_weights = weights.data();
+  p.top_k = K;
+  p.num_experts = N;
+  p.gate = tg.data();
+  p.up = tu.data();
+  p.down = td.data();
+  p.act = Activation::kSiTU;
+  p.out = out.data();
+  p.tokens_per_expert = counts.data();
+  MoeExperts(pool, p);
+  EXPECT_EQ(counts, (std::vector<int64_t>{3, 2, 2, 4, 3}));
+  for (int t = 0; t < T; ++t) {
+    for (int c = 0; c < w; ++c) {
+      double ref = 0;
+      for (int k = 0; k < K; ++k) {
+        const int e = ids[t * K + k];
+        for (int j = 0; j < f; ++j) {
+          double gs = 0, us = 0;
+          for (int i = 0; i < w; ++i) {
+            gs += g[e][j * w + i] * z[t * w + i];
+            us += u[e][j * w + i] * z[t * w + i];
+          }
+          const double a = 1.0 / (1.0 + std::exp(-gs)) * std::tanh(gs) * us;
+          ref += weights[t * K + k] * a * dn[e][c * f + j];
+        }
+      }
+      ASSERT_NEAR(out[t * w + c], ref, 1e-4) << "t=" << t << " c=" << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ls::cpu

@@ -1,0 +1,74 @@
+// The CPU engine's logits equal the PyTorch reference's on every fixture: a 32-token prefill
+// (whole, and in uneven chunks) followed by 16 single-token decode steps through the KV cache.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "tests/test_util.h"
+
+namespace ls {
+namespace {
+
+// Tolerance by weight dtype, as the engine-core acceptance states.
+float Tolerance(const std::string& name) { return name.find("f32") != std::string::npos ? 1e-3f : 2e-2f; }
+
+// Runs prefill in the given chunk sizes, then decodes; returns all 48 rows of logits.
+std::vector<float> RunFixture(StableLatentMoe& model, const testing::Golden& g, const std::vector<int>& chunks) {
+  const int32_t total = static_cast<int32_t>(g.prompt_ids.size() + g.decode_ids.size());
+  KvCache cache(model.backend(), model.config(), 8, 8);
+  StepSequence seq;
+  // A scrambled block table, so logical and physical order differ.
+  seq.block_table = {5, 2, 7, 0, 3, 6, 1, 4};
+  EXPECT_GE(static_cast<int32_t>(seq.block_table.size()) * 8, total);
+  std::vector<float> all, logits;
+  int32_t pos = 0;
+  for (int c : chunks) {
+    StepBatch b;
+    b.tokens.assign(g.prompt_ids.begin() + pos, g.prompt_ids.begin() + pos + c);
+    seq.start_pos = pos;
+    seq.num_tokens = c;
+    seq.all_logits = true;
+    b.seqs = {seq};
+    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
+    all.insert(all.end(), logits.begin(), logits.end());
+    pos += c;
+  }
+  for (int32_t id : g.decode_ids) {
+    StepBatch b;
+    b.tokens = {id};
+    seq.start_pos = pos++;
+    seq.num_tokens = 1;
+    seq.all_logits = false;
+    b.seqs = {seq};
+    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReferenceLogits, MatchesPyTorchOverPrefillAndDecode) {
+  const std::string dir = testing::FixtureDir(GetParam());
+  CpuBackend backend(2);
+  auto model = StableLatentMoe::Load(dir, &backend);
+  ASSERT_TRUE(model.ok()) << model.status();
+  testing::Golden g = testing::LoadGolden(dir);
+  ASSERT_EQ(g.prompt_ids.size(), 32u);
+  ASSERT_EQ(g.decode_ids.size(), 16u);
+  ASSERT_EQ(g.vocab, (*model)->config().vocab_size);
+  const float tol = Tolerance(GetParam());
+  for (const auto& chunks : {std::vector<int>{32}, std::vector<int>{5, 11, 16}}) {
+    std::vector<float> got = RunFixture(**model, g, chunks);
+    ASSERT_EQ(got.size(), g.logits.size());
+    for (size_t row = 0; row < 48; ++row) {
+      const float err = testing::MaxAbsDiff(got.data() + row * g.vocab, g.logits.data() + row * g.vocab, g.vocab);
+      ASSERT_LE(err, tol) << "position " << row << " with " << chunks.size() << " prefill chunk(s)";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceLogits, ::testing::ValuesIn(testing::FixtureNames()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ls

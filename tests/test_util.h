@@ -1,0 +1,29 @@
+// Helpers shared by the model tests: fixture paths, golden data, and a one-sequence runner.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/stable_latent_moe.h"
+
+namespace ls::testing {
+
+std::string DataDir();
+std::vector<std::string> FixtureNames();  // every directory under tests/data/fixtures
+std::string FixtureDir(const std::string& name);
+
+struct Golden {
+  std::vector<int32_t> prompt_ids;  // [32]
+  std::vector<int32_t> decode_ids;  // [16]
+  std::vector<float> logits;        // [48, V]
+  int64_t vocab = 0;
+};
+Golden LoadGolden(const std::string& dir);
+
+// Max |a - b| over two equally long arrays.
+float MaxAbsDiff(const float* a, const float* b, size_t n);
+
+// Copies a directory's files into a fresh temporary directory and returns its path.
+std::string CopyToTempDir(const std::string& dir, const std::string& tag);
+
+}  // namespace ls::testing

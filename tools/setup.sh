@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages LatentServe builds and tests with (run as root, or with sudo
+# available). The same script is the build step of the CPU container image.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config      # build
+  libabsl-dev                                  # Status/StatusOr, flags, strings
+  nlohmann-json3-dev                           # config.json, safetensors headers
+  libgtest-dev libgmock-dev                    # tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
