@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ ccache pkg-config      # build
+  libpcre2-dev                                 # tokenizer pre-tokenization regexes (Unicode properties)
+  libutf8proc-dev                              # NFC normalization for tokenizers that ask for it
   libabsl-dev                                  # Status/StatusOr, flags, strings
   nlohmann-json3-dev                           # config.json, safetensors headers
   libgtest-dev libgmock-dev                    # tests

@@ -1,0 +1,64 @@
+// latentserve-tokenize: encodes stdin line by line with a tokenizer.json (one line of
+// space-separated ids per input line), or with --decode turns lines of ids back into text.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "engine/tokenizer/tokenizer.h"
+
+ABSL_FLAG(std::string, tokenizer, "", "path to tokenizer.json");
+ABSL_FLAG(bool, decode, false, "read lines of ids and print their text");
+ABSL_FLAG(bool, skip_special, false, "with --decode, drop special tokens");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("latentserve-tokenize --tokenizer PATH/tokenizer.json [--decode] < input");
+  absl::ParseCommandLine(argc, argv);
+  auto tok = ls::tok::Tokenizer::FromFile(absl::GetFlag(FLAGS_tokenizer));
+  if (!tok.ok()) {
+    std::fprintf(stderr, "latentserve-tokenize: %s\n", std::string(tok.status().message()).c_str());
+    return 1;
+  }
+  int rc = 0;
+  std::string line;
+  for (int64_t n = 1; std::getline(std::cin, line); ++n) {
+    if (absl::GetFlag(FLAGS_decode)) {
+      std::vector<int32_t> ids;
+      bool ok = true;
+      for (absl::string_view s : absl::StrSplit(line, ' ', absl::SkipWhitespace())) {
+        int32_t id;
+        if (!absl::SimpleAtoi(s, &id)) {
+          std::fprintf(stderr, "latentserve-tokenize: line %ld: '%s' is not an id\n", static_cast<long>(n),
+                       std::string(s).c_str());
+          ok = false;
+          break;
+        }
+        ids.push_back(id);
+      }
+      auto text = ok ? (*tok)->Decode(ids, absl::GetFlag(FLAGS_skip_special)) : absl::StatusOr<std::string>("");
+      if (!ok || !text.ok()) {
+        if (ok) std::fprintf(stderr, "latentserve-tokenize: line %ld: %s\n", static_cast<long>(n), std::string(text.status().message()).c_str());
+        rc = 1;
+        std::printf("\n");
+        continue;
+      }
+      std::printf("%s\n", text->c_str());
+    } else {
+      auto ids = (*tok)->Encode(line);
+      if (!ids.ok()) {
+        std::fprintf(stderr, "latentserve-tokenize: line %ld: %s\n", static_cast<long>(n), std::string(ids.status().message()).c_str());
+        rc = 1;
+        std::printf("\n");
+        continue;
+      }
+      std::printf("%s\n", absl::StrJoin(*ids, " ").c_str());
+    }
+  }
+  return rc;
+}
