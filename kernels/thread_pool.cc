@@ -40,8 +40,12 @@ void ThreadPool::WorkerLoop() {
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen) {
       LS_CPU_RELAX();
-      if (++spins % 64 == 0 && std::chrono::steady_clock::now() > deadline) {
-        generation_.wait(seen);
+      if (++spins % 64 == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          generation_.wait(seen);
+        } else {
+          std::this_thread::yield();
+        }
       }
     }
     seen = generation_.load(std::memory_order_acquire);
@@ -64,7 +68,12 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   RunTasks();
-  while (busy_workers_.load(std::memory_order_acquire) != 0) LS_CPU_RELAX();
+  // Workers that were descheduled still have to check in; yield now and then so that they can
+  // run when the machine is oversubscribed.
+  for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+    LS_CPU_RELAX();
+    if (spins % 256 == 255) std::this_thread::yield();
+  }
   fn_ = nullptr;
 }
 

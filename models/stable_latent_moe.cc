@@ -69,16 +69,19 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
 
   // Final norm and LM head over the rows whose logits were asked for.
   const int64_t rows = batch.num_logit_rows();
-  float* sel = h_.as<float>(std::max(T, rows) * d);
+  float* sel = h_.as<float>(std::max<int64_t>(std::max(T, rows), 1) * d);
   int64_t r = 0;
   for (const auto& s : seqs) {
-    const int32_t first = batch.seqs[&s - seqs.data()].all_logits ? 0 : s.num_tokens - 1;
+    const StepSequence& want = batch.seqs[&s - seqs.data()];
+    if (!want.want_logits) continue;
+    const int32_t first = want.all_logits ? 0 : s.num_tokens - 1;
     for (int32_t i = first; i < s.num_tokens; ++i, ++r)
       backend_->RmsNorm(x + (s.token_offset + i) * d, 1, weights_.final_norm, c.rms_norm_eps, sel + r * d);
   }
+  logits->resize(static_cast<size_t>(rows * c.vocab_size));
+  if (rows == 0) return absl::OkStatus();
   float* out = act_.as<float>(rows * c.vocab_size);
   backend_->Gemm(sel, rows, weights_.lm_head, out, false);
-  logits->resize(static_cast<size_t>(rows * c.vocab_size));
   backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
   return absl::OkStatus();
 }

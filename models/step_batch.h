@@ -13,16 +13,17 @@ struct StepSequence {
   int32_t start_pos = 0;   // tokens of this sequence already in the KV cache
   std::vector<int32_t> block_table;  // physical KV block per logical block, covering start_pos + num_tokens
   bool all_logits = false;  // logits for every new token (else only the last one)
+  bool want_logits = true;  // false: no logits at all (a prefill chunk that does not end the prompt)
 };
 
 struct StepBatch {
   std::vector<int32_t> tokens;  // [T] new tokens of all sequences, concatenated in order
   std::vector<StepSequence> seqs;
 
-  // Rows of logits Forward returns: Σ (all_logits ? num_tokens : 1).
+  // Rows of logits Forward returns: Σ over sequences wanting logits of (all_logits ? num_tokens : 1).
   int64_t num_logit_rows() const {
     int64_t n = 0;
-    for (const auto& s : seqs) n += s.all_logits ? s.num_tokens : 1;
+    for (const auto& s : seqs) n += !s.want_logits ? 0 : s.all_logits ? s.num_tokens : 1;
     return n;
   }
 };

@@ -1,0 +1,123 @@
+// BlockManager implementation.
+#include "engine/block_manager.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace ls {
+
+BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
+    : num_blocks_(num_blocks), block_size_(block_size), prefix_caching_(enable_prefix_caching), blocks_(num_blocks) {
+  free_.reserve(num_blocks);
+  for (int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);  // hand out low ids first
+}
+
+uint64_t BlockManager::ChainHash(uint64_t parent, const int32_t* tokens, int32_t n) {
+  // FNV-1a over the parent hash and the token ids, then a final mix.
+  uint64_t h = 1469598103934665603ull ^ parent;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(parent);
+  for (int32_t i = 0; i < n; ++i) mix(static_cast<uint32_t>(tokens[i]));
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+int32_t BlockManager::TakeBlock() {
+  int32_t b;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else if (!evictable_.empty()) {
+    b = evictable_.front();
+    evictable_.pop_front();
+    cache_.erase(blocks_[b].hash);
+    blocks_[b].cached = false;
+    blocks_[b].tokens.clear();
+  } else {
+    return -1;
+  }
+  blocks_[b].ref = 1;
+  return b;
+}
+
+void BlockManager::Release(int32_t b) {
+  Block& blk = blocks_[b];
+  assert(blk.ref > 0);
+  if (--blk.ref > 0) return;
+  if (blk.cached) {
+    evictable_.push_back(b);
+    blk.lru = std::prev(evictable_.end());
+  } else {
+    free_.push_back(b);
+  }
+}
+
+int32_t BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, BlockTable* table) {
+  assert(table->blocks.empty());
+  if (!prefix_caching_) return 0;
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  // Full blocks that end before the last token.
+  const int32_t max_blocks = (n - 1) / block_size_;
+  queried_tokens_ += n;
+  uint64_t parent = 0;
+  for (int32_t i = 0; i < max_blocks; ++i) {
+    const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
+    const uint64_t h = ChainHash(parent, t, block_size_);
+    auto it = cache_.find(h);
+    if (it == cache_.end()) break;
+    Block& blk = blocks_[it->second];
+    if (!std::equal(blk.tokens.begin(), blk.tokens.end(), t)) break;  // hash collision
+    if (blk.ref++ == 0) evictable_.erase(blk.lru);
+    table->blocks.push_back(it->second);
+    table->hashes.push_back(h);
+    parent = h;
+  }
+  const int32_t hit = static_cast<int32_t>(table->blocks.size()) * block_size_;
+  hit_tokens_ += hit;
+  return hit;
+}
+
+int32_t BlockManager::BlocksNeeded(const BlockTable& table, int32_t num_tokens) const {
+  const int32_t need = (num_tokens + block_size_ - 1) / block_size_;
+  return std::max(0, need - static_cast<int32_t>(table.blocks.size()));
+}
+
+bool BlockManager::EnsureCapacity(BlockTable* table, int32_t num_tokens) {
+  const int32_t add = BlocksNeeded(*table, num_tokens);
+  if (add > num_available()) return false;
+  for (int32_t i = 0; i < add; ++i) table->blocks.push_back(TakeBlock());
+  return true;
+}
+
+void BlockManager::CommitFullBlocks(const std::vector<int32_t>& tokens, int32_t num_computed, BlockTable* table) {
+  if (!prefix_caching_) return;
+  const int32_t full = std::min<int32_t>(num_computed / block_size_, static_cast<int32_t>(table->blocks.size()));
+  for (int32_t i = static_cast<int32_t>(table->hashes.size()); i < full; ++i) {
+    const uint64_t parent = i == 0 ? 0 : table->hashes[i - 1];
+    const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
+    const uint64_t h = ChainHash(parent, t, block_size_);
+    table->hashes.push_back(h);
+    Block& blk = blocks_[table->blocks[i]];
+    if (blk.cached || cache_.count(h)) continue;  // an identical block is already cached
+    blk.cached = true;
+    blk.hash = h;
+    blk.tokens.assign(t, t + block_size_);
+    cache_[h] = table->blocks[i];
+  }
+}
+
+void BlockManager::Free(BlockTable* table) {
+  // Release in reverse so the tail of a sequence is evicted before its (more shareable) head.
+  for (auto it = table->blocks.rbegin(); it != table->blocks.rend(); ++it) Release(*it);
+  table->blocks.clear();
+  table->hashes.clear();
+}
+
+}  // namespace ls

@@ -1,0 +1,72 @@
+// BlockManager: bookkeeping of the paged KV cache — fixed-size blocks, a free list, each
+// sequence's block table, and the prefix cache (full blocks keyed by a hash of their tokens and
+// of everything before them, shared by reference count, evicted least-recently-used).
+// Pure bookkeeping: no tensors, no model. Not thread-safe; the engine loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+namespace ls {
+
+// A sequence's blocks. `hashes[i]` is the chain hash of block i once it is full and committed.
+struct BlockTable {
+  std::vector<int32_t> blocks;
+  std::vector<uint64_t> hashes;
+};
+
+class BlockManager {
+ public:
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching);
+
+  int32_t block_size() const { return block_size_; }
+  int32_t num_blocks() const { return num_blocks_; }
+  // Blocks that can be handed out now (free, or cached and unreferenced).
+  int32_t num_available() const { return static_cast<int32_t>(free_.size() + evictable_.size()); }
+  int32_t num_used() const { return num_blocks_ - num_available(); }
+
+  // For a sequence with an empty table: reuses cached blocks matching the longest full-block
+  // prefix of `tokens`, never covering the last token (its logits must be computed). Returns
+  // the number of tokens whose KV is now present.
+  int32_t AcquirePrefix(const std::vector<int32_t>& tokens, BlockTable* table);
+  // Blocks to add so the table holds `num_tokens` tokens.
+  int32_t BlocksNeeded(const BlockTable& table, int32_t num_tokens) const;
+  // Grows the table to hold `num_tokens` tokens; false, changing nothing, if blocks run out.
+  bool EnsureCapacity(BlockTable* table, int32_t num_tokens);
+  // Registers in the prefix cache every block fully covered by the first `num_computed` tokens.
+  void CommitFullBlocks(const std::vector<int32_t>& tokens, int32_t num_computed, BlockTable* table);
+  // Releases every block of the table and clears it.
+  void Free(BlockTable* table);
+
+  // Prefix-cache statistics, in tokens: looked up on admission, and found.
+  int64_t prefix_queried_tokens() const { return queried_tokens_; }
+  int64_t prefix_hit_tokens() const { return hit_tokens_; }
+  // Reference count of a block (tests).
+  int32_t ref_count(int32_t block) const { return blocks_[block].ref; }
+
+ private:
+  struct Block {
+    int32_t ref = 0;
+    bool cached = false;       // registered in cache_ under `hash`
+    uint64_t hash = 0;
+    std::vector<int32_t> tokens;  // the block's tokens, to confirm hash hits
+    std::list<int32_t>::iterator lru;  // position in evictable_ when ref == 0 && cached
+  };
+  static uint64_t ChainHash(uint64_t parent, const int32_t* tokens, int32_t n);
+  int32_t TakeBlock();  // a fresh block (evicting the LRU cached one if needed); -1 if none
+  void Release(int32_t b);
+
+  int32_t num_blocks_;
+  int32_t block_size_;
+  bool prefix_caching_;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> free_;                  // unreferenced, uncached
+  std::list<int32_t> evictable_;               // unreferenced, cached; front = least recently used
+  std::unordered_map<uint64_t, int32_t> cache_;  // chain hash -> block
+  int64_t queried_tokens_ = 0;
+  int64_t hit_tokens_ = 0;
+};
+
+}  // namespace ls

@@ -1,0 +1,414 @@
+// Engine: admission, the step loop, and per-token output handling.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/sampler.h"
+#include "engine/stop_checker.h"
+#include "engine/tokenizer/incremental_detokenizer.h"
+
+namespace ls {
+
+using Clock = std::chrono::steady_clock;
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+    case FinishReason::kNone: return "";
+  }
+  return "";
+}
+
+struct Engine::Stream {
+  Sequence seq;
+  Request request;
+  OutputCallback on_output;
+  std::mt19937_64 rng;
+  std::unique_ptr<tok::IncrementalDetokenizer> detok;
+  std::unique_ptr<StopChecker> stop;
+  Clock::time_point arrival, first_scheduled, first_token, last_token;
+  bool scheduled = false;
+  bool counted_queued = true;  // still counted in queued_
+};
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, const tok::Tokenizer* tokenizer,
+                                                       EngineConfig config) {
+  const ModelConfig& mc = model->config();
+  int32_t blocks = config.num_kv_blocks;
+  if (blocks <= 0) blocks = static_cast<int32_t>(config.kv_cache_bytes / KvCache::BytesPerBlock(mc, config.block_size));
+  if (config.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
+  if (blocks < 2) return absl::InvalidArgumentError("KV cache too small: fewer than 2 blocks");
+  if (config.scheduler.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be at least 1");
+  if (config.scheduler.max_num_batched_tokens < 1)
+    return absl::InvalidArgumentError("max_num_batched_tokens must be at least 1");
+  if (tokenizer && tokenizer->vocab_size() > mc.vocab_size)
+    return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
+                                                   ") is larger than the model's (", mc.vocab_size, ")"));
+  return std::unique_ptr<Engine>(new Engine(model, tokenizer, config, blocks));
+}
+
+Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks)
+    : model_(model),
+      tokenizer_(tokenizer),
+      config_(config),
+      max_model_len_(config.max_model_len > 0
+                         ? std::min<int32_t>(config.max_model_len, model->config().max_position_embeddings)
+                         : static_cast<int32_t>(model->config().max_position_embeddings)),
+      cache_(model->backend(), model->config(), num_blocks, config.block_size),
+      blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
+      scheduler_(config.scheduler, &blocks_),
+      eos_ids_(model->config().eos_token_ids) {
+  metrics_.Update([&](MetricsSnapshot& m) {
+    m.kv_blocks_total = num_blocks;
+    m.num_layers = model->config().num_hidden_layers;
+    m.num_experts = model->config().n_routed_experts;
+  });
+  loop_ = std::thread([this] { Loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  loop_.join();
+}
+
+absl::Status Engine::Validate(const Request& r) const {
+  const int64_t V = model_->config().vocab_size;
+  if (r.prompt_ids.empty()) return absl::InvalidArgumentError("prompt must not be empty");
+  for (int32_t id : r.prompt_ids)
+    if (id < 0 || id >= V)
+      return absl::InvalidArgumentError(absl::StrCat("prompt token id ", id, " is outside the vocabulary [0, ", V, ")"));
+  if (auto s = r.params.Validate(V, config_.max_logprobs); !s.ok()) return s;
+  const int64_t total = static_cast<int64_t>(r.prompt_ids.size()) + r.params.max_tokens;
+  if (total > max_model_len_)
+    return absl::InvalidArgumentError(absl::StrCat("prompt (", r.prompt_ids.size(), " tokens) + max_tokens (",
+                                                   r.params.max_tokens, ") exceeds the context length of ",
+                                                   max_model_len_, " tokens"));
+  if ((total + config_.block_size - 1) / config_.block_size > blocks_.num_blocks())
+    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens (", total,
+                                                   " tokens) does not fit the KV cache (",
+                                                   blocks_.num_blocks() * config_.block_size, " tokens)"));
+  if (!r.params.stop.empty() && !tokenizer_)
+    return absl::InvalidArgumentError("stop strings need a tokenizer, and this model has none");
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Submit(Request request, OutputCallback on_output) {
+  absl::Status st = Validate(request);
+  if (st.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || draining_) {
+      st = absl::UnavailableError("the server is shutting down");
+    } else if (live_ids_.count(request.id)) {
+      st = absl::AlreadyExistsError(absl::StrCat("request id '", request.id, "' is already in use"));
+    } else if (queued_ >= config_.max_waiting) {
+      st = absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", config_.max_waiting, " requests)"));
+    } else {
+      auto s = std::make_unique<Stream>();
+      s->arrival = Clock::now();
+      s->seq.priority = request.priority;
+      s->seq.tokens = request.prompt_ids;
+      s->seq.num_prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
+      s->rng.seed(request.params.seed ? *request.params.seed : std::random_device{}());
+      if (tokenizer_) s->detok = std::make_unique<tok::IncrementalDetokenizer>(tokenizer_, request.params.skip_special_tokens);
+      s->stop = std::make_unique<StopChecker>(request.params.stop);
+      s->on_output = std::move(on_output);
+      s->request = std::move(request);
+      live_ids_.insert(s->request.id);
+      ++queued_;
+      inbox_.push_back(std::move(s));
+    }
+  }
+  if (!st.ok()) {
+    metrics_.Update([](MetricsSnapshot& m) { ++m.rejected; });
+    return st;
+  }
+  cv_.notify_all();
+  return absl::OkStatus();
+}
+
+void Engine::Cancel(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(id);
+  }
+  cv_.notify_all();
+}
+
+size_t Engine::num_live_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_ids_.size();
+}
+
+bool Engine::Drain(std::chrono::milliseconds timeout) {
+  draining_ = true;
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (num_live_requests() == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids.assign(live_ids_.begin(), live_ids_.end());
+  }
+  for (const auto& id : ids) Cancel(id);
+  while (num_live_requests() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return false;
+}
+
+MetricsSnapshot Engine::Metrics() const {
+  MetricsSnapshot m = metrics_.Snapshot();
+  return m;
+}
+
+void Engine::TakeInbox() {
+  std::vector<std::unique_ptr<Stream>> in;
+  std::vector<std::string> cancels;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in.swap(inbox_);
+    cancels.swap(cancels_);
+  }
+  for (auto& s : in) {
+    s->seq.arrival = next_arrival_++;
+    scheduler_.Add(&s->seq);
+    by_seq_[&s->seq] = s.get();
+    streams_[s->request.id] = std::move(s);
+  }
+  for (const auto& id : cancels) {
+    auto it = streams_.find(id);
+    if (it != streams_.end()) Finish(it->second.get(), FinishReason::kCancelled);
+  }
+}
+
+void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
+  scheduler_.Remove(&s->seq);
+  RequestOutput out;
+  out.request_id = s->request.id;
+  if (reason != FinishReason::kError && reason != FinishReason::kCancelled && s->detok) {
+    // Release text held back at the end of the stream.
+    bool stopped = false;
+    out.text = s->stop->Push(s->detok->Finish(), &stopped);
+    if (!stopped) out.text += s->stop->Flush();
+  }
+  out.finish_reason = reason;
+  out.error = std::move(error);
+  out.prompt_tokens = s->seq.num_prompt_tokens;
+  out.completion_tokens = s->seq.num_output_tokens();
+  out.cached_prompt_tokens = s->seq.prefix_cached_tokens;
+  const auto now = Clock::now();
+  metrics_.Update([&](MetricsSnapshot& m) {
+    const int idx = reason == FinishReason::kStop ? 0 : reason == FinishReason::kLength ? 1
+                    : reason == FinishReason::kCancelled ? 2 : 3;
+    ++m.finished[idx];
+    m.e2e.Observe(std::chrono::duration<double>(now - s->arrival).count());
+  });
+  UpdateGauges();  // so that a caller seeing the final output also sees the blocks freed
+  const std::string id = s->request.id;
+  const bool was_queued = s->counted_queued;
+  OutputCallback cb = std::move(s->on_output);
+  by_seq_.erase(&s->seq);
+  streams_.erase(id);  // s is gone from here on
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ids_.erase(id);
+    if (was_queued) --queued_;
+  }
+  if (cb) cb(std::move(out));
+}
+
+void Engine::HandleToken(Stream* s, float* logits) {
+  const ModelConfig& mc = model_->config();
+  const SamplingParams& p = s->request.params;
+  SampleResult r = Sampler::Sample(logits, static_cast<int32_t>(mc.vocab_size), p, s->seq.tokens,
+                                   s->seq.num_prompt_tokens, &s->rng);
+  s->seq.tokens.push_back(r.token_id);
+  const auto now = Clock::now();
+  const bool first = s->seq.num_output_tokens() == 1;
+  metrics_.Update([&](MetricsSnapshot& m) {
+    ++m.generation_tokens;
+    if (first) {
+      m.ttft.Observe(std::chrono::duration<double>(now - s->arrival).count());
+    } else {
+      m.inter_token.Observe(std::chrono::duration<double>(now - s->last_token).count());
+    }
+  });
+  if (first) s->first_token = now;
+  s->last_token = now;
+
+  RequestOutput out;
+  out.request_id = s->request.id;
+  out.token_ids = {r.token_id};
+  if (r.has_logprobs) out.logprobs.push_back(std::move(r.logprob));
+  out.prompt_tokens = s->seq.num_prompt_tokens;
+  out.completion_tokens = s->seq.num_output_tokens();
+
+  const bool may_stop = s->seq.num_output_tokens() > p.min_tokens;
+  bool is_stop_token = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), r.token_id) != p.stop_token_ids.end();
+  if (!p.ignore_eos) is_stop_token |= std::find(eos_ids_.begin(), eos_ids_.end(), r.token_id) != eos_ids_.end();
+  if (is_stop_token && may_stop) {
+    s->on_output(std::move(out));  // the stop token's text is not emitted
+    Finish(s, FinishReason::kStop);
+    return;
+  }
+  bool stopped = false;
+  if (s->detok) {
+    auto piece = s->detok->Push(r.token_id);
+    if (!piece.ok()) {
+      Finish(s, FinishReason::kError, std::string(piece.status().message()));
+      return;
+    }
+    out.text = s->stop->Push(*piece, &stopped);
+    if (stopped && !may_stop) {
+      stopped = false;  // too early to stop: emit the text unchanged
+      out.text += s->stop->Flush();
+    }
+  }
+  s->on_output(std::move(out));
+  if (stopped) {
+    Finish(s, FinishReason::kStop);
+  } else if (s->seq.num_output_tokens() >= p.max_tokens || s->seq.num_tokens() >= max_model_len_) {
+    Finish(s, FinishReason::kLength);
+  }
+}
+
+void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
+  StepBatch batch;
+  for (const ScheduledSeq& item : plan.items) {
+    Sequence* seq = item.seq;
+    StepSequence ss;
+    ss.num_tokens = item.num_tokens;
+    ss.start_pos = seq->num_computed;
+    ss.block_table = seq->table.blocks;
+    ss.want_logits = item.sample;
+    batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
+                        seq->tokens.begin() + seq->num_computed + item.num_tokens);
+    batch.seqs.push_back(std::move(ss));
+  }
+  std::vector<float> logits;
+  const auto m0 = Clock::now();
+  absl::Status st = model_->Forward(batch, cache_, &logits);
+  const auto m1 = Clock::now();
+  // Streams of this step, looked up before any of them can finish.
+  std::vector<Stream*> streams;
+  for (const ScheduledSeq& item : plan.items) streams.push_back(by_seq_.at(item.seq));
+  if (!st.ok()) {
+    for (Stream* s : streams) Finish(s, FinishReason::kError, absl::StrCat("model step failed: ", st.message()));
+    return;
+  }
+  scheduler_.OnStepDone(plan);
+  const int64_t V = model_->config().vocab_size;
+  int64_t row = 0;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    Stream* s = streams[i];
+    if (!s->scheduled) {
+      s->scheduled = true;
+      s->first_scheduled = t0;
+      metrics_.Update([&](MetricsSnapshot& m) {
+        m.queue_time.Observe(std::chrono::duration<double>(t0 - s->arrival).count());
+        m.prompt_tokens += s->seq.num_prompt_tokens;
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      --queued_;
+      s->counted_queued = false;
+    }
+    if (!plan.items[i].sample) continue;
+    HandleToken(s, logits.data() + row * V);
+    ++row;
+  }
+  const auto t1 = Clock::now();
+  metrics_.Update([&](MetricsSnapshot& m) {
+    ++m.steps;
+    m.tokens_per_step.Observe(plan.num_tokens);
+    m.preemptions += plan.preempted.size();
+    m.model_seconds += std::chrono::duration<double>(m1 - m0).count();
+    m.step_seconds += std::chrono::duration<double>(t1 - t0).count();
+  });
+}
+
+void Engine::UpdateGauges() {
+  metrics_.Update([&](MetricsSnapshot& m) {
+    m.running = static_cast<int64_t>(scheduler_.num_running());
+    m.waiting = static_cast<int64_t>(scheduler_.num_waiting());
+    m.kv_blocks_used = blocks_.num_used();
+    m.prefix_queried_tokens = blocks_.prefix_queried_tokens();
+    m.prefix_hit_tokens = blocks_.prefix_hit_tokens();
+    m.expert_tokens = model_->expert_token_counts();
+  });
+}
+
+void Engine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stop_) break;
+      if (streams_.empty() && inbox_.empty() && cancels_.empty())
+        cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty(); });
+      if (stop_) break;
+    }
+    TakeInbox();
+    const auto s0 = Clock::now();
+    SchedulerPlan plan = scheduler_.Schedule();
+    if (!plan.empty()) {
+      RunStep(plan, s0);
+    } else if (!streams_.empty()) {
+      // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    UpdateGauges();
+  }
+  // Shutdown: cancel everything still live.
+  TakeInbox();
+  std::vector<Stream*> left;
+  for (auto& [id, s] : streams_) left.push_back(s.get());
+  for (Stream* s : left) Finish(s, FinishReason::kCancelled);
+}
+
+OutputCallback OutputQueue::Callback() {
+  return [this](RequestOutput o) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      items_.push_back(std::move(o));
+    }
+    cv_.notify_all();
+  };
+}
+
+RequestOutput OutputQueue::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !items_.empty(); });
+  RequestOutput o = std::move(items_.front());
+  items_.erase(items_.begin());
+  return o;
+}
+
+RequestOutput OutputQueue::WaitFinal() {
+  RequestOutput all;
+  for (;;) {
+    RequestOutput o = Next();
+    all.request_id = o.request_id;
+    all.token_ids.insert(all.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
+    all.text += o.text;
+    for (auto& l : o.logprobs) all.logprobs.push_back(std::move(l));
+    all.prompt_tokens = o.prompt_tokens;
+    all.completion_tokens = o.completion_tokens;
+    all.cached_prompt_tokens = o.cached_prompt_tokens;
+    if (o.finished()) {
+      all.finish_reason = o.finish_reason;
+      all.error = o.error;
+      return all;
+    }
+  }
+}
+
+}  // namespace ls

@@ -1,0 +1,121 @@
+// Engine: the in-process serving core the front ends call. Submit() queues a request and streams
+// its outputs through a callback; Cancel() stops one; a single background loop thread runs
+// scheduler → model step → sampling → detokenization → stop checks. Thread-safe typed queues
+// sit between callers and the loop. A failing request finishes with an error and never takes
+// others down.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/block_manager.h"
+#include "engine/metrics.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "models/kv_cache.h"
+#include "models/stable_latent_moe.h"
+
+namespace ls {
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  int32_t block_size = 16;
+  int32_t num_kv_blocks = 0;                 // 0: kv_cache_bytes decides
+  size_t kv_cache_bytes = size_t{512} << 20;
+  bool enable_prefix_caching = true;
+  int32_t max_waiting = 1024;                // admission limit: queued, not yet running
+  int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
+  int32_t max_logprobs = 20;
+};
+
+class Engine {
+ public:
+  // The model (and tokenizer, which may be null: then no text and no stop strings) must outlive
+  // the engine.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(StableLatentMoe* model, const tok::Tokenizer* tokenizer,
+                                                        EngineConfig config);
+  ~Engine();
+
+  // Queues a request. Errors: InvalidArgument (naming the field), AlreadyExists (live id),
+  // ResourceExhausted (waiting queue full), Unavailable (draining or stopped).
+  absl::Status Submit(Request request, OutputCallback on_output);
+  // Cancels a live request (its final output has FinishReason::kCancelled); unknown ids are ignored.
+  void Cancel(const std::string& request_id);
+  // Stops intake, waits up to `timeout` for in-flight requests, then cancels what is left.
+  // Returns true when everything finished in time.
+  bool Drain(std::chrono::milliseconds timeout);
+
+  MetricsSnapshot Metrics() const;
+  size_t num_live_requests() const;
+  bool draining() const { return draining_.load(); }
+  const ModelConfig& model_config() const { return model_->config(); }
+  const tok::Tokenizer* tokenizer() const { return tokenizer_; }
+  int32_t max_model_len() const { return max_model_len_; }
+  int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
+
+ private:
+  struct Stream;
+  Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks);
+
+  void Loop();
+  void TakeInbox();
+  void RunStep(const SchedulerPlan& plan, std::chrono::steady_clock::time_point start);
+  void HandleToken(Stream* s, float* logits);
+  void UpdateGauges();
+  void Finish(Stream* s, FinishReason reason, std::string error = {});
+  absl::Status Validate(const Request& r) const;
+
+  StableLatentMoe* model_;
+  const tok::Tokenizer* tokenizer_;
+  EngineConfig config_;
+  int32_t max_model_len_;
+  KvCache cache_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+  EngineMetrics metrics_;
+  std::vector<int32_t> eos_ids_;
+
+  // Between callers and the loop.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Stream>> inbox_;
+  std::vector<std::string> cancels_;
+  std::unordered_set<std::string> live_ids_;
+  int32_t queued_ = 0;  // submitted and not yet running or finished
+  bool stop_ = false;
+  std::atomic<bool> draining_{false};
+
+  // Owned by the loop thread.
+  std::unordered_map<std::string, std::unique_ptr<Stream>> streams_;
+  std::unordered_map<const Sequence*, Stream*> by_seq_;
+  uint64_t next_arrival_ = 0;
+  std::thread loop_;
+};
+
+// A blocking reader over a request's outputs, for tests, tools and simple callers.
+class OutputQueue {
+ public:
+  OutputCallback Callback();
+  // Next output; blocks until one arrives.
+  RequestOutput Next();
+  // Collects everything until the final output; returns it merged (all ids, all text).
+  RequestOutput WaitFinal();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RequestOutput> items_;
+};
+
+}  // namespace ls

@@ -1,0 +1,61 @@
+// EngineMetrics: counters, gauges and latency histograms the engine records for the front ends
+// (Prometheus exposition happens in server/). Thread-safe: written by the engine loop, read by
+// any thread through Snapshot().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ls {
+
+// Cumulative-bucket histogram with fixed upper bounds (seconds or counts).
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // per bucket, not cumulative; size bounds.size() + 1 (+Inf)
+  double sum = 0;
+  uint64_t count = 0;
+
+  explicit Histogram(std::vector<double> b = {}) : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
+  void Observe(double v);
+  // The q-quantile estimated from the buckets (upper bound of the bucket holding it).
+  double Quantile(double q) const;
+};
+
+struct MetricsSnapshot {
+  // Requests finished, by reason: stop, length, cancelled, error.
+  std::array<uint64_t, 4> finished{};
+  uint64_t rejected = 0;         // refused at submission (validation or full queue)
+  uint64_t prompt_tokens = 0;
+  uint64_t generation_tokens = 0;
+  uint64_t preemptions = 0;
+  uint64_t steps = 0;
+  Histogram queue_time, ttft, inter_token, e2e, tokens_per_step;
+  int64_t running = 0, waiting = 0;
+  int64_t kv_blocks_used = 0, kv_blocks_total = 0;
+  int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
+  double model_seconds = 0;  // time inside the model's forward
+  double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)
+  int32_t num_layers = 0, num_experts = 0;
+  std::vector<int64_t> expert_tokens;  // [layers * experts] tokens routed since start
+};
+
+class EngineMetrics {
+ public:
+  EngineMetrics();
+  MetricsSnapshot Snapshot() const;
+  // Mutation under the lock: fn(MetricsSnapshot&).
+  template <typename F>
+  void Update(F&& fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn(m_);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  MetricsSnapshot m_;
+};
+
+}  // namespace ls

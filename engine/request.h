@@ -1,0 +1,48 @@
+// Request and RequestOutput: what a caller hands the Engine and what streams back, as engine
+// structs (wire formats are converted at the edge, in server/).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace ls {
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+const char* FinishReasonName(FinishReason r);  // "stop", "length", "cancelled", "error", ""
+
+struct Request {
+  std::string id;                  // unique among live requests
+  std::vector<int32_t> prompt_ids;
+  SamplingParams params;
+  int32_t priority = 0;            // lower runs first; FCFS among equals
+};
+
+struct TokenLogprob {
+  int32_t token_id;
+  float logprob;
+  std::vector<std::pair<int32_t, float>> top;  // alternatives, most likely first
+};
+
+// One streamed update. Token ids and text are deltas since the previous update.
+struct RequestOutput {
+  std::string request_id;
+  std::vector<int32_t> token_ids;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error;                // set when finish_reason == kError
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;    // total so far
+  int32_t cached_prompt_tokens = 0; // prompt tokens served from the prefix cache
+  bool finished() const { return finish_reason != FinishReason::kNone; }
+};
+
+// Called on the engine's loop thread for every update; must return quickly and not block.
+using OutputCallback = std::function<void(RequestOutput)>;
+
+}  // namespace ls

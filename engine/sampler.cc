@@ -1,0 +1,121 @@
+// Sampler implementation.
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+
+namespace ls {
+namespace {
+
+// Log-softmax of the raw logits for logprobs: the sampled token's and the top-n alternatives.
+TokenLogprob RawLogprobs(const std::vector<float>& raw, int32_t token, int32_t top_n) {
+  const float mx = *std::max_element(raw.begin(), raw.end());
+  double sum = 0;
+  for (float v : raw) sum += std::exp(static_cast<double>(v - mx));
+  const float lse = mx + static_cast<float>(std::log(sum));
+  TokenLogprob lp{token, raw[token] - lse, {}};
+  if (top_n > 0) {
+    std::vector<int32_t> idx(raw.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    const int32_t n = std::min<int32_t>(top_n, static_cast<int32_t>(raw.size()));
+    std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
+                      [&](int32_t a, int32_t b) { return raw[a] != raw[b] ? raw[a] > raw[b] : a < b; });
+    for (int32_t i = 0; i < n; ++i) lp.top.emplace_back(idx[i], raw[idx[i]] - lse);
+  }
+  return lp;
+}
+
+}  // namespace
+
+int32_t Sampler::Argmax(const float* logits, int32_t vocab) {
+  int32_t best = 0;
+  for (int32_t v = 1; v < vocab; ++v)
+    if (logits[v] > logits[best]) best = v;
+  return best;
+}
+
+void Sampler::ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
+                             int32_t num_prompt_tokens) {
+  if (p.repetition_penalty != 1.f) {
+    std::vector<bool> seen(vocab, false);
+    for (int32_t t : tokens) seen[t] = true;
+    for (int32_t v = 0; v < vocab; ++v)
+      if (seen[v]) logits[v] = logits[v] > 0 ? logits[v] / p.repetition_penalty : logits[v] * p.repetition_penalty;
+  }
+  if (p.presence_penalty != 0.f || p.frequency_penalty != 0.f) {
+    std::unordered_map<int32_t, int32_t> counts;
+    for (size_t i = num_prompt_tokens; i < tokens.size(); ++i) ++counts[tokens[i]];
+    for (auto [t, c] : counts) logits[t] -= p.frequency_penalty * c + p.presence_penalty;
+  }
+}
+
+SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
+                             int32_t num_prompt_tokens, std::mt19937_64* rng) {
+  SampleResult r;
+  std::vector<float> raw;
+  if (p.logprobs) raw.assign(logits, logits + vocab);
+  ApplyPenalties(logits, vocab, p, tokens, num_prompt_tokens);
+
+  if (p.greedy()) {
+    r.token_id = Argmax(logits, vocab);
+  } else {
+    const float inv_t = 1.f / p.temperature;
+    const bool truncate = (p.top_k > 0 && p.top_k < vocab) || p.top_p < 1.f || p.min_p > 0.f;
+    // Candidates: every token in id order, or (when truncating) sorted by logit (descending, ties
+    // by id) and cut by top-k.
+    std::vector<int32_t> idx(vocab);
+    std::iota(idx.begin(), idx.end(), 0);
+    int32_t n = vocab;
+    if (truncate) {
+      auto by_logit = [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; };
+      if (p.top_k > 0 && p.top_k < vocab) {
+        n = p.top_k;
+        std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), by_logit);
+      } else {
+        std::sort(idx.begin(), idx.end(), by_logit);
+      }
+    }
+    float mx = logits[idx[0]];
+    for (int32_t i = 1; i < n; ++i) mx = std::max(mx, logits[idx[i]]);
+    mx *= inv_t;
+    std::vector<double> prob(n);
+    double sum = 0;
+    for (int32_t i = 0; i < n; ++i) sum += (prob[i] = std::exp(static_cast<double>(logits[idx[i]] * inv_t - mx)));
+    for (auto& q : prob) q /= sum;
+    // top-p: the smallest prefix whose mass reaches top_p (always at least one token).
+    if (p.top_p < 1.f) {
+      double cum = 0;
+      int32_t keep = 0;
+      while (keep < n && (keep == 0 || cum < p.top_p)) cum += prob[keep++];
+      n = keep;
+    }
+    // min-p: drop tokens below min_p times the most likely one.
+    if (p.min_p > 0.f) {
+      const double cut = p.min_p * prob[0];
+      int32_t keep = 1;
+      while (keep < n && prob[keep] >= cut) ++keep;
+      n = keep;
+    }
+    double mass = 0;
+    for (int32_t i = 0; i < n; ++i) mass += prob[i];
+    const double u = std::uniform_real_distribution<double>(0.0, mass)(*rng);
+    double cum = 0;
+    r.token_id = idx[n - 1];
+    for (int32_t i = 0; i < n; ++i) {
+      cum += prob[i];
+      if (u < cum) {
+        r.token_id = idx[i];
+        break;
+      }
+    }
+  }
+  if (p.logprobs) {
+    r.has_logprobs = true;
+    r.logprob = RawLogprobs(raw, r.token_id, *p.logprobs);
+  }
+  return r;
+}
+
+}  // namespace ls

@@ -1,0 +1,35 @@
+// Sampler: turns one sequence's logits into its next token — penalties (repetition on prompt and
+// output, presence and frequency on output), then greedy, or temperature, top-k, top-p and min-p
+// followed by a draw from the sequence's own random stream (so a seeded request gives the same
+// tokens alone or batched). Logprobs are of the model's raw distribution (log-softmax of the
+// logits before penalties and temperature), with the top-n alternatives.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampling_params.h"
+
+namespace ls {
+
+struct SampleResult {
+  int32_t token_id = -1;
+  bool has_logprobs = false;
+  TokenLogprob logprob;
+};
+
+class Sampler {
+ public:
+  // `logits` [vocab] is modified in place. `tokens` are the sequence's prompt + output so far.
+  static SampleResult Sample(float* logits, int32_t vocab, const SamplingParams& params,
+                             const std::vector<int32_t>& tokens, int32_t num_prompt_tokens, std::mt19937_64* rng);
+
+  // Steps exposed for tests.
+  static void ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
+                             int32_t num_prompt_tokens);
+  static int32_t Argmax(const float* logits, int32_t vocab);  // ties: lowest id
+};
+
+}  // namespace ls

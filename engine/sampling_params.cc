@@ -1,0 +1,35 @@
+// SamplingParams validation.
+#include "engine/sampling_params.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ls {
+
+absl::Status SamplingParams::Validate(int64_t vocab_size, int32_t max_logprobs) const {
+  auto bad = [](auto... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  if (!(temperature >= 0.f) || !std::isfinite(temperature)) return bad("temperature must be >= 0, got ", temperature);
+  if (top_k < -1) return bad("top_k must be -1, 0 (off) or positive, got ", top_k);
+  if (!(top_p > 0.f && top_p <= 1.f)) return bad("top_p must be in (0, 1], got ", top_p);
+  if (!(min_p >= 0.f && min_p <= 1.f)) return bad("min_p must be in [0, 1], got ", min_p);
+  if (!(repetition_penalty > 0.f) || !std::isfinite(repetition_penalty))
+    return bad("repetition_penalty must be > 0, got ", repetition_penalty);
+  if (!(presence_penalty >= -2.f && presence_penalty <= 2.f))
+    return bad("presence_penalty must be in [-2, 2], got ", presence_penalty);
+  if (!(frequency_penalty >= -2.f && frequency_penalty <= 2.f))
+    return bad("frequency_penalty must be in [-2, 2], got ", frequency_penalty);
+  if (max_tokens < 1) return bad("max_tokens must be at least 1, got ", max_tokens);
+  if (min_tokens < 0 || min_tokens > max_tokens)
+    return bad("min_tokens must be in [0, max_tokens = ", max_tokens, "], got ", min_tokens);
+  for (const auto& s : stop)
+    if (s.empty()) return bad("stop strings must not be empty");
+  if (stop.size() > 16) return bad("at most 16 stop strings are allowed, got ", stop.size());
+  for (int32_t id : stop_token_ids)
+    if (id < 0 || id >= vocab_size) return bad("stop_token_ids: id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
+  if (logprobs && (*logprobs < 0 || *logprobs > max_logprobs))
+    return bad("logprobs must be in [0, ", max_logprobs, "], got ", *logprobs);
+  return absl::OkStatus();
+}
+
+}  // namespace ls

@@ -1,0 +1,36 @@
+// SamplingParams: how one request turns logits into tokens and when it stops. Plain data,
+// validated by Validate() so that every front end rejects the same things with the same words.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace ls {
+
+struct SamplingParams {
+  float temperature = 1.0f;   // 0: greedy
+  int32_t top_k = 0;          // 0 or -1: off
+  float top_p = 1.0f;         // 1: off
+  float min_p = 0.0f;         // 0: off
+  float repetition_penalty = 1.0f;  // on prompt and output tokens; 1: off
+  float presence_penalty = 0.0f;    // on output tokens
+  float frequency_penalty = 0.0f;   // on output tokens
+  std::optional<uint64_t> seed;     // same seed, same tokens (alone or batched)
+  int32_t max_tokens = 16;
+  int32_t min_tokens = 0;           // stop conditions are ignored before this many tokens
+  std::vector<std::string> stop;    // stop strings, never included in the output text
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  std::optional<int32_t> logprobs;  // return the sampled token's logprob and this many alternatives
+  bool skip_special_tokens = true;
+
+  bool greedy() const { return temperature < 1e-5f; }
+  // Checks ranges; messages name the field, e.g. "temperature must be >= 0, got -1".
+  absl::Status Validate(int64_t vocab_size, int32_t max_logprobs = 20) const;
+};
+
+}  // namespace ls

@@ -1,0 +1,99 @@
+// Scheduler implementation: small named steps, as the header describes.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace ls {
+
+Scheduler::Scheduler(SchedulerConfig config, BlockManager* blocks) : config_(config), blocks_(blocks) {}
+
+void Scheduler::Add(Sequence* seq) {
+  seq->status = SeqStatus::kWaiting;
+  waiting_.insert(seq);
+}
+
+void Scheduler::Preempt(Sequence* seq, SchedulerPlan* plan) {
+  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  blocks_->Free(&seq->table);
+  seq->num_computed = 0;
+  seq->status = SeqStatus::kWaiting;
+  ++seq->num_preemptions;
+  ++num_preemptions_;
+  waiting_.insert(seq);
+  plan->preempted.push_back(seq);
+}
+
+// Schedules the running sequences that decode (decodes == true) or are mid-prefill.
+void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* plan) {
+  for (size_t i = 0; i < running_.size() && *budget > 0; ++i) {
+    Sequence* seq = running_[i];
+    const bool is_decode = seq->num_uncomputed() == 1 && seq->num_computed >= seq->num_prompt_tokens;
+    if (is_decode != decodes) continue;
+    const int32_t n = std::min(seq->num_uncomputed(), *budget);
+    if (n <= 0) continue;
+    bool preempted_self = false;
+    while (!blocks_->EnsureCapacity(&seq->table, seq->num_computed + n)) {
+      if (!decodes) return;  // prefills wait for blocks rather than evicting others
+      Sequence* victim = running_.back();
+      Preempt(victim, plan);
+      if (victim == seq) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;  // it was the newest: nothing after it remains
+    plan->items.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
+    plan->num_tokens += n;
+    *budget -= n;
+  }
+}
+
+void Scheduler::AdmitWaiting(int32_t* budget, SchedulerPlan* plan) {
+  while (!waiting_.empty() && *budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = *waiting_.begin();
+    // A sequence preempted in this very step waits for the next one.
+    if (std::find(plan->preempted.begin(), plan->preempted.end(), seq) != plan->preempted.end()) break;
+    if (seq->table.blocks.empty()) {
+      seq->num_computed = blocks_->AcquirePrefix(seq->tokens, &seq->table);
+      if (seq->num_preemptions == 0) seq->prefix_cached_tokens = seq->num_computed;
+    }
+    const int32_t n = std::min(seq->num_uncomputed(), *budget);
+    if (!blocks_->EnsureCapacity(&seq->table, seq->num_computed + n)) {
+      blocks_->Free(&seq->table);
+      seq->num_computed = 0;
+      break;
+    }
+    waiting_.erase(waiting_.begin());
+    seq->status = SeqStatus::kRunning;
+    running_.push_back(seq);
+    plan->items.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
+    plan->num_tokens += n;
+    *budget -= n;
+  }
+}
+
+SchedulerPlan Scheduler::Schedule() {
+  SchedulerPlan plan;
+  int32_t budget = config_.max_num_batched_tokens;
+  ScheduleRunning(/*decodes=*/true, &budget, &plan);
+  ScheduleRunning(/*decodes=*/false, &budget, &plan);
+  AdmitWaiting(&budget, &plan);
+  return plan;
+}
+
+void Scheduler::OnStepDone(const SchedulerPlan& plan) {
+  for (const ScheduledSeq& s : plan.items) {
+    s.seq->num_computed += s.num_tokens;
+    s.seq->tokens_computed_by_model += s.num_tokens;
+    blocks_->CommitFullBlocks(s.seq->tokens, s.seq->num_computed, &s.seq->table);
+  }
+}
+
+void Scheduler::Remove(Sequence* seq) {
+  if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
+  waiting_.erase(seq);
+  blocks_->Free(&seq->table);
+  seq->status = SeqStatus::kFinished;
+}
+
+}  // namespace ls

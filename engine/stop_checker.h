@@ -1,0 +1,27 @@
+// StopChecker: finds stop strings in a sequence's streamed text, also when one spans token
+// boundaries, and holds back any text that might still turn into a stop string so that a stop
+// string is never emitted. One per sequence; not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ls {
+
+class StopChecker {
+ public:
+  explicit StopChecker(std::vector<std::string> stops);
+
+  // Adds newly detokenized text. Returns the text that is now safe to emit. Sets *stopped when a
+  // stop string was found (the returned text then ends right before it).
+  std::string Push(const std::string& text, bool* stopped);
+  // The text still held back, released when the sequence ends for another reason.
+  std::string Flush();
+
+ private:
+  std::vector<std::string> stops_;
+  size_t max_len_ = 0;
+  std::string held_;
+};
+
+}  // namespace ls

@@ -1,0 +1,94 @@
+// BlockManager bookkeeping: allocation and release, prefix sharing by reference count, LRU
+// eviction of cached blocks, and the rule that the last prompt token is never served from cache.
+#include "engine/block_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace ls {
+namespace {
+
+std::vector<int32_t> Range(int32_t n, int32_t start = 0) {
+  std::vector<int32_t> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+TEST(BlockManager, AllocatesAndFreesEverything) {
+  BlockManager bm(8, 4, false);
+  BlockTable t;
+  ASSERT_TRUE(bm.EnsureCapacity(&t, 9));
+  EXPECT_EQ(t.blocks.size(), 3u);
+  EXPECT_EQ(bm.num_available(), 5);
+  ASSERT_TRUE(bm.EnsureCapacity(&t, 12));
+  EXPECT_EQ(t.blocks.size(), 3u);
+  EXPECT_FALSE(bm.EnsureCapacity(&t, 40));
+  EXPECT_EQ(t.blocks.size(), 3u) << "a failed grow changes nothing";
+  bm.Free(&t);
+  EXPECT_EQ(bm.num_available(), 8);
+  EXPECT_TRUE(t.blocks.empty());
+}
+
+TEST(BlockManager, SharesCommittedPrefixBlocks) {
+  BlockManager bm(16, 4, true);
+  std::vector<int32_t> a = Range(10);
+  BlockTable ta;
+  EXPECT_EQ(bm.AcquirePrefix(a, &ta), 0);
+  ASSERT_TRUE(bm.EnsureCapacity(&ta, 10));
+  bm.CommitFullBlocks(a, 10, &ta);  // blocks 0 and 1 are full
+  std::vector<int32_t> b = Range(10);
+  b[9] = 99;  // same first 9 tokens
+  BlockTable tb;
+  EXPECT_EQ(bm.AcquirePrefix(b, &tb), 8);
+  EXPECT_EQ(tb.blocks[0], ta.blocks[0]);
+  EXPECT_EQ(tb.blocks[1], ta.blocks[1]);
+  EXPECT_EQ(bm.ref_count(ta.blocks[0]), 2);
+  EXPECT_EQ(bm.prefix_hit_tokens(), 8);
+  bm.Free(&ta);
+  EXPECT_EQ(bm.ref_count(tb.blocks[0]), 1);
+  bm.Free(&tb);
+  EXPECT_EQ(bm.num_available(), 16);
+}
+
+TEST(BlockManager, NeverServesTheLastTokenFromCache) {
+  BlockManager bm(16, 4, true);
+  std::vector<int32_t> a = Range(8);
+  BlockTable ta;
+  bm.AcquirePrefix(a, &ta);
+  ASSERT_TRUE(bm.EnsureCapacity(&ta, 8));
+  bm.CommitFullBlocks(a, 8, &ta);
+  BlockTable tb;
+  EXPECT_EQ(bm.AcquirePrefix(a, &tb), 4) << "the second block holds the last token, so it is recomputed";
+}
+
+TEST(BlockManager, DifferentPrefixSameBlockTokensDoNotMatch) {
+  BlockManager bm(16, 4, true);
+  std::vector<int32_t> a = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  BlockTable ta;
+  bm.AcquirePrefix(a, &ta);
+  ASSERT_TRUE(bm.EnsureCapacity(&ta, 9));
+  bm.CommitFullBlocks(a, 9, &ta);
+  std::vector<int32_t> b = {0, 2, 3, 4, 5, 6, 7, 8, 9};  // second block equal, first differs
+  BlockTable tb;
+  EXPECT_EQ(bm.AcquirePrefix(b, &tb), 0);
+}
+
+TEST(BlockManager, EvictsLeastRecentlyUsedCachedBlocks) {
+  BlockManager bm(4, 2, true);
+  std::vector<int32_t> a = {1, 2, 3, 4, 5};
+  BlockTable ta;
+  bm.AcquirePrefix(a, &ta);
+  ASSERT_TRUE(bm.EnsureCapacity(&ta, 5));
+  bm.CommitFullBlocks(a, 5, &ta);
+  bm.Free(&ta);
+  EXPECT_EQ(bm.num_available(), 4) << "cached blocks stay available";
+  BlockTable tb;
+  ASSERT_TRUE(bm.EnsureCapacity(&tb, 8));  // needs every block: evicts the cached ones
+  bm.Free(&tb);
+  BlockTable tc;
+  EXPECT_EQ(bm.AcquirePrefix(a, &tc), 0) << "evicted blocks are no longer found";
+}
+
+}  // namespace
+}  // namespace ls

@@ -1,0 +1,189 @@
+// The Engine end to end on a fixture model: batch invariance of 32 concurrent greedy requests,
+// seeded sampling alone vs batched, preemption with a small KV pool, the prefix cache,
+// cancellation, and admission errors.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "tests/test_util.h"
+
+namespace ls {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = StableLatentMoe::Load(testing::FixtureDir("latent_sigmoid_situ_bf16"), &backend_);
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+  }
+  std::unique_ptr<Engine> MakeEngine(EngineConfig cfg = {}) {
+    auto e = Engine::Create(model_.get(), nullptr, cfg);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return std::move(*e);
+  }
+  static Request Req(const std::string& id, std::vector<int32_t> prompt, int32_t max_tokens, float temperature = 0,
+                     std::optional<uint64_t> seed = std::nullopt) {
+    Request r;
+    r.id = id;
+    r.prompt_ids = std::move(prompt);
+    r.params.max_tokens = max_tokens;
+    r.params.temperature = temperature;
+    r.params.seed = seed;
+    r.params.ignore_eos = true;
+    return r;
+  }
+  static std::vector<int32_t> Prompt(std::mt19937& rng, int len) {
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = static_cast<int32_t>(3 + rng() % 500);
+    return p;
+  }
+  // Runs requests concurrently on `engine` and returns their token ids.
+  static std::vector<std::vector<int32_t>> RunAll(Engine& engine, const std::vector<Request>& reqs) {
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    for (const auto& r : reqs) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      EXPECT_TRUE(engine.Submit(r, qs.back()->Callback()).ok());
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& q : qs) {
+      RequestOutput o = q->WaitFinal();
+      EXPECT_EQ(o.finish_reason, FinishReason::kLength) << o.error;
+      out.push_back(o.token_ids);
+    }
+    return out;
+  }
+  CpuBackend backend_{2};
+  std::unique_ptr<StableLatentMoe> model_;
+};
+
+TEST_F(EngineTest, ConcurrentGreedyRequestsEqualEachAlone) {
+  std::mt19937 rng(11);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 32; ++i) reqs.push_back(Req("r" + std::to_string(i), Prompt(rng, 1 + (i * 7) % 40), 6 + i % 7));
+  EngineConfig cfg;
+  cfg.scheduler.max_num_batched_tokens = 96;  // forces chunked prefills mixed with decodes
+  auto engine = MakeEngine(cfg);
+  auto batched = RunAll(*engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto alone = MakeEngine();
+    EXPECT_EQ(RunAll(*alone, {reqs[i]})[0], batched[i]) << "request " << i;
+  }
+  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
+  std::mt19937 rng(5);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 8; ++i) reqs.push_back(Req("s" + std::to_string(i), Prompt(rng, 5 + i), 10, 0.8f, 100 + i));
+  reqs[3].params.top_p = 0.9f;
+  reqs[4].params.top_k = 20;
+  auto engine = MakeEngine();
+  auto batched = RunAll(*engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto alone = MakeEngine();
+    EXPECT_EQ(RunAll(*alone, {reqs[i]})[0], batched[i]) << "request " << i;
+  }
+  // Different seeds give different streams (with overwhelming probability).
+  auto e = MakeEngine();
+  Request other = reqs[0];
+  other.params.seed = 999;
+  EXPECT_NE(RunAll(*e, {other})[0], batched[0]);
+}
+
+TEST_F(EngineTest, PreemptionWithASmallPoolGivesTheSameOutputs) {
+  std::mt19937 rng(3);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(Req("p" + std::to_string(i), Prompt(rng, 10 + i), 20));
+  auto big = MakeEngine();
+  auto expected = RunAll(*big, reqs);
+  EngineConfig small;
+  small.num_kv_blocks = 12;  // 192 token slots for 12 sequences of ~40 tokens
+  small.enable_prefix_caching = false;
+  auto engine = MakeEngine(small);
+  auto got = RunAll(*engine, reqs);
+  EXPECT_EQ(got, expected);
+  EXPECT_GT(engine->Metrics().preemptions, 0u);
+  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, PrefixCacheComputesOnlyTheNewTokens) {
+  std::mt19937 rng(8);
+  std::vector<int32_t> prefix = Prompt(rng, 64);
+  std::vector<int32_t> p1 = prefix, p2 = prefix;
+  p1.push_back(7);
+  p2.push_back(9);
+  p2.push_back(10);
+  auto engine = MakeEngine();
+  OutputQueue q1;
+  ASSERT_TRUE(engine->Submit(Req("a", p1, 4), q1.Callback()).ok());
+  RequestOutput o1 = q1.WaitFinal();
+  EXPECT_EQ(o1.cached_prompt_tokens, 0);
+  OutputQueue q2;
+  ASSERT_TRUE(engine->Submit(Req("b", p2, 4), q2.Callback()).ok());
+  RequestOutput o2 = q2.WaitFinal();
+  EXPECT_EQ(o2.cached_prompt_tokens, 64) << "4 full blocks of 16 shared";
+  auto fresh = MakeEngine(EngineConfig{.enable_prefix_caching = false});
+  EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 4)})[0], o2.token_ids);
+  EXPECT_EQ(engine->Metrics().prefix_hit_tokens, 64);
+}
+
+TEST_F(EngineTest, CancelFreesBlocksAndReportsCancelled) {
+  auto engine = MakeEngine();
+  OutputQueue q;
+  ASSERT_TRUE(engine->Submit(Req("c", {5, 6, 7}, 400), q.Callback()).ok());
+  RequestOutput first = q.Next();
+  EXPECT_EQ(first.token_ids.size(), 1u);
+  engine->Cancel("c");
+  RequestOutput o;
+  do o = q.Next();
+  while (!o.finished());
+  EXPECT_EQ(o.finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(engine->num_live_requests(), 0u);
+  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, AdmissionErrorsNameTheProblem) {
+  EngineConfig cfg;
+  cfg.max_waiting = 2;
+  auto engine = MakeEngine(cfg);
+  OutputQueue q;
+  EXPECT_EQ(engine->Submit(Req("e", {}, 4), q.Callback()).message(), "prompt must not be empty");
+  EXPECT_NE(engine->Submit(Req("e", {1, 100000}, 4), q.Callback()).message().find("outside the vocabulary"),
+            std::string::npos);
+  auto long_req = Req("e", std::vector<int32_t>(500, 1), 100);
+  auto st = engine->Submit(long_req, q.Callback());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("context length of 512"), std::string::npos) << st;
+  auto bad = Req("e", {1}, 4);
+  bad.params.top_p = 0;
+  EXPECT_NE(engine->Submit(bad, q.Callback()).message().find("top_p"), std::string::npos);
+  EXPECT_EQ(engine->Metrics().rejected, 4u);
+}
+
+TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
+  EngineConfig cfg;
+  cfg.max_waiting = 3;
+  cfg.scheduler.max_num_seqs = 1;
+  auto engine = MakeEngine(cfg);
+  std::vector<std::unique_ptr<OutputQueue>> qs;
+  int accepted = 0, exhausted = 0;
+  for (int i = 0; i < 10; ++i) {
+    qs.push_back(std::make_unique<OutputQueue>());
+    absl::Status st = engine->Submit(Req("q" + std::to_string(i), {1, 2, 3}, 200), qs.back()->Callback());
+    accepted += st.ok();
+    exhausted += absl::IsResourceExhausted(st);
+  }
+  EXPECT_GE(exhausted, 5);
+  EXPECT_EQ(accepted + exhausted, 10);
+  EXPECT_TRUE(absl::IsAlreadyExists(engine->Submit(Req("q0", {1}, 2), qs[0]->Callback())));
+  EXPECT_FALSE(engine->Drain(std::chrono::milliseconds(0)));
+  EXPECT_EQ(engine->num_live_requests(), 0u);
+  EXPECT_TRUE(absl::IsUnavailable(engine->Submit(Req("late", {1}, 2), qs[0]->Callback())));
+}
+
+}  // namespace
+}  // namespace ls

@@ -1,0 +1,110 @@
+// Sampler: greedy ties, penalties, truncation (top-k, top-p, min-p) restricting the support,
+// seeded determinism, and raw logprobs.
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+namespace ls {
+namespace {
+
+TEST(Sampler, GreedyTakesArgmaxWithLowestIdOnTies) {
+  std::vector<float> l = {0.f, 3.f, 1.f, 3.f};
+  SamplingParams p;
+  p.temperature = 0;
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(Sampler::Sample(l.data(), 4, p, {0}, 1, &rng).token_id, 1);
+}
+
+TEST(Sampler, PenaltiesFollowTheirDefinitions) {
+  std::vector<float> l = {2.f, -2.f, 1.f, 1.f};
+  SamplingParams p;
+  p.repetition_penalty = 2.f;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  // Prompt {0, 1}; output {2, 2}.
+  Sampler::ApplyPenalties(l.data(), 4, p, {0, 1, 2, 2}, 2);
+  EXPECT_FLOAT_EQ(l[0], 1.f);                  // positive / 2
+  EXPECT_FLOAT_EQ(l[1], -4.f);                 // negative * 2
+  EXPECT_FLOAT_EQ(l[2], 0.5f - 0.5f - 0.5f);   // /2, then presence and 2 × frequency
+  EXPECT_FLOAT_EQ(l[3], 1.f);
+}
+
+std::set<int32_t> Support(const std::vector<float>& logits, SamplingParams p, int draws = 400) {
+  std::set<int32_t> seen;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> l = logits;
+    seen.insert(Sampler::Sample(l.data(), static_cast<int32_t>(l.size()), p, {0}, 1, &rng).token_id);
+  }
+  return seen;
+}
+
+TEST(Sampler, TruncationRestrictsTheSupport) {
+  const std::vector<float> l = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  SamplingParams p;
+  EXPECT_EQ(Support(l, p).size(), 4u);
+  p.top_k = 2;
+  EXPECT_EQ(Support(l, p), (std::set<int32_t>{0, 1}));
+  p.top_k = 0;
+  p.top_p = 0.79f;
+  EXPECT_EQ(Support(l, p), (std::set<int32_t>{0, 1}));
+  p.top_p = 0.81f;
+  EXPECT_EQ(Support(l, p), (std::set<int32_t>{0, 1, 2}));
+  p.top_p = 1.f;
+  p.min_p = 0.5f;  // keep p >= 0.25
+  EXPECT_EQ(Support(l, p), (std::set<int32_t>{0, 1}));
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  std::vector<float> base(50);
+  for (int i = 0; i < 50; ++i) base[i] = std::sin(i * 1.7f);
+  SamplingParams p;
+  p.temperature = 0.9f;
+  std::mt19937_64 a(42), b(42);
+  for (int i = 0; i < 30; ++i) {
+    std::vector<float> x = base, y = base;
+    EXPECT_EQ(Sampler::Sample(x.data(), 50, p, {0}, 1, &a).token_id, Sampler::Sample(y.data(), 50, p, {0}, 1, &b).token_id);
+  }
+}
+
+TEST(Sampler, LogprobsAreRawLogSoftmax) {
+  std::vector<float> l = {1.f, 2.f, 3.f};
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = 2;
+  p.repetition_penalty = 5.f;  // does not affect the reported logprobs
+  std::mt19937_64 rng(1);
+  SampleResult r = Sampler::Sample(l.data(), 3, p, {2}, 1, &rng);
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  ASSERT_TRUE(r.has_logprobs);
+  ASSERT_EQ(r.logprob.top.size(), 2u);
+  EXPECT_EQ(r.logprob.top[0].first, 2);
+  EXPECT_NEAR(r.logprob.top[0].second, 3.0 - lse, 1e-5);
+  EXPECT_EQ(r.logprob.top[1].first, 1);
+  EXPECT_NEAR(r.logprob.logprob, l[r.token_id] == 0 ? 0 : r.logprob.logprob, 1e-9);
+  EXPECT_NEAR(r.logprob.logprob, (r.token_id + 1.0) - lse, 1e-5);
+}
+
+TEST(SamplingParams, ValidationNamesTheField) {
+  SamplingParams p;
+  p.temperature = -1;
+  EXPECT_EQ(p.Validate(10).message(), "temperature must be >= 0, got -1");
+  p = {};
+  p.top_p = 1.5f;
+  EXPECT_NE(p.Validate(10).message().find("top_p"), std::string::npos);
+  p = {};
+  p.max_tokens = 0;
+  EXPECT_NE(p.Validate(10).message().find("max_tokens"), std::string::npos);
+  p = {};
+  p.stop_token_ids = {10};
+  EXPECT_NE(p.Validate(10).message().find("stop_token_ids"), std::string::npos);
+  p = {};
+  p.logprobs = 50;
+  EXPECT_NE(p.Validate(10).message().find("logprobs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ls
