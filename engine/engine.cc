@@ -205,6 +205,9 @@ void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
   out.prompt_tokens = s->seq.num_prompt_tokens;
   out.completion_tokens = s->seq.num_output_tokens();
   out.cached_prompt_tokens = s->seq.prefix_cached_tokens;
+  if (s->scheduled) out.queue_seconds = std::chrono::duration<double>(s->first_scheduled - s->arrival).count();
+  if (s->seq.num_output_tokens() > 0)
+    out.ttft_seconds = std::chrono::duration<double>(s->first_token - s->arrival).count();
   const auto now = Clock::now();
   metrics_.Update([&](MetricsSnapshot& m) {
     const int idx = reason == FinishReason::kStop ? 0 : reason == FinishReason::kLength ? 1
@@ -387,6 +390,14 @@ OutputCallback OutputQueue::Callback() {
 RequestOutput OutputQueue::Next() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return !items_.empty(); });
+  RequestOutput o = std::move(items_.front());
+  items_.erase(items_.begin());
+  return o;
+}
+
+std::optional<RequestOutput> OutputQueue::NextFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return !items_.empty(); })) return std::nullopt;
   RequestOutput o = std::move(items_.front());
   items_.erase(items_.begin());
   return o;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -109,6 +110,8 @@ class OutputQueue {
   OutputCallback Callback();
   // Next output; blocks until one arrives.
   RequestOutput Next();
+  // Next output, or nullopt after `timeout`.
+  std::optional<RequestOutput> NextFor(std::chrono::milliseconds timeout);
   // Collects everything until the final output; returns it merged (all ids, all text).
   RequestOutput WaitFinal();
 

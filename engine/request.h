@@ -39,6 +39,8 @@ struct RequestOutput {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;    // total so far
   int32_t cached_prompt_tokens = 0; // prompt tokens served from the prefix cache
+  double queue_seconds = 0;         // final output only: arrival to first scheduled
+  double ttft_seconds = 0;          // final output only: arrival to first token (0 if none)
   bool finished() const { return finish_reason != FinishReason::kNone; }
 };
 

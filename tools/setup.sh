@@ -9,6 +9,9 @@ packages=(
   libutf8proc-dev                              # NFC normalization for tokenizers that ask for it
   libabsl-dev                                  # Status/StatusOr, flags, strings
   nlohmann-json3-dev                           # config.json, safetensors headers
+  libgrpc++-dev protobuf-compiler-grpc         # gRPC front end (+ health, reflection)
+  libprotobuf-dev protobuf-compiler            # the API's protobuf messages
+  libboost-dev libboost-system-dev libssl-dev  # HTTP front end (Beast/Asio), TLS
   libgtest-dev libgmock-dev                    # tests
 )
 

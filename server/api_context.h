@@ -1,0 +1,65 @@
+// ApiContext: what both front ends share — the engine, tokenizer and chat template, the served
+// model name, API keys, request-id generation, per-status request counters for /metrics, and the
+// structured request log. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/api_keys.h"
+
+namespace ls::server {
+
+enum class LogLevel { kDebug, kInfo, kWarning, kError };
+
+struct RequestLogEntry {
+  std::string id, api, endpoint;
+  int32_t prompt_tokens = 0, output_tokens = 0;
+  double queue_s = 0, ttft_s = 0, total_s = 0;
+  std::string status;  // HTTP status code or gRPC code name, or the finish reason
+};
+
+class ApiContext {
+ public:
+  ApiContext(Engine* engine, const tok::Tokenizer* tokenizer, tok::ChatTemplate chat, std::string model_name,
+             std::string backend, ApiKeys keys, LogLevel level)
+      : engine_(engine), tokenizer_(tokenizer), chat_(std::move(chat)), model_name_(std::move(model_name)),
+        backend_(std::move(backend)), keys_(std::move(keys)), level_(level) {}
+
+  Engine& engine() const { return *engine_; }
+  const tok::Tokenizer* tokenizer() const { return tokenizer_; }
+  const tok::ChatTemplate& chat_template() const { return chat_; }
+  const std::string& model_name() const { return model_name_; }
+  const std::string& backend() const { return backend_; }
+  const ApiKeys& keys() const { return keys_; }
+  bool ready() const { return !engine_->draining(); }
+
+  // A fresh id with the given prefix ("cmpl-", "chatcmpl-", "gen-").
+  std::string NewRequestId(const char* prefix);
+  // Counts a finished HTTP or gRPC request by its status for /metrics.
+  void CountRequest(const std::string& api, const std::string& status);
+  std::map<std::pair<std::string, std::string>, uint64_t> request_counts() const;
+
+  void Log(LogLevel level, const std::string& event, const std::string& json_fields) const;
+  void LogRequest(const RequestLogEntry& e) const;
+
+ private:
+  Engine* engine_;
+  const tok::Tokenizer* tokenizer_;
+  tok::ChatTemplate chat_;
+  std::string model_name_;
+  std::string backend_;
+  ApiKeys keys_;
+  LogLevel level_;
+  std::atomic<uint64_t> next_id_{1};
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (api, status) -> requests
+};
+
+}  // namespace ls::server

@@ -1,0 +1,313 @@
+// GrpcServer implementation (synchronous gRPC API; each stream's thread waits on its queue).
+#include "server/grpc_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "latentserve/v1/generation.grpc.pb.h"
+#include "server/prometheus.h"
+
+namespace ls::server {
+namespace {
+
+namespace pb = latentserve::v1;
+using grpc::ServerContext;
+using grpc::Status;
+using grpc::StatusCode;
+
+Status Invalid(const std::string& msg) { return Status(StatusCode::INVALID_ARGUMENT, msg); }
+
+Status FromAbsl(const absl::Status& st) {
+  switch (st.code()) {
+    case absl::StatusCode::kOk: return Status::OK;
+    case absl::StatusCode::kResourceExhausted: return Status(StatusCode::RESOURCE_EXHAUSTED, std::string(st.message()));
+    case absl::StatusCode::kUnavailable: return Status(StatusCode::UNAVAILABLE, std::string(st.message()));
+    case absl::StatusCode::kAlreadyExists: return Status(StatusCode::ALREADY_EXISTS, std::string(st.message()));
+    default: return Status(StatusCode::INVALID_ARGUMENT, std::string(st.message()));
+  }
+}
+
+pb::FinishReason ToProto(FinishReason f) {
+  switch (f) {
+    case FinishReason::kStop: return pb::FINISH_REASON_STOP;
+    case FinishReason::kLength: return pb::FINISH_REASON_LENGTH;
+    case FinishReason::kCancelled: return pb::FINISH_REASON_CANCELLED;
+    case FinishReason::kError: return pb::FINISH_REASON_ERROR;
+    case FinishReason::kNone: return pb::FINISH_REASON_UNSPECIFIED;
+  }
+  return pb::FINISH_REASON_UNSPECIFIED;
+}
+
+SamplingParams ToParams(const pb::SamplingParams& s) {
+  SamplingParams p;
+  if (s.has_temperature()) p.temperature = s.temperature();
+  if (s.has_top_k()) p.top_k = s.top_k();
+  if (s.has_top_p()) p.top_p = s.top_p();
+  if (s.has_min_p()) p.min_p = s.min_p();
+  if (s.has_repetition_penalty()) p.repetition_penalty = s.repetition_penalty();
+  if (s.has_presence_penalty()) p.presence_penalty = s.presence_penalty();
+  if (s.has_frequency_penalty()) p.frequency_penalty = s.frequency_penalty();
+  if (s.has_seed()) p.seed = s.seed();
+  if (s.has_max_tokens()) p.max_tokens = s.max_tokens();
+  if (s.has_min_tokens()) p.min_tokens = s.min_tokens();
+  p.stop.assign(s.stop().begin(), s.stop().end());
+  p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
+  p.ignore_eos = s.ignore_eos();
+  if (s.has_logprobs()) p.logprobs = s.logprobs();
+  if (s.has_skip_special_tokens()) p.skip_special_tokens = s.skip_special_tokens();
+  return p;
+}
+
+class Service final : public pb::GenerationService::Service {
+ public:
+  explicit Service(ApiContext* ctx) : ctx_(ctx) {}
+
+  Status Generate(ServerContext* sc, const pb::GenerateRequest* req,
+                  grpc::ServerWriter<pb::GenerateResponse>* writer) override {
+    const auto start = std::chrono::steady_clock::now();
+    if (Status a = Auth(sc); !a.ok()) return Count(a);
+    ls::Request r;
+    r.id = req->request_id().empty() ? ctx_->NewRequestId("gen-") : req->request_id();
+    r.priority = req->priority();
+    r.params = ToParams(req->sampling());
+    if (Status s = Prompt(*req, &r.prompt_ids); !s.ok()) return Count(s);
+    OutputQueue q;
+    if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(FromAbsl(st));
+    RequestLogEntry log{r.id, "grpc", "Generate"};
+    log.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
+    bool client_gone = false;
+    for (;;) {
+      std::optional<RequestOutput> o = q.NextFor(std::chrono::milliseconds(50));
+      if (!o) {
+        if (sc->IsCancelled() && !client_gone) {
+          client_gone = true;
+          ctx_->engine().Cancel(r.id);
+        }
+        continue;
+      }
+      pb::GenerateResponse resp;
+      resp.set_request_id(r.id);
+      for (int32_t id : o->token_ids) resp.add_token_ids(id);
+      resp.set_text(o->text);
+      for (const auto& lp : o->logprobs) {
+        auto* l = resp.add_logprobs();
+        l->set_token_id(lp.token_id);
+        l->set_logprob(lp.logprob);
+        for (auto [id, v] : lp.top) {
+          auto* t = l->add_top();
+          t->set_token_id(id);
+          t->set_logprob(v);
+        }
+      }
+      if (o->finished()) {
+        resp.set_finish_reason(ToProto(o->finish_reason));
+        resp.mutable_usage()->set_prompt_tokens(o->prompt_tokens);
+        resp.mutable_usage()->set_completion_tokens(o->completion_tokens);
+        resp.mutable_usage()->set_cached_prompt_tokens(o->cached_prompt_tokens);
+        log.output_tokens = o->completion_tokens;
+        log.queue_s = o->queue_seconds;
+        log.ttft_s = o->ttft_seconds;
+      }
+      if (!client_gone && !writer->Write(resp)) {
+        client_gone = true;
+        ctx_->engine().Cancel(r.id);
+      }
+      if (o->finished()) {
+        log.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        Status result = client_gone ? Status(StatusCode::CANCELLED, "cancelled by the client")
+                        : o->finish_reason == FinishReason::kError ? Status(StatusCode::INTERNAL, o->error)
+                                                                   : Status::OK;
+        log.status = client_gone ? "CANCELLED" : FinishReasonName(o->finish_reason);
+        ctx_->LogRequest(log);
+        return Count(result);
+      }
+    }
+  }
+
+  Status Tokenize(ServerContext* sc, const pb::TokenizeRequest* req, pb::TokenizeResponse* resp) override {
+    if (Status a = Auth(sc); !a.ok()) return Count(a);
+    if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
+    std::string text;
+    if (req->has_chat()) {
+      if (Status s = RenderChat(req->chat(), &text); !s.ok()) return Count(s);
+    } else {
+      text = req->text();
+    }
+    auto ids = ctx_->tokenizer()->Encode(text);
+    if (!ids.ok()) return Count(Invalid(absl::StrCat("text: ", ids.status().message())));
+    for (int32_t id : *ids) resp->add_token_ids(id);
+    return Count(Status::OK);
+  }
+
+  Status Detokenize(ServerContext* sc, const pb::DetokenizeRequest* req, pb::DetokenizeResponse* resp) override {
+    if (Status a = Auth(sc); !a.ok()) return Count(a);
+    if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
+    std::vector<int32_t> ids(req->token_ids().begin(), req->token_ids().end());
+    auto text = ctx_->tokenizer()->Decode(ids, req->skip_special_tokens());
+    if (!text.ok()) return Count(Invalid(absl::StrCat("token_ids: ", text.status().message())));
+    resp->set_text(*text);
+    return Count(Status::OK);
+  }
+
+  Status GetModelInfo(ServerContext* sc, const pb::GetModelInfoRequest*, pb::ModelInfo* info) override {
+    if (Status a = Auth(sc); !a.ok()) return Count(a);
+    const ModelConfig& c = ctx_->engine().model_config();
+    info->set_name(ctx_->model_name());
+    info->set_architecture(c.architecture.empty() ? "StableLatentMoeForCausalLM" : c.architecture);
+    info->set_vocab_size(c.vocab_size);
+    info->set_hidden_size(c.hidden_size);
+    info->set_num_layers(c.num_hidden_layers);
+    info->set_num_routed_experts(c.n_routed_experts);
+    info->set_experts_per_token(c.num_experts_per_tok);
+    info->set_latent_size(c.moe_latent_size);
+    info->set_num_shared_experts(c.n_shared_experts);
+    info->set_max_model_len(ctx_->engine().max_model_len());
+    info->set_backend(ctx_->backend());
+    info->set_kv_cache_blocks(ctx_->engine().num_kv_blocks());
+    info->set_kv_block_size(16);
+    return Count(Status::OK);
+  }
+
+  Status GetExpertLoad(ServerContext* sc, const pb::GetExpertLoadRequest*, pb::ExpertLoad* out) override {
+    if (Status a = Auth(sc); !a.ok()) return Count(a);
+    const MetricsSnapshot m = ctx_->engine().Metrics();
+    const int32_t first = ctx_->engine().model_config().first_k_dense_replace;
+    const auto ratios = ExpertLoadMaxOverMean(m, first);
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      const int32_t layer = first + static_cast<int32_t>(i);
+      auto* l = out->add_layers();
+      l->set_layer(layer);
+      for (int32_t e = 0; e < m.num_experts; ++e)
+        l->add_tokens_per_expert(m.expert_tokens[static_cast<size_t>(layer) * m.num_experts + e]);
+      l->set_max_over_mean(ratios[i]);
+    }
+    return Count(Status::OK);
+  }
+
+ private:
+  Status Count(Status s) {
+    static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+                                   "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+                                   "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+                                   "UNAUTHENTICATED"};
+    const int code = static_cast<int>(s.error_code());
+    ctx_->CountRequest("grpc", code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN");
+    return s;
+  }
+
+  Status Auth(ServerContext* sc) const {
+    if (!ctx_->keys().enabled()) return Status::OK;
+    auto md = sc->client_metadata();
+    auto it = md.find("authorization");
+    const std::string header = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+    if (!ctx_->keys().Authorize(header)) return Status(StatusCode::UNAUTHENTICATED, "missing or invalid API key");
+    return Status::OK;
+  }
+
+  Status RenderChat(const pb::Chat& chat, std::string* text) const {
+    if (chat.messages().empty()) return Invalid("chat.messages must not be empty");
+    std::vector<tok::ChatMessage> msgs;
+    for (int i = 0; i < chat.messages_size(); ++i) {
+      const auto& m = chat.messages(i);
+      if (m.role() != "system" && m.role() != "user" && m.role() != "assistant")
+        return Invalid(absl::StrCat("chat.messages[", i, "].role must be system, user or assistant, got '", m.role(), "'"));
+      msgs.push_back({m.role(), m.content()});
+    }
+    auto r = ctx_->chat_template().Render(msgs, true);
+    if (!r.ok()) return Invalid(std::string(r.status().message()));
+    *text = std::move(*r);
+    return Status::OK;
+  }
+
+  Status Prompt(const pb::GenerateRequest& req, std::vector<int32_t>* ids) const {
+    switch (req.prompt_case()) {
+      case pb::GenerateRequest::kTokenIds:
+        ids->assign(req.token_ids().ids().begin(), req.token_ids().ids().end());
+        if (ids->empty()) return Invalid("token_ids must not be empty");
+        return Status::OK;
+      case pb::GenerateRequest::kText:
+      case pb::GenerateRequest::kChat: {
+        if (!ctx_->tokenizer()) return Invalid("this model has no tokenizer: send token_ids");
+        std::string text = req.text();
+        if (req.prompt_case() == pb::GenerateRequest::kChat) {
+          if (Status s = RenderChat(req.chat(), &text); !s.ok()) return s;
+        } else if (text.empty()) {
+          return Invalid("text must not be empty");
+        }
+        auto enc = ctx_->tokenizer()->Encode(text);
+        if (!enc.ok()) return Invalid(absl::StrCat("text: ", enc.status().message()));
+        *ids = std::move(*enc);
+        return Status::OK;
+      }
+      default:
+        return Invalid("a prompt is required: set text, token_ids or chat");
+    }
+  }
+
+  ApiContext* ctx_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+struct GrpcServer::Impl {
+  GrpcOptions opt;
+  ApiContext* ctx;
+  std::unique_ptr<Service> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+GrpcServer::GrpcServer(GrpcOptions options, ApiContext* ctx) : impl_(new Impl{std::move(options), ctx, nullptr, nullptr}) {}
+GrpcServer::~GrpcServer() { Stop(); }
+
+absl::Status GrpcServer::Start() {
+  Impl& m = *impl_;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!m.opt.tls_cert.empty() || !m.opt.tls_key.empty()) {
+    if (m.opt.tls_cert.empty() || m.opt.tls_key.empty())
+      return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({ReadFile(m.opt.tls_key), ReadFile(m.opt.tls_cert)});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  m.service = std::make_unique<Service>(m.ctx);
+  grpc::ServerBuilder b;
+  const std::string addr = absl::StrCat(m.opt.host.find(':') != std::string::npos ? "[" + m.opt.host + "]" : m.opt.host,
+                                        ":", m.opt.port);
+  b.AddListeningPort(addr, creds, &m.port);
+  b.RegisterService(m.service.get());
+  m.server = b.BuildAndStart();
+  if (!m.server || m.port == 0) return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", addr));
+  m.server->GetHealthCheckService()->SetServingStatus(true);
+  return absl::OkStatus();
+}
+
+int GrpcServer::port() const { return impl_->port; }
+
+void GrpcServer::SetNotServing() {
+  if (impl_->server) impl_->server->GetHealthCheckService()->SetServingStatus(false);
+}
+
+void GrpcServer::Stop() {
+  if (!impl_->server) return;
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  impl_->server->Wait();
+  impl_->server.reset();
+}
+
+}  // namespace ls::server

@@ -1,0 +1,438 @@
+// HttpServer implementation: one coroutine per connection, routes, generation handlers.
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
+#include <chrono>
+#include <deque>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "server/openai_protocol.h"
+#include "server/prometheus.h"
+
+namespace ls::server {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using net::awaitable;
+using net::use_awaitable;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Engine outputs for one HTTP request, handed from the engine thread to the connection's strand.
+class Channel : public std::enable_shared_from_this<Channel> {
+ public:
+  explicit Channel(net::any_io_executor ex) : timer_(ex) {}
+  OutputCallback Callback(int32_t index) {
+    auto self = shared_from_this();
+    return [self, index](RequestOutput o) {
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        self->items_.emplace_back(index, std::move(o));
+      }
+      net::post(self->timer_.get_executor(), [self] { self->timer_.cancel(); });
+    };
+  }
+  awaitable<std::vector<std::pair<int32_t, RequestOutput>>> Wait() {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!items_.empty()) {
+          std::vector<std::pair<int32_t, RequestOutput>> out(std::make_move_iterator(items_.begin()),
+                                                            std::make_move_iterator(items_.end()));
+          items_.clear();
+          co_return out;
+        }
+      }
+      timer_.expires_at(Clock::time_point::max());
+      boost::system::error_code ec;
+      co_await timer_.async_wait(net::redirect_error(use_awaitable, ec));
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::pair<int32_t, RequestOutput>> items_;
+  net::steady_timer timer_;
+};
+
+using Request = http::request<http::string_body>;
+
+http::response<http::string_body> JsonResponse(const Request& req, http::status status, const json& body) {
+  http::response<http::string_body> res{status, req.version()};
+  res.set(http::field::server, "latentserve");
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  res.body() = body.dump();
+  res.prepare_payload();
+  return res;
+}
+
+ApiError Err(int status, std::string message, std::string param = "", std::string type = "invalid_request_error") {
+  return ApiError{status, std::move(message), std::move(param), std::move(type)};
+}
+
+http::response<http::string_body> ErrorResponse(const Request& req, const ApiError& e) {
+  auto res = JsonResponse(req, static_cast<http::status>(e.http_status), ErrorBody(e));
+  if (e.http_status == 429) res.set(http::field::retry_after, "1");
+  if (e.http_status == 401) res.set(http::field::www_authenticate, "Bearer");
+  return res;
+}
+
+ApiError FromStatus(const absl::Status& st, const std::string& param = "") {
+  switch (st.code()) {
+    case absl::StatusCode::kResourceExhausted:
+      return {429, std::string(st.message()), param, "rate_limit_error"};
+    case absl::StatusCode::kUnavailable:
+      return {503, std::string(st.message()), param, "service_unavailable"};
+    case absl::StatusCode::kAlreadyExists:
+      return {409, std::string(st.message()), param};
+    default:
+      return {400, std::string(st.message()), param};
+  }
+}
+
+template <typename Stream>
+tcp::socket& Socket(Stream& s) {
+  return beast::get_lowest_layer(s).socket();
+}
+
+// Per-connection state and handlers.
+template <typename Stream>
+class Session {
+ public:
+  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt) : stream_(stream), ctx_(ctx), opt_(opt) {}
+
+  awaitable<void> Run() {
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(opt_.max_body_bytes);
+      parser.header_limit(64 * 1024);
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::minutes(5));
+      boost::system::error_code ec;
+      co_await http::async_read(stream_, buffer, parser, net::redirect_error(use_awaitable, ec));
+      if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) co_return;
+      if (ec == http::error::body_limit) {
+        Request req;
+        req.version(11);
+        req.keep_alive(false);
+        http::response<http::string_body> res =
+            ErrorResponse(req, Err(413, absl::StrCat("request body exceeds ", opt_.max_body_bytes, " bytes")));
+        co_await Write(std::move(res));
+        co_return;
+      }
+      if (ec) {
+        if (ec != beast::error::timeout && ec != net::error::operation_aborted) {
+          Request req;
+          req.version(11);
+          req.keep_alive(false);
+          http::response<http::string_body> res = ErrorResponse(req, Err(400, "malformed HTTP request: " + ec.message()));
+          co_await Write(std::move(res));
+        }
+        co_return;
+      }
+      beast::get_lowest_layer(stream_).expires_never();
+      Request req = parser.release();
+      const bool keep = req.keep_alive();
+      if (!co_await Route(req)) co_return;
+      if (!keep) co_return;
+    }
+  }
+
+ private:
+  awaitable<bool> Write(http::response<http::string_body> res) {
+    ctx_->CountRequest("http", std::to_string(res.result_int()));
+    boost::system::error_code ec;
+    co_await http::async_write(stream_, res, net::redirect_error(use_awaitable, ec));
+    co_return !ec;
+  }
+
+  // Dispatches one request; false when the connection must close.
+  awaitable<bool> Route(Request& req) {
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    const bool generate = path == "/v1/completions" || path == "/v1/chat/completions";
+    if (generate && req.method() == http::verb::post && ctx_->keys().Authorize(std::string(req[http::field::authorization])))
+      co_return co_await Generate(req, path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+    http::response<http::string_body> res = Simple(req, path);
+    co_return co_await Write(std::move(res));
+  }
+
+  // Every route but generation (kept out of coroutines: GCC 12 mishandles some temporaries there).
+  http::response<http::string_body> Simple(const Request& req, const std::string& path) {
+    const bool get = req.method() == http::verb::get;
+    const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
+                       path == "/v1/completions" || path == "/v1/chat/completions";
+    if (path == "/health" || path == "/ready") {
+      if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
+      if (path == "/health") return JsonResponse(req, http::status::ok, {{"status", "ok"}});
+      const bool ready = ctx_->ready();
+      return JsonResponse(req, ready ? http::status::ok : http::status::service_unavailable,
+                          {{"ready", ready}, {"draining", !ready}});
+    }
+    if (!known) return ErrorResponse(req, Err(404, absl::StrCat("no route for ", path), "", "not_found_error"));
+    if (!ctx_->keys().Authorize(std::string(req[http::field::authorization])))
+      return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
+    if (path == "/v1/completions" || path == "/v1/chat/completions")
+      return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", path)));
+    if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
+    if (path == "/metrics") {
+      http::response<http::string_body> res{http::status::ok, req.version()};
+      res.set(http::field::content_type, "text/plain; version=0.0.4");
+      res.keep_alive(req.keep_alive());
+      res.body() = RenderPrometheus(*ctx_);
+      res.prepare_payload();
+      return res;
+    }
+    json model = {{"id", ctx_->model_name()}, {"object", "model"}, {"created", created_},
+                  {"owned_by", "latentserve"}, {"max_model_len", ctx_->engine().max_model_len()}};
+    return JsonResponse(req, http::status::ok, {{"object", "list"}, {"data", json::array({model})}});
+  }
+
+  // Watches the socket while a generation runs: a client that hangs up cancels its requests.
+  awaitable<void> WatchDisconnect(std::shared_ptr<std::vector<std::string>> ids, std::shared_ptr<bool> done) {
+    boost::system::error_code ec;
+    co_await Socket(stream_).async_wait(tcp::socket::wait_read, net::redirect_error(use_awaitable, ec));
+    if (*done || ec == net::error::operation_aborted) co_return;
+    boost::system::error_code ec2;
+    if (ec || Socket(stream_).available(ec2) == 0) {
+      for (const auto& id : *ids) ctx_->engine().Cancel(id);
+    }
+  }
+
+  awaitable<bool> Generate(Request& req, Endpoint endpoint) {
+    const auto start = Clock::now();
+    ApiError err;
+    auto parsed = ParseRequest(endpoint, req.body(), *ctx_, &err);
+    if (!parsed) {
+      http::response<http::string_body> res = ErrorResponse(req, err);
+      co_return co_await Write(std::move(res));
+    }
+    const ParsedRequest& r = *parsed;
+    const std::string id = ctx_->NewRequestId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+    auto channel = std::make_shared<Channel>(co_await net::this_coro::executor);
+    auto ids = std::make_shared<std::vector<std::string>>();
+    for (int32_t i = 0; i < r.n; ++i) {
+      ls::Request er;
+      er.id = r.n == 1 ? id : absl::StrCat(id, "-", i);
+      er.prompt_ids = r.prompt_ids;
+      er.params = r.params;
+      if (r.params.seed && i > 0) er.params.seed = *r.params.seed + i;
+      er.priority = r.priority;
+      absl::Status st = ctx_->engine().Submit(er, channel->Callback(i));
+      if (!st.ok()) {
+        for (const auto& done_id : *ids) ctx_->engine().Cancel(done_id);
+        http::response<http::string_body> res = ErrorResponse(req, FromStatus(st));
+        co_return co_await Write(std::move(res));
+      }
+      ids->push_back(er.id);
+    }
+    auto done = std::make_shared<bool>(false);
+    net::co_spawn(co_await net::this_coro::executor, WatchDisconnect(ids, done), net::detached);
+
+    std::vector<Choice> choices(r.n);
+    Usage usage;
+    usage.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
+    RequestLogEntry log{id, "http", endpoint == Endpoint::kChat ? "chat" : "completions"};
+    log.prompt_tokens = usage.prompt_tokens;
+    int32_t finished = 0;
+    bool ok = true;
+    std::string error;
+    if (r.stream) {
+      http::response<http::empty_body> head{http::status::ok, req.version()};
+      head.set(http::field::server, "latentserve");
+      head.set(http::field::content_type, "text/event-stream; charset=utf-8");
+      head.set(http::field::cache_control, "no-cache");
+      head.chunked(true);
+      head.keep_alive(req.keep_alive());
+      http::response_serializer<http::empty_body> sr{head};
+      boost::system::error_code ec;
+      co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
+      ok = !ec;
+      std::vector<bool> first(r.n, true);
+      while (finished < r.n) {
+        auto batch = co_await channel->Wait();
+        std::string data;
+        for (auto& [i, o] : batch) {
+          Choice delta{o.token_ids, o.text, o.logprobs, o.finished() ? o.finish_reason : FinishReason::kNone};
+          if (o.finished()) {
+            ++finished;
+            usage.completion_tokens += o.completion_tokens;
+            usage.cached_tokens = o.cached_prompt_tokens;
+            log.queue_s = std::max(log.queue_s, o.queue_seconds);
+            log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
+            if (o.finish_reason == FinishReason::kError) error = o.error;
+          }
+          if (delta.text.empty() && delta.logprobs.empty() && delta.finish == FinishReason::kNone && !first[i]) continue;
+          if (o.finish_reason == FinishReason::kError) {
+            absl::StrAppend(&data, "data: ", ErrorBody(Err(500, o.error, "", "server_error")).dump(), "\n\n");
+            continue;
+          }
+          absl::StrAppend(&data, "data: ", StreamChunk(r, id, created, ctx_->model_name(), i, delta, first[i], *ctx_).dump(), "\n\n");
+          first[i] = false;
+        }
+        if (finished == r.n) {
+          if (r.include_usage) absl::StrAppend(&data, "data: ", UsageChunk(r, id, created, ctx_->model_name(), usage).dump(), "\n\n");
+          data += "data: [DONE]\n\n";
+        }
+        if (ok && !data.empty()) {
+          co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), net::redirect_error(use_awaitable, ec));
+          if (ec) {
+            ok = false;  // the client is gone: cancel, keep draining the engine's outputs
+            for (const auto& rid : *ids) ctx_->engine().Cancel(rid);
+          }
+        }
+      }
+      *done = true;
+      Socket(stream_).cancel(ec);
+      if (ok) co_await net::async_write(stream_, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
+      ok = ok && !ec;
+      ctx_->CountRequest("http", error.empty() ? "200" : "500");
+      log.status = ok ? (error.empty() ? "200" : "500") : "client_disconnected";
+    } else {
+      while (finished < r.n) {
+        for (auto& [i, o] : co_await channel->Wait()) {
+          Choice& c = choices[i];
+          c.token_ids.insert(c.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
+          c.text += o.text;
+          for (auto& lp : o.logprobs) c.logprobs.push_back(std::move(lp));
+          if (o.finished()) {
+            ++finished;
+            c.finish = o.finish_reason;
+            usage.completion_tokens += o.completion_tokens;
+            usage.cached_tokens = o.cached_prompt_tokens;
+            log.queue_s = std::max(log.queue_s, o.queue_seconds);
+            log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
+            if (o.finish_reason == FinishReason::kError) error = o.error;
+            if (o.finish_reason == FinishReason::kCancelled) ok = false;
+          }
+        }
+      }
+      *done = true;
+      boost::system::error_code ec;
+      Socket(stream_).cancel(ec);
+      if (!ok) {
+        log.status = "client_disconnected";
+        ctx_->CountRequest("http", "499");
+      } else if (!error.empty()) {
+        log.status = "500";
+        http::response<http::string_body> res = ErrorResponse(req, Err(500, error, "", "server_error"));
+        ok = co_await Write(std::move(res));
+      } else {
+        log.status = "200";
+        http::response<http::string_body> res =
+            JsonResponse(req, http::status::ok, CompletionBody(r, id, created, ctx_->model_name(), choices, usage, *ctx_));
+        ok = co_await Write(std::move(res));
+      }
+    }
+    log.output_tokens = usage.completion_tokens;
+    log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
+    ctx_->LogRequest(log);
+    co_return ok;
+  }
+
+  Stream& stream_;
+  ApiContext* ctx_;
+  const HttpOptions& opt_;
+  const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count();
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpOptions opt;
+  ApiContext* ctx;
+  net::io_context ioc;
+  std::unique_ptr<net::ssl::context> ssl;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  int port = 0;
+
+  Impl(HttpOptions o, ApiContext* c) : opt(std::move(o)), ctx(c), ioc(std::max(1, opt.threads)) {}
+
+  awaitable<void> Serve(tcp::socket socket) {
+    if (ssl) {
+      beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *ssl);
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
+      boost::system::error_code ec;
+      co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
+      if (ec) co_return;
+      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt);
+      co_await s.Run();
+      co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
+    } else {
+      beast::tcp_stream stream(std::move(socket));
+      Session<beast::tcp_stream> s(stream, ctx, opt);
+      co_await s.Run();
+      boost::system::error_code ec;
+      stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
+  }
+
+  awaitable<void> Listen() {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(net::make_strand(ioc), net::redirect_error(use_awaitable, ec));
+      if (ec == net::error::operation_aborted) co_return;
+      if (ec) continue;  // e.g. out of file descriptors: keep serving the connections we have
+      auto ex = socket.get_executor();
+      net::co_spawn(ex, Serve(std::move(socket)), net::detached);
+    }
+  }
+};
+
+HttpServer::HttpServer(HttpOptions options, ApiContext* ctx) : impl_(std::make_unique<Impl>(std::move(options), ctx)) {}
+HttpServer::~HttpServer() { Stop(); }
+
+absl::Status HttpServer::Start() {
+  Impl& m = *impl_;
+  if (!m.opt.tls_cert.empty() || !m.opt.tls_key.empty()) {
+    if (m.opt.tls_cert.empty() || m.opt.tls_key.empty())
+      return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+    m.ssl = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    boost::system::error_code ec;
+    m.ssl->use_certificate_chain_file(m.opt.tls_cert, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls_cert ", m.opt.tls_cert, ": ", ec.message()));
+    m.ssl->use_private_key_file(m.opt.tls_key, net::ssl::context::pem, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls_key ", m.opt.tls_key, ": ", ec.message()));
+  }
+  boost::system::error_code ec;
+  auto addr = net::ip::make_address(m.opt.host, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("--host: '", m.opt.host, "' is not an IP address"));
+  tcp::endpoint ep(addr, static_cast<uint16_t>(m.opt.port));
+  m.acceptor.open(ep.protocol(), ec);
+  if (!ec) m.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) m.acceptor.bind(ep, ec);
+  if (!ec) m.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("HTTP: cannot listen on ", m.opt.host, ":", m.opt.port, ": ", ec.message()));
+  m.port = m.acceptor.local_endpoint().port();
+  net::co_spawn(m.ioc, m.Listen(), net::detached);
+  for (int i = 0; i < std::max(1, m.opt.threads); ++i) m.threads.emplace_back([&m] { m.ioc.run(); });
+  return absl::OkStatus();
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+void HttpServer::Stop() {
+  if (impl_->threads.empty()) return;
+  boost::system::error_code ec;
+  net::post(impl_->ioc, [this] {
+    boost::system::error_code e;
+    impl_->acceptor.close(e);
+  });
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace ls::server

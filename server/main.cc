@@ -1,0 +1,184 @@
+// latentserve: loads a model, starts the engine, and serves gRPC and the OpenAI-compatible HTTP
+// API until SIGTERM/SIGINT, then drains: /ready turns false, intake stops, in-flight requests
+// finish within --drain_timeout_s, exit 0. Every flag can also come from the environment as
+// LATENTSERVE_<FLAG_NAME_IN_CAPITALS>; a flag on the command line wins.
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "server/api_context.h"
+#include "server/grpc_server.h"
+#include "server/http_server.h"
+
+ABSL_FLAG(std::string, model, "", "model directory: config.json, safetensors weights, tokenizer.json");
+ABSL_FLAG(std::string, served_model_name, "", "model name in the API (default: the model directory's name)");
+ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on (HTTP and gRPC)");
+ABSL_FLAG(int32_t, http_port, 8000, "HTTP (OpenAI-compatible) port");
+ABSL_FLAG(int32_t, grpc_port, 50051, "gRPC port");
+ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu");
+ABSL_FLAG(int32_t, threads, 0, "CPU backend threads (0: one per hardware thread)");
+ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
+ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
+ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");
+ABSL_FLAG(int32_t, kv_cache_mb, 512, "KV cache size in MiB");
+ABSL_FLAG(int32_t, block_size, 16, "tokens per KV cache block");
+ABSL_FLAG(bool, enable_prefix_caching, true, "share KV blocks of common prompt prefixes");
+ABSL_FLAG(int32_t, max_model_len, 0, "context length limit (0: the model's max_position_embeddings)");
+ABSL_FLAG(int32_t, max_waiting, 1024, "waiting-queue limit; requests beyond it get 429 / RESOURCE_EXHAUSTED");
+ABSL_FLAG(int32_t, max_body_mb, 4, "largest HTTP request body in MiB (larger: 413)");
+ABSL_FLAG(std::string, api_key_file, "", "file of accepted API keys, one per line (empty: no authentication)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both ports (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
+ABSL_FLAG(int32_t, drain_timeout_s, 30, "on SIGTERM, seconds to let in-flight requests finish");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+
+namespace {
+
+// Flags that may come from LATENTSERVE_* environment variables.
+const char* const kFlagNames[] = {
+    "model", "served_model_name", "host", "http_port", "grpc_port", "backend", "threads", "http_threads",
+    "max_num_seqs", "max_num_batched_tokens", "kv_cache_mb", "block_size", "enable_prefix_caching",
+    "max_model_len", "max_waiting", "max_body_mb", "api_key_file", "tls_cert", "tls_key", "drain_timeout_s",
+    "log_level"};
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "latentserve: %s\n", msg.c_str());
+  return 1;
+}
+
+void RaiseFileLimit() {
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "LatentServe: serves a Stable LatentMoE model over gRPC and an OpenAI-compatible HTTP API.\n"
+      "  latentserve --model DIR [--http_port 8000] [--grpc_port 50051] ...\n"
+      "Every flag can also be set as an environment variable LATENTSERVE_<NAME>, e.g. LATENTSERVE_HTTP_PORT.");
+  // Environment values first, so that the command line overrides them.
+  std::vector<std::string> args = {argv[0]};
+  for (const char* name : kFlagNames) {
+    const std::string env = "LATENTSERVE_" + absl::AsciiStrToUpper(name);
+    if (const char* v = std::getenv(env.c_str())) args.push_back(absl::StrCat("--", name, "=", v));
+  }
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
+
+  using ls::server::LogLevel;
+  const std::string level_name = absl::GetFlag(FLAGS_log_level);
+  LogLevel level;
+  if (level_name == "debug") level = LogLevel::kDebug;
+  else if (level_name == "info") level = LogLevel::kInfo;
+  else if (level_name == "warning") level = LogLevel::kWarning;
+  else if (level_name == "error") level = LogLevel::kError;
+  else return Fail("--log_level must be debug, info, warning or error, got '" + level_name + "'");
+
+  const std::string dir = absl::GetFlag(FLAGS_model);
+  if (dir.empty()) return Fail("--model is required (or LATENTSERVE_MODEL)");
+  if (absl::GetFlag(FLAGS_backend) != "cpu")
+    return Fail("--backend '" + absl::GetFlag(FLAGS_backend) + "' is not available in this build (supported: cpu)");
+  for (auto [name, v] : {std::pair<const char*, int32_t>{"http_port", absl::GetFlag(FLAGS_http_port)},
+                         {"grpc_port", absl::GetFlag(FLAGS_grpc_port)}})
+    if (v < 0 || v > 65535) return Fail(absl::StrCat("--", name, " must be in [0, 65535], got ", v));
+  for (auto [name, v] : {std::pair<const char*, int32_t>{"max_num_seqs", absl::GetFlag(FLAGS_max_num_seqs)},
+                         {"max_num_batched_tokens", absl::GetFlag(FLAGS_max_num_batched_tokens)},
+                         {"kv_cache_mb", absl::GetFlag(FLAGS_kv_cache_mb)},
+                         {"block_size", absl::GetFlag(FLAGS_block_size)},
+                         {"max_waiting", absl::GetFlag(FLAGS_max_waiting)},
+                         {"max_body_mb", absl::GetFlag(FLAGS_max_body_mb)},
+                         {"http_threads", absl::GetFlag(FLAGS_http_threads)}})
+    if (v < 1) return Fail(absl::StrCat("--", name, " must be at least 1, got ", v));
+  if (absl::GetFlag(FLAGS_drain_timeout_s) < 0) return Fail("--drain_timeout_s must not be negative");
+
+  ls::server::ApiKeys keys;
+  if (!absl::GetFlag(FLAGS_api_key_file).empty()) {
+    auto k = ls::server::ApiKeys::LoadFile(absl::GetFlag(FLAGS_api_key_file));
+    if (!k.ok()) return Fail(std::string(k.status().message()));
+    keys = std::move(*k);
+  }
+
+  // Block the stop signals in every thread; main waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  RaiseFileLimit();
+
+  ls::CpuBackend backend(absl::GetFlag(FLAGS_threads));
+  auto model = ls::StableLatentMoe::Load(dir, &backend);
+  if (!model.ok()) return Fail(std::string(model.status().message()));
+  std::unique_ptr<ls::tok::Tokenizer> tokenizer;
+  if (std::filesystem::exists(dir + "/tokenizer.json")) {
+    auto t = ls::tok::Tokenizer::FromFile(dir + "/tokenizer.json");
+    if (!t.ok()) return Fail(std::string(t.status().message()));
+    tokenizer = std::move(*t);
+  }
+  auto chat = ls::tok::ChatTemplate::ForModelDir(dir);
+  if (!chat.ok()) return Fail(std::string(chat.status().message()));
+
+  ls::EngineConfig cfg;
+  cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
+  cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
+  cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
+  cfg.block_size = absl::GetFlag(FLAGS_block_size);
+  cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
+  cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
+  cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
+  auto engine = ls::Engine::Create(model->get(), tokenizer.get(), cfg);
+  if (!engine.ok()) return Fail(std::string(engine.status().message()));
+
+  std::string name = absl::GetFlag(FLAGS_served_model_name);
+  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
+  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, "cpu", std::move(keys), level);
+
+  ls::server::GrpcServer grpc_server({absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_grpc_port),
+                                      absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+                                     &ctx);
+  ls::server::HttpOptions http_opt;
+  http_opt.host = absl::GetFlag(FLAGS_host);
+  http_opt.port = absl::GetFlag(FLAGS_http_port);
+  http_opt.threads = absl::GetFlag(FLAGS_http_threads);
+  http_opt.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_mb)) << 20;
+  http_opt.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  http_opt.tls_key = absl::GetFlag(FLAGS_tls_key);
+  ls::server::HttpServer http_server(http_opt, &ctx);
+  if (auto s = grpc_server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  if (auto s = http_server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  ctx.Log(LogLevel::kInfo, "ready",
+          absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
+                       grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(),
+                       ",\"auth\":", ctx.keys().enabled() ? "true" : "false"));
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  ctx.Log(LogLevel::kInfo, "draining", absl::StrCat("\"signal\":", sig, ",\"in_flight\":", (*engine)->num_live_requests()));
+  grpc_server.SetNotServing();
+  const bool clean = (*engine)->Drain(std::chrono::seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
+  http_server.Stop();
+  grpc_server.Stop();
+  ctx.Log(LogLevel::kInfo, "stopped", absl::StrCat("\"drained\":", clean ? "true" : "false"));
+  return 0;
+}

@@ -1,0 +1,92 @@
+// Prometheus text format (version 0.0.4).
+#include "server/prometheus.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ls::server {
+namespace {
+
+void Header(std::string* out, const char* name, const char* type, const char* help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+void Histo(std::string* out, const char* name, const char* help, const Histogram& h) {
+  Header(out, name, "histogram", help);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    cum += h.counts[i];
+    absl::StrAppendFormat(out, "%s_bucket{le=\"%g\"} %d\n", name, h.bounds[i], cum);
+  }
+  cum += h.counts.back();
+  absl::StrAppendFormat(out, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %.6f\n%s_count %d\n", name, cum, name, h.sum, name,
+                        h.count);
+}
+
+void Value(std::string* out, const char* name, const char* type, const char* help, double v) {
+  Header(out, name, type, help);
+  absl::StrAppendFormat(out, "%s %.17g\n", name, v);
+}
+
+}  // namespace
+
+std::vector<double> ExpertLoadMaxOverMean(const MetricsSnapshot& m, int32_t first_moe_layer) {
+  std::vector<double> r;
+  if (m.num_experts <= 0) return r;
+  for (int32_t l = first_moe_layer; l < m.num_layers; ++l) {
+    const auto b = m.expert_tokens.begin() + static_cast<size_t>(l) * m.num_experts;
+    if (m.expert_tokens.size() < static_cast<size_t>(l + 1) * m.num_experts) break;
+    int64_t sum = 0, mx = 0;
+    for (auto it = b; it != b + m.num_experts; ++it) {
+      sum += *it;
+      mx = std::max(mx, *it);
+    }
+    r.push_back(sum > 0 ? static_cast<double>(mx) * m.num_experts / static_cast<double>(sum) : 0.0);
+  }
+  return r;
+}
+
+std::string RenderPrometheus(const ApiContext& ctx) {
+  const MetricsSnapshot m = ctx.engine().Metrics();
+  std::string out;
+  Header(&out, "latentserve_requests_total", "counter", "Finished front-end requests by API and status.");
+  for (const auto& [key, n] : ctx.request_counts())
+    absl::StrAppendFormat(&out, "latentserve_requests_total{api=\"%s\",status=\"%s\"} %d\n", key.first, key.second, n);
+  Header(&out, "latentserve_engine_requests_finished_total", "counter", "Engine requests finished, by reason.");
+  const char* reasons[4] = {"stop", "length", "cancelled", "error"};
+  for (int i = 0; i < 4; ++i)
+    absl::StrAppendFormat(&out, "latentserve_engine_requests_finished_total{reason=\"%s\"} %d\n", reasons[i], m.finished[i]);
+  Value(&out, "latentserve_engine_requests_rejected_total", "counter", "Requests refused at submission.", m.rejected);
+  Value(&out, "latentserve_prompt_tokens_total", "counter", "Prompt tokens admitted.", m.prompt_tokens);
+  Value(&out, "latentserve_generation_tokens_total", "counter", "Tokens generated.", m.generation_tokens);
+  Value(&out, "latentserve_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.", m.preemptions);
+  Value(&out, "latentserve_engine_steps_total", "counter", "Model steps run.", m.steps);
+  Value(&out, "latentserve_num_requests_running", "gauge", "Sequences in the running batch.", m.running);
+  Value(&out, "latentserve_num_requests_waiting", "gauge", "Sequences waiting to be scheduled.", m.waiting);
+  Value(&out, "latentserve_kv_cache_blocks_used", "gauge", "KV cache blocks in use.", m.kv_blocks_used);
+  Value(&out, "latentserve_kv_cache_blocks_total", "gauge", "KV cache blocks in all.", m.kv_blocks_total);
+  Value(&out, "latentserve_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use.",
+        m.kv_blocks_total ? static_cast<double>(m.kv_blocks_used) / m.kv_blocks_total : 0.0);
+  Value(&out, "latentserve_prefix_cache_queries_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.",
+        m.prefix_queried_tokens);
+  Value(&out, "latentserve_prefix_cache_hits_tokens_total", "counter", "Prompt tokens found in the prefix cache.",
+        m.prefix_hit_tokens);
+  Histo(&out, "latentserve_queue_time_seconds", "Arrival to first scheduling.", m.queue_time);
+  Histo(&out, "latentserve_time_to_first_token_seconds", "Arrival to first generated token.", m.ttft);
+  Histo(&out, "latentserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.", m.inter_token);
+  Histo(&out, "latentserve_e2e_request_latency_seconds", "Arrival to finish.", m.e2e);
+  Histo(&out, "latentserve_tokens_per_step", "Tokens computed per model step.", m.tokens_per_step);
+  const int32_t first_moe = ctx.engine().model_config().first_k_dense_replace;
+  Header(&out, "latentserve_expert_load_max_over_mean", "gauge",
+         "Per MoE layer, tokens of the busiest expert divided by the mean over experts.");
+  auto loads = ExpertLoadMaxOverMean(m, first_moe);
+  for (size_t i = 0; i < loads.size(); ++i)
+    absl::StrAppendFormat(&out, "latentserve_expert_load_max_over_mean{layer=\"%d\"} %.6f\n",
+                          static_cast<int>(i) + first_moe, loads[i]);
+  Value(&out, "latentserve_ready", "gauge", "1 when the server accepts requests.", ctx.ready() ? 1 : 0);
+  return out;
+}
+
+}  // namespace ls::server

@@ -1,0 +1,137 @@
+"""A battery of malformed requests: each gets a clear 4xx naming the problem, and the server
+serves a normal request afterwards."""
+import socket
+
+import grpc
+import pytest
+import requests
+
+C, CHAT = "/v1/completions", "/v1/chat/completions"
+OK_MSG = [{"role": "user", "content": "hi"}]
+
+# (path, body (dict, or raw bytes/str), expected status, a word the message must contain)
+CASES = [
+    (C, b"{not json", 400, "JSON"),
+    (C, b"", 400, "JSON"),
+    (C, b"[1, 2]", 400, "object"),
+    (C, b'"a string"', 400, "object"),
+    (C, b"\xff\xfe{}", 400, "UTF-8"),
+    (C, {}, 400, "prompt"),
+    (C, {"prompt": ""}, 400, "prompt"),
+    (C, {"prompt": []}, 400, "prompt"),
+    (C, {"prompt": 5}, 400, "prompt"),
+    (C, {"prompt": {"a": 1}}, 400, "prompt"),
+    (C, {"prompt": ["a", "b"]}, 400, "batched"),
+    (C, {"prompt": [1, "x"]}, 400, "prompt"),
+    (C, {"prompt": [1, 99999999]}, 400, "vocabulary"),
+    (C, {"prompt": [-1]}, 400, "vocabulary"),
+    (C, {"prompt": "hi", "max_tokens": -1}, 400, "max_tokens"),
+    (C, {"prompt": "hi", "max_tokens": 0}, 400, "max_tokens"),
+    (C, {"prompt": "hi", "max_tokens": 10**9}, 400, "max_tokens"),
+    (C, {"prompt": "hi", "max_tokens": "ten"}, 400, "max_tokens"),
+    (C, {"prompt": "hi", "max_tokens": 1.5}, 400, "max_tokens"),
+    (C, {"prompt": "hi", "temperature": -0.5}, 400, "temperature"),
+    (C, {"prompt": "hi", "temperature": "hot"}, 400, "temperature"),
+    (C, {"prompt": "hi", "top_p": 1.5}, 400, "top_p"),
+    (C, {"prompt": "hi", "top_p": 0}, 400, "top_p"),
+    (C, {"prompt": "hi", "top_k": -5}, 400, "top_k"),
+    (C, {"prompt": "hi", "top_k": 2.5}, 400, "top_k"),
+    (C, {"prompt": "hi", "min_p": 2}, 400, "min_p"),
+    (C, {"prompt": "hi", "repetition_penalty": 0}, 400, "repetition_penalty"),
+    (C, {"prompt": "hi", "presence_penalty": 5}, 400, "presence_penalty"),
+    (C, {"prompt": "hi", "frequency_penalty": -5}, 400, "frequency_penalty"),
+    (C, {"prompt": "hi", "n": 0}, 400, "'n'"),
+    (C, {"prompt": "hi", "n": 1000}, 400, "'n'"),
+    (C, {"prompt": "hi", "stream": "yes"}, 400, "stream"),
+    (C, {"prompt": "hi", "stop": 5}, 400, "stop"),
+    (C, {"prompt": "hi", "stop": [""]}, 400, "stop"),
+    (C, {"prompt": "hi", "stop": ["a", 1]}, 400, "stop"),
+    (C, {"prompt": "hi", "stop_token_ids": [10**9]}, 400, "stop_token_ids"),
+    (C, {"prompt": "hi", "stop_token_ids": "x"}, 400, "stop_token_ids"),
+    (C, {"prompt": "hi", "seed": "abc"}, 400, "seed"),
+    (C, {"prompt": "hi", "logprobs": 100}, 400, "logprobs"),
+    (C, {"prompt": "hi", "echo": True}, 400, "echo"),
+    (C, {"prompt": "hi", "logit_bias": {"5": 10}}, 400, "logit_bias"),
+    (C, {"prompt": "hi", "best_of": 3}, 400, "best_of"),
+    (C, {"prompt": "hi", "model": "no-such-model"}, 404, "does not exist"),
+    (C, {"prompt": "hi", "model": 5}, 400, "model"),
+    (C, {"prompt": "hi", "ignore_eos": 1}, 400, "ignore_eos"),
+    (C, {"prompt": "hi", "stream_options": {"include_usage": "x"}}, 400, "include_usage"),
+    (C, {"prompt": "hi", "priority": "high"}, 400, "priority"),
+    (C, {"prompt": "hi", "min_tokens": -1}, 400, "min_tokens"),
+    (C, {"prompt": "word " * 5000, "max_tokens": 5}, 400, "context length"),
+    (CHAT, {}, 400, "messages"),
+    (CHAT, {"messages": []}, 400, "messages"),
+    (CHAT, {"messages": "hi"}, 400, "messages"),
+    (CHAT, {"messages": [{"content": "hi"}]}, 400, "role"),
+    (CHAT, {"messages": [{"role": "wizard", "content": "hi"}]}, 400, "role"),
+    (CHAT, {"messages": [{"role": "user"}]}, 400, "content"),
+    (CHAT, {"messages": [{"role": "user", "content": 5}]}, 400, "content"),
+    (CHAT, {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, "content"),
+    (CHAT, {"messages": ["hi"]}, 400, "messages[0]"),
+    (CHAT, {"messages": OK_MSG, "top_logprobs": 3}, 400, "top_logprobs"),
+    (CHAT, {"messages": OK_MSG, "logprobs": "yes"}, 400, "logprobs"),
+    (CHAT, {"messages": OK_MSG, "max_completion_tokens": 0}, 400, "max_completion_tokens"),
+    (CHAT, {"messages": OK_MSG, "temperature": -1}, 400, "temperature"),
+]
+
+
+@pytest.mark.parametrize("path,body,status,word", CASES, ids=[f"{i}" for i in range(len(CASES))])
+def test_bad_request_is_rejected_clearly(server, path, body, status, word):
+    if isinstance(body, (bytes, str)):
+        r = requests.post(server.url + path, data=body, headers={"Content-Type": "application/json"})
+    else:
+        r = requests.post(server.url + path, json=body)
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert word.lower() in err["message"].lower(), err
+
+
+def test_battery_has_at_least_fifty_cases():
+    assert len(CASES) >= 50
+
+
+def test_wrong_methods_and_routes(server):
+    assert requests.get(server.url + C).status_code == 405
+    assert requests.post(server.url + "/v1/models").status_code == 405
+    assert requests.get(server.url + "/v2/nothing").status_code == 404
+
+
+def test_ten_megabyte_body_is_refused(server):
+    r = requests.post(server.url + C, data=b'{"prompt": "' + b"a" * (10 << 20) + b'"}',
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_garbage_on_the_socket_does_not_hurt(server):
+    with socket.create_connection(("127.0.0.1", server.http_port)) as s:
+        s.sendall(b"\x00\x01 NOT HTTP AT ALL\r\n\r\n")
+        s.settimeout(5)
+        try:
+            s.recv(1000)
+        except OSError:
+            pass
+
+
+def test_grpc_bad_inputs(server, grpc_stubs):
+    pb2, pb2_grpc = grpc_stubs
+    s = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}"))
+    bad = [pb2.GenerateRequest(text=""),
+           pb2.GenerateRequest(token_ids=pb2.TokenIds(ids=[])),
+           pb2.GenerateRequest(token_ids=pb2.TokenIds(ids=[10**8])),
+           pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=0)),
+           pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(temperature=-1)),
+           pb2.GenerateRequest(chat=pb2.Chat(messages=[pb2.ChatMessage(role="wizard", content="x")]))]
+    for req in bad:
+        with pytest.raises(grpc.RpcError) as e:
+            list(s.Generate(req))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, req
+    with pytest.raises(grpc.RpcError) as e:
+        s.Detokenize(pb2.DetokenizeRequest(token_ids=[10**8]))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_server_still_serves_after_the_battery(server):
+    r = requests.post(server.url + C, json={"prompt": "Hello", "max_tokens": 3})
+    assert r.status_code == 200
+    assert r.json()["usage"]["completion_tokens"] >= 1

@@ -1,0 +1,109 @@
+"""OpenAI-compatible HTTP API over the network: completions and chat, streaming and not,
+models, health, readiness and Prometheus metrics."""
+import json
+
+import requests
+
+
+def sse_events(resp):
+    events = []
+    for line in resp.iter_lines(decode_unicode=True):
+        if line.startswith("data: "):
+            events.append(line[len("data: "):])
+    return events
+
+
+def test_health_ready_models(server):
+    assert requests.get(server.url + "/health").json() == {"status": "ok"}
+    assert requests.get(server.url + "/ready").status_code == 200
+    models = requests.get(server.url + "/v1/models").json()
+    assert models["object"] == "list" and models["data"][0]["object"] == "model"
+
+
+def test_completion_non_stream_has_usage_and_is_deterministic_when_greedy(server):
+    body = {"prompt": "In the beginning", "max_tokens": 8, "temperature": 0}
+    a = requests.post(server.url + "/v1/completions", json=body).json()
+    b = requests.post(server.url + "/v1/completions", json=body).json()
+    assert a["object"] == "text_completion"
+    assert a["choices"][0]["text"] == b["choices"][0]["text"]
+    assert a["choices"][0]["finish_reason"] in ("stop", "length")
+    u = a["usage"]
+    assert u["prompt_tokens"] > 0 and 0 < u["completion_tokens"] <= 8
+    assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+
+
+def test_completion_stream_equals_non_stream(server):
+    body = {"prompt": "And God said", "max_tokens": 10, "temperature": 0, "ignore_eos": True}
+    full = requests.post(server.url + "/v1/completions", json=body).json()["choices"][0]["text"]
+    with requests.post(server.url + "/v1/completions", json={**body, "stream": True,
+                       "stream_options": {"include_usage": True}}, stream=True) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    text = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
+    assert text == full
+    assert chunks[-1]["usage"]["completion_tokens"] == 10
+    assert [c for c in chunks if c["choices"]][-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_prompt_as_token_ids(server):
+    r = requests.post(server.url + "/v1/completions", json={"prompt": [5, 6, 7, 8], "max_tokens": 3})
+    assert r.status_code == 200
+    assert r.json()["usage"]["prompt_tokens"] == 4
+
+
+def test_chat_non_stream_and_stream(server):
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who made the heaven?"}]
+    r = requests.post(server.url + "/v1/chat/completions", json={"messages": msgs, "max_tokens": 6, "temperature": 0})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["object"] == "chat.completion"
+    assert body["choices"][0]["message"]["role"] == "assistant"
+    with requests.post(server.url + "/v1/chat/completions",
+                       json={"messages": msgs, "max_tokens": 6, "temperature": 0, "stream": True}, stream=True) as s:
+        events = sse_events(s)
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == body["choices"][0]["message"]["content"]
+
+
+def test_sampling_extensions_and_logprobs(server):
+    body = {"prompt": "The Lord", "max_tokens": 5, "temperature": 0.8, "top_k": 20, "top_p": 0.9, "min_p": 0.05,
+            "repetition_penalty": 1.1, "seed": 7, "logprobs": 3, "priority": 1}
+    a = requests.post(server.url + "/v1/completions", json=body).json()
+    b = requests.post(server.url + "/v1/completions", json=body).json()
+    assert a["choices"][0]["text"] == b["choices"][0]["text"], "same seed, same text"
+    lp = a["choices"][0]["logprobs"]
+    assert len(lp["token_logprobs"]) == a["usage"]["completion_tokens"]
+    assert all(len(t) <= 3 for t in lp["top_logprobs"])
+
+
+def test_n_choices(server):
+    r = requests.post(server.url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3, "n": 3, "seed": 1})
+    assert r.status_code == 200
+    assert [c["index"] for c in r.json()["choices"]] == [0, 1, 2]
+
+
+def test_stop_string_is_not_emitted(server):
+    base = {"prompt": "And God said", "max_tokens": 12, "temperature": 0, "ignore_eos": True}
+    full = requests.post(server.url + "/v1/completions", json=base).json()["choices"][0]["text"]
+    words = full.split()
+    if len(words) < 3:
+        return
+    stop = words[2]
+    cut = requests.post(server.url + "/v1/completions", json={**base, "stop": [stop]}).json()["choices"][0]
+    assert stop not in cut["text"]
+    assert full.startswith(cut["text"])
+    assert cut["finish_reason"] == "stop"
+
+
+def test_metrics_exposition(server):
+    requests.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
+    text = requests.get(server.url + "/metrics").text
+    for name in ("latentserve_requests_total", "latentserve_time_to_first_token_seconds_bucket",
+                 "latentserve_inter_token_latency_seconds_bucket", "latentserve_e2e_request_latency_seconds_bucket",
+                 "latentserve_num_requests_running", "latentserve_num_requests_waiting",
+                 "latentserve_kv_cache_usage_ratio", "latentserve_prefix_cache_hits_tokens_total",
+                 "latentserve_expert_load_max_over_mean"):
+        assert name in text, name

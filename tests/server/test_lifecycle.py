@@ -1,0 +1,169 @@
+"""Auth, admission control (429), cancellation freeing KV blocks, SIGTERM drain with requests in
+flight, and 1000 concurrent streaming connections."""
+import asyncio
+import os
+import signal
+import tempfile
+import threading
+import time
+
+import grpc
+import pytest
+import requests
+
+from conftest import Server
+
+C = "/v1/completions"
+
+
+def test_api_key_required_except_health_and_ready(grpc_stubs):
+    with tempfile.NamedTemporaryFile("w", delete=False) as f:
+        f.write("# keys\nsecret-one\n\nsecret-two\n")
+    s = Server("--api_key_file", f.name)
+    try:
+        assert requests.get(s.url + "/health").status_code == 200
+        assert requests.get(s.url + "/ready").status_code == 200
+        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}).status_code == 401
+        bad = {"Authorization": "Bearer nope"}
+        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}, headers=bad).status_code == 401
+        assert requests.get(s.url + "/metrics").status_code == 401
+        good = {"Authorization": "Bearer secret-two"}
+        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}, headers=good).status_code == 200
+        assert requests.get(s.url + "/v1/models", headers=good).status_code == 200
+        assert "secret-two" not in s.logs() and "secret-one" not in s.logs()
+        pb2, pb2_grpc = grpc_stubs
+        stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+        with pytest.raises(grpc.RpcError) as e:
+            stub.GetModelInfo(pb2.GetModelInfoRequest())
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        info = stub.GetModelInfo(pb2.GetModelInfoRequest(), metadata=[("authorization", "Bearer secret-one")])
+        assert info.vocab_size > 0
+    finally:
+        s.stop()
+        os.unlink(f.name)
+
+
+def test_overload_gets_429_and_service_recovers(grpc_stubs):
+    s = Server("--max_waiting", "4", "--max_num_seqs", "2")
+    try:
+        codes = []
+        lock = threading.Lock()
+
+        def call():
+            r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": 40, "ignore_eos": True})
+            with lock:
+                codes.append((r.status_code, r.headers.get("Retry-After")))
+
+        threads = [threading.Thread(target=call) for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        statuses = [c for c, _ in codes]
+        assert statuses.count(429) > 0, statuses
+        assert set(statuses) <= {200, 429}
+        assert all(ra == "1" for c, ra in codes if c == 429)
+        pb2, pb2_grpc = grpc_stubs
+        stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+        # Service is normal right after.
+        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 2}).status_code == 200
+        assert list(stub.Generate(pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=2))))
+    finally:
+        s.stop()
+
+
+def test_client_disconnect_cancels_and_frees_blocks(server, grpc_stubs):
+    # HTTP: read the first chunk of a long stream, then hang up.
+    r = requests.post(server.url + C, json={"prompt": "x", "max_tokens": 400, "ignore_eos": True, "stream": True},
+                      stream=True)
+    next(r.iter_lines())
+    r.close()
+    # gRPC: cancel a long stream.
+    pb2, pb2_grpc = grpc_stubs
+    stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}"))
+    call = stub.Generate(pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=400, ignore_eos=True)))
+    next(call)
+    call.cancel()
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if server.metric("latentserve_kv_cache_blocks_used") == 0 and server.metric("latentserve_num_requests_running") == 0:
+            break
+        time.sleep(0.1)
+    assert server.metric("latentserve_kv_cache_blocks_used") == 0
+    assert server.metric('latentserve_engine_requests_finished_total{reason="cancelled"}') >= 2
+
+
+def test_sigterm_drains_in_flight_requests():
+    s = Server("--drain_timeout_s", "60")
+    results = []
+
+    def call():
+        r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": 30, "ignore_eos": True})
+        results.append(r.json())
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    s.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join()
+    assert s.proc.wait(timeout=60) == 0
+    assert len(results) == 4
+    assert all(r["choices"][0]["finish_reason"] == "length" and r["usage"]["completion_tokens"] == 30 for r in results)
+    assert '"event":"draining"' in s.logs()
+    os.unlink(s.log.name)
+
+
+def test_not_ready_while_draining():
+    s = Server("--drain_timeout_s", "30")
+    done = threading.Event()
+
+    def call():
+        requests.post(s.url + C, json={"prompt": "x", "max_tokens": 200, "ignore_eos": True})
+        done.set()
+
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(0.3)
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    if not done.is_set():
+        assert requests.get(s.url + "/ready").status_code == 503
+        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}).status_code == 503
+    t.join()
+    assert s.proc.wait(timeout=60) == 0
+    os.unlink(s.log.name)
+
+
+async def _stream(port, i):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    body = b'{"prompt": "x", "max_tokens": 3, "stream": true, "ignore_eos": true}'
+    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    await writer.drain()
+    data = b""
+    while b"[DONE]" not in data:
+        chunk = await reader.read(65536)
+        if not chunk:
+            break
+        data += chunk
+    writer.close()
+    return b"[DONE]" in data
+
+
+def test_thousand_concurrent_streams():
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+    s = Server("--max_waiting", "2048", "--max_num_seqs", "64")
+    try:
+        async def main():
+            return await asyncio.gather(*[_stream(s.http_port, i) for i in range(1000)])
+
+        ok = asyncio.run(main())
+        assert sum(ok) == 1000
+        threads = int(open(f"/proc/{s.proc.pid}/status").read().split("Threads:")[1].split()[0])
+        assert threads < 64, f"{threads} threads for 1000 connections"
+    finally:
+        s.stop()
