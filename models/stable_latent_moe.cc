@@ -86,6 +86,15 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
   return absl::OkStatus();
 }
 
+absl::Status StableLatentMoe::SetRouterBias(int32_t layer, std::vector<float> bias) {
+  if (layer < 0 || layer >= config_.num_hidden_layers || !weights_.layers[layer].is_moe)
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is not a MoE layer"));
+  if (static_cast<int64_t>(bias.size()) != config_.n_routed_experts)
+    return absl::InvalidArgumentError(absl::StrCat("bias has ", bias.size(), " values, expected ", config_.n_routed_experts));
+  weights_.layers[layer].router_bias = std::move(bias);
+  return absl::OkStatus();
+}
+
 void StableLatentMoe::Attention(const LayerWeights& L, int32_t layer, const std::vector<AttentionSeq>& seqs,
                                 const std::vector<int32_t>& positions, KvCache& cache, int64_t T) {
   const ModelConfig& c = config_;
@@ -146,6 +155,13 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
   RouterParams r;
   r.logits = router_logits_.as<float>(T * N);
   backend_->Gemm(h, T, L.router, const_cast<float*>(r.logits), false);
+  if (router_sink_) {
+    router_sink_->resize(c.num_hidden_layers);
+    std::vector<float>& dst = (*router_sink_)[layer];
+    const size_t old = dst.size();
+    dst.resize(old + static_cast<size_t>(T * N));
+    backend_->CopyToHost(dst.data() + old, r.logits, static_cast<size_t>(T * N) * sizeof(float));
+  }
   r.bias = L.router_bias.data();
   r.num_tokens = T;
   r.num_experts = static_cast<int32_t>(N);

@@ -38,6 +38,13 @@ class StableLatentMoe {
   const std::vector<int64_t>& expert_token_counts() const { return expert_tokens_; }
   void ResetExpertTokenCounts() { std::fill(expert_tokens_.begin(), expert_tokens_.end(), 0); }
 
+  // Calibration hooks. While a sink is set, every MoE layer appends its router logits
+  // ([T, N] row-major) to (*sink)[layer]. Biases of a MoE layer can be replaced.
+  void CaptureRouterLogits(std::vector<std::vector<float>>* sink) { router_sink_ = sink; }
+  const std::vector<float>& router_bias(int32_t layer) const { return weights_.layers[layer].router_bias; }
+  absl::Status SetRouterBias(int32_t layer, std::vector<float> bias);
+  const WeightStore& weight_store() const { return *store_; }
+
  private:
   StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore> store, ModelWeights weights, Backend* backend);
 
@@ -52,6 +59,7 @@ class StableLatentMoe {
   ModelWeights weights_;
   Backend* backend_;
   std::vector<int64_t> expert_tokens_;
+  std::vector<std::vector<float>>* router_sink_ = nullptr;
 
   // Activations, reused across steps (backend memory).
   DeviceBuffer x_, h_, q_, k_, v_, attn_, gate_, up_, act_, router_logits_, topk_w_, topk_ids_, z_, c_;

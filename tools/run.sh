@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds LatentServe on the CPU and runs greedy generation with a model directory.
-# Usage: tools/run.sh [MODEL_DIR] [extra latentserve-generate flags]
+# Builds LatentServe for the CPU and starts the server with the shipped tiny model (or MODEL_DIR):
+# OpenAI-compatible HTTP on :8000, gRPC on :50051. Extra arguments go to the server.
+# Usage: tools/run.sh [MODEL_DIR] [latentserve flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-model=${1:-tests/data/fixtures/latent_sigmoid_situ_bf16}
-shift || true
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLATENTSERVE_CUDA=OFF
-cmake --build build -j "$(nproc)" --target latentserve-generate
-exec build/bin/latentserve-generate --model "$model" --prompt-ids 1,2,3,4 --max-tokens 16 "$@"
+model=models/tiny
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then model=$1; shift; fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLATENTSERVE_CUDA=OFF -DLATENTSERVE_BUILD_TESTS=OFF
+cmake --build build -j "$(nproc)" --target latentserve
+exec build/bin/latentserve --model "$model" "$@"

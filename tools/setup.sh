@@ -13,6 +13,8 @@ packages=(
   libprotobuf-dev protobuf-compiler            # the API's protobuf messages
   libboost-dev libboost-system-dev libssl-dev  # HTTP front end (Beast/Asio), TLS
   libgtest-dev libgmock-dev                    # tests
+  python3-pytest python3-grpcio python3-requests python3-venv python3-pip  # server integration tests
+  protobuf-compiler-grpc                       # grpc_python_plugin for the tests' client stubs
 )
 
 missing=()

@@ -77,6 +77,13 @@ absl::StatusOr<Tensor> WeightStore::Get(const std::string& name, int64_t rows, i
   return Tensor{e->data, e->dtype, rows == 0 ? 1 : rows, cols};
 }
 
+std::vector<std::pair<std::string, const TensorEntry*>> WeightStore::Entries() const {
+  std::vector<std::pair<std::string, const TensorEntry*>> out;
+  for (const auto& [name, file] : where_) out.emplace_back(name, file->Find(name));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
 size_t WeightStore::total_bytes() const {
   size_t n = 0;
   for (const auto& f : files_)

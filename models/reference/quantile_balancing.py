@@ -138,13 +138,16 @@ def layer_scores(model, sequences, layer):
 
 @torch.no_grad()
 def calibrate(model, sequences, iters=DEFAULT_ITERS, num_bins=DEFAULT_NUM_BINS,
-              value_range=DEFAULT_RANGE, eta=1.0):
+              value_range=DEFAULT_RANGE, eta=1.0, scores_out=None):
     """Re-fit the biases layer by layer (see the module docstring); updates the model in place and
-    returns {layer index: new biases [N] float32}."""
+    returns {layer index: new biases [N] float32}. scores_out (a dict), if given, receives the
+    [T, N] scores each layer was fitted on."""
     k = model.cfg.num_experts_per_tok
     result = {}
     for layer in moe_layers(model):
         scores = layer_scores(model, sequences, layer)
+        if scores_out is not None:
+            scores_out[layer] = scores
         bias = get_bias(model, layer).clone().float()
         for _ in range(iters):
             bias = estimator_update(scores, bias, k, eta, num_bins, value_range)
@@ -174,14 +177,18 @@ def random_sequences(vocab, count, length, seed):
 
 
 def calibration_vector(model_dir, rel_name, count=8, length=32, seed=0, iters=DEFAULT_ITERS,
-                       num_bins=DEFAULT_NUM_BINS, value_range=DEFAULT_RANGE):
+                       num_bins=DEFAULT_NUM_BINS, value_range=DEFAULT_RANGE, with_scores=False):
     model = load_model(model_dir)
     model.set_vectorized(True)
     seqs = random_sequences(model.cfg.vocab_size, count, length, seed)
     before_bias = {str(l): get_bias(model, l).tolist() for l in moe_layers(model)}
     before = max_over_mean_load(model, seqs)
-    biases = calibrate(model, seqs, iters, num_bins, value_range)
+    scores = {}
+    biases = calibrate(model, seqs, iters, num_bins, value_range, scores_out=scores)
     after = max_over_mean_load(model, seqs)
+    extra = {}
+    if with_scores:  # the loop without the forward pass: layer l's scores, tokens in sequence order
+        extra["layer_scores"] = {str(l): s.tolist() for l, s in scores.items()}
     return {
         "model": rel_name,
         "sequences": seqs,
@@ -196,6 +203,7 @@ def calibration_vector(model_dir, rel_name, count=8, length=32, seed=0, iters=DE
         "biases": {str(l): b.tolist() for l, b in biases.items()},
         "max_over_mean_load_before": {str(l): v for l, v in before.items()},
         "max_over_mean_load_after": {str(l): v for l, v in after.items()},
+        **extra,
     }
 
 
@@ -252,6 +260,8 @@ def main():
     v.add_argument("--out-dir", required=True)
     v.add_argument("--model", action="append", default=[],
                    help="NAME=DIR=REL: model directory and the path written into the json")
+    v.add_argument("--with-scores", action="append", default=[],
+                   help="NAME: also write the per-layer scores the loop was fitted on")
     a = p.parse_args()
     if a.cmd == "calibrate":
         with open(a.sequences) as f:
@@ -264,7 +274,7 @@ def main():
         write_json(os.path.join(a.out_dir, "estimator_vectors.json"), estimator_vectors())
         for spec in a.model:
             name, model_dir, rel = spec.split("=")
-            vec = calibration_vector(model_dir, rel)
+            vec = calibration_vector(model_dir, rel, with_scores=name in a.with_scores)
             write_json(os.path.join(a.out_dir, f"{name}.json"), vec)
             print(name, "max/mean load before", vec["max_over_mean_load_before"],
                   "after", vec["max_over_mean_load_after"])

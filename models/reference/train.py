@@ -4,6 +4,7 @@
   train.py tokenizer --work DIR          KJV chapters -> byte-level BPE (gpt2_4096 style) + token ids
   train.py train --work DIR --run NAME --balance {qb,aux,none} [--steps S] [--minutes M]
   train.py plot --work DIR --runs qb aux none --out PNG [--table MD]
+  train.py check                         batched training forward == reference forward
 
 The training forward is a batched re-statement of the reference forward (stable_latent_moe.py):
 same modules, same parameters, same math; routed experts run once per expert over the rows routed
@@ -333,7 +334,9 @@ def cmd_train(a):
             acc_loss, acc_n, acc_load = 0.0, 0, {l: 0.0 for l in moe_layers}
     wall = time.time() - start
     held_loss, held_load = evaluate(model, held)
+    last = read_log(os.path.join(run_dir, "log.jsonl"))[-1:]
     summary = {"run": a.run, "balance": a.balance, "steps": step, "planned_steps": a.steps,
+               "final_train_loss": last[0]["loss_avg"] if last else None,
                "wall_s": round(wall, 1), "tokens_seen": step * a.batch * ctx, "batch": a.batch,
                "context": ctx, "lr": a.lr, "seed": a.seed, "eta": a.eta, "aux_coef": a.aux_coef,
                "num_bins": a.num_bins, "range": list(a.range), "epochs": epoch + pos / train.shape[0],
@@ -394,6 +397,29 @@ def cmd_plot(a):
             f.write(text)
 
 
+def cmd_check(a):
+    """The batched training forward against the reference per-sequence forward (random weights)."""
+    torch.set_num_threads(1)
+    cfg = Config.from_dict(TINY_CONFIG)
+    model = TrainableStableLatentMoe(cfg)
+    model.init_weights(0)
+    g = torch.Generator().manual_seed(1)
+    for layer in model.model.layers:
+        if layer.is_moe:
+            layer.mlp.gate.e_score_correction_bias.normal_(0.0, 0.1, generator=g)
+    ids = torch.randint(0, cfg.vocab_size, (2, 48), generator=g)
+    with torch.no_grad():
+        logits, routings = model.forward_batch(ids)
+        model.set_vectorized(True)
+        for b in range(ids.shape[0]):
+            ref_logits, ref_routings = model.forward_with_routing(ids[b])
+            diff = float((ref_logits - logits[b]).abs().max())
+            same = all(torch.equal(r.selected, routings[l].selected.view(ids.shape[0], -1, r.selected.shape[1])[b])
+                       for l, r in enumerate(ref_routings) if r is not None)
+            print(f"sequence {b}: max |logit diff| {diff:.2e}, same experts {same}")
+            assert diff < 1e-3 and same
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -424,8 +450,9 @@ def main():
     pl.add_argument("--runs", nargs="+", required=True)
     pl.add_argument("--out", required=True)
     pl.add_argument("--table")
+    sub.add_parser("check", help="batched training forward == reference forward")
     a = p.parse_args()
-    {"tokenizer": cmd_tokenizer, "train": cmd_train, "plot": cmd_plot}[a.cmd](a)
+    {"tokenizer": cmd_tokenizer, "train": cmd_train, "plot": cmd_plot, "check": cmd_check}[a.cmd](a)
 
 
 if __name__ == "__main__":

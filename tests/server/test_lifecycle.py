@@ -74,14 +74,14 @@ def test_overload_gets_429_and_service_recovers(grpc_stubs):
 
 def test_client_disconnect_cancels_and_frees_blocks(server, grpc_stubs):
     # HTTP: read the first chunk of a long stream, then hang up.
-    r = requests.post(server.url + C, json={"prompt": "x", "max_tokens": 400, "ignore_eos": True, "stream": True},
+    r = requests.post(server.url + C, json={"prompt": "x", "max_tokens": 240, "ignore_eos": True, "stream": True},
                       stream=True)
     next(r.iter_lines())
     r.close()
     # gRPC: cancel a long stream.
     pb2, pb2_grpc = grpc_stubs
     stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}"))
-    call = stub.Generate(pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=400, ignore_eos=True)))
+    call = stub.Generate(pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=240, ignore_eos=True)))
     next(call)
     call.cancel()
     deadline = time.time() + 20
@@ -116,22 +116,28 @@ def test_sigterm_drains_in_flight_requests():
 
 
 def test_not_ready_while_draining():
-    s = Server("--drain_timeout_s", "30")
-    done = threading.Event()
+    # One sequence at a time and three long requests: the drain lasts hundreds of steps.
+    s = Server("--drain_timeout_s", "60", "--max_num_seqs", "1")
+    codes = []
 
     def call():
-        requests.post(s.url + C, json={"prompt": "x", "max_tokens": 200, "ignore_eos": True})
-        done.set()
+        r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": 250, "ignore_eos": True})
+        codes.append(r.status_code)
 
-    t = threading.Thread(target=call)
-    t.start()
-    time.sleep(0.3)
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 10
+    while s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting") < 3:
+        assert time.time() < deadline
+        time.sleep(0.02)
     s.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    if not done.is_set():
-        assert requests.get(s.url + "/ready").status_code == 503
-        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}).status_code == 503
-    t.join()
+    time.sleep(0.2)
+    assert requests.get(s.url + "/ready").status_code == 503
+    assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}).status_code == 503
+    for t in threads:
+        t.join()
+    assert codes == [200, 200, 200]
     assert s.proc.wait(timeout=60) == 0
     os.unlink(s.log.name)
 

@@ -1,0 +1,50 @@
+// CPU GEMM throughput for BF16 weights at decode and prefill shapes: GFLOP/s and weight-read
+// GB/s per shape, single-threaded and on the whole pool, in one run. Prints JSON.
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+
+namespace {
+
+double TimeGemm(ls::ThreadPool& pool, int M, int N, int K, const ls::Tensor& w, std::vector<float>& x,
+                std::vector<float>& y) {
+  double best = 1e30;
+  for (int rep = 0; rep < 7; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    ls::cpu::Gemm(pool, x.data(), M, w, y.data(), false);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+int main() {
+  const int N = 4096, K = 1024;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  std::vector<uint16_t> wb(static_cast<size_t>(N) * K);
+  for (auto& v : wb) v = ls::F32ToBf16(nd(rng) * 0.03f);
+  ls::Tensor w{wb.data(), ls::DType::kBF16, N, K};
+  ls::ThreadPool one(1), all(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  std::printf("{\n  \"benchmark\": \"gemm_bf16\",\n  \"N\": %d, \"K\": %d,\n  \"avx512\": %s,\n  \"shapes\": [\n", N, K,
+              ls::cpu::GemmUsesAvx512() ? "true" : "false");
+  const int Ms[] = {1, 4, 16, 64, 256};
+  for (size_t i = 0; i < std::size(Ms); ++i) {
+    const int M = Ms[i];
+    std::vector<float> x(static_cast<size_t>(M) * K), y(static_cast<size_t>(M) * N);
+    for (auto& v : x) v = nd(rng);
+    const double t1 = TimeGemm(one, M, N, K, w, x, y), tn = TimeGemm(all, M, N, K, w, x, y);
+    const double flops = 2.0 * M * N * K, bytes = 2.0 * N * K;
+    std::printf("    {\"M\": %d, \"gflops_1t\": %.1f, \"gflops_all\": %.1f, \"weight_gbps_1t\": %.1f, "
+                "\"weight_gbps_all\": %.1f, \"threads\": %d}%s\n",
+                M, flops / t1 / 1e9, flops / tn / 1e9, bytes / t1 / 1e9, bytes / tn / 1e9, all.num_threads(),
+                i + 1 < std::size(Ms) ? "," : "");
+  }
+  std::printf("  ]\n}\n");
+  return 0;
+}

@@ -1,0 +1,87 @@
+// Calibration loop over the model.
+#include "engine/calibration.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "models/kv_cache.h"
+
+namespace ls {
+namespace {
+
+// Runs each sequence alone through the model (positions 0..len-1).
+absl::Status RunAll(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences) {
+  constexpr int32_t kBlock = 16;
+  size_t longest = 0;
+  for (const auto& s : sequences) longest = std::max(longest, s.size());
+  const int32_t blocks = static_cast<int32_t>((longest + kBlock - 1) / kBlock);
+  KvCache cache(model.backend(), model.config(), std::max(blocks, 1), kBlock);
+  std::vector<float> logits;
+  for (const auto& seq : sequences) {
+    StepBatch b;
+    b.tokens = seq;
+    StepSequence s;
+    s.num_tokens = static_cast<int32_t>(seq.size());
+    for (int32_t i = 0; i < blocks; ++i) s.block_table.push_back(i);
+    s.want_logits = false;
+    b.seqs = {s};
+    if (auto st = model.Forward(b, cache, &logits); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+std::map<int32_t, double> Balance(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences) {
+  model.ResetExpertTokenCounts();
+  (void)RunAll(model, sequences);
+  const auto& c = model.config();
+  std::map<int32_t, double> out;
+  for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
+    const auto b = model.expert_token_counts().begin() + static_cast<size_t>(l) * c.n_routed_experts;
+    const int64_t mx = *std::max_element(b, b + c.n_routed_experts);
+    int64_t sum = 0;
+    for (auto it = b; it != b + c.n_routed_experts; ++it) sum += *it;
+    out[l] = sum > 0 ? static_cast<double>(mx) * c.n_routed_experts / static_cast<double>(sum) : 0.0;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationResult> Calibrate(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences,
+                                            const CalibrationOptions& options) {
+  const ModelConfig& c = model.config();
+  if (sequences.empty()) return absl::InvalidArgumentError("calibration needs at least one sequence");
+  for (const auto& s : sequences) {
+    if (s.empty()) return absl::InvalidArgumentError("calibration sequences must not be empty");
+    if (static_cast<int64_t>(s.size()) > c.max_position_embeddings)
+      return absl::InvalidArgumentError(absl::StrCat("a calibration sequence has ", s.size(),
+                                                     " tokens, more than max_position_embeddings"));
+    for (int32_t id : s)
+      if (id < 0 || id >= c.vocab_size)
+        return absl::InvalidArgumentError(absl::StrCat("token id ", id, " is outside the vocabulary"));
+  }
+  if (options.iters < 1) return absl::InvalidArgumentError("iters must be at least 1");
+  CalibrationResult result;
+  result.max_over_mean_before = Balance(model, sequences);
+  const int32_t N = c.n_routed_experts, K = c.num_experts_per_tok;
+  for (int32_t layer = c.first_k_dense_replace; layer < c.num_hidden_layers; ++layer) {
+    std::vector<std::vector<float>> sink;
+    model.CaptureRouterLogits(&sink);
+    absl::Status st = RunAll(model, sequences);
+    model.CaptureRouterLogits(nullptr);
+    if (!st.ok()) return st;
+    const std::vector<float>& logits = sink[layer];
+    const int64_t T = static_cast<int64_t>(logits.size()) / N;
+    std::vector<float> scores(logits.size());
+    RouterScores(logits.data(), T, N, c.scoring_func == ScoringFunc::kSigmoid, scores.data());
+    std::vector<float> bias = model.router_bias(layer);
+    for (int32_t i = 0; i < options.iters; ++i)
+      bias = QuantileBalancingUpdate(scores.data(), T, N, K, bias, options.eta, options.histogram);
+    if (auto s = model.SetRouterBias(layer, bias); !s.ok()) return s;
+    result.biases[layer] = std::move(bias);
+  }
+  result.max_over_mean_after = Balance(model, sequences);
+  return result;
+}
+
+}  // namespace ls
