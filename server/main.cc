@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "tools/cli_usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
@@ -69,6 +70,7 @@ void RaiseFileLimit() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage(
       "LatentServe: serves a Stable LatentMoE model over gRPC and an OpenAI-compatible HTTP API.\n"
       "  latentserve --model DIR [--http_port 8000] [--grpc_port 50051] ...\n"

@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "tools/cli_usage.h"
 #include "absl/strings/str_cat.h"
 #include "engine/calibration.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -73,6 +74,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string&
 }  // namespace
 
 int main(int argc, char** argv) {
+  ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage("latentserve-calibrate --model DIR --prompts FILE --out DIR2");
   absl::ParseCommandLine(argc, argv);
   const std::string dir = absl::GetFlag(FLAGS_model), out = absl::GetFlag(FLAGS_out);

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "tools/cli_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -33,6 +34,7 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage("Greedy generation from token ids.\n  latentserve-generate --model DIR --prompt-ids 1,2,3 --max-tokens N");
   // Accept --prompt-ids / --max-tokens / --dump-logits spelled with dashes.
   std::vector<std::string> args(argv, argv + argc);

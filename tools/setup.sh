@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev                    # tests
   python3-pytest python3-grpcio python3-requests python3-venv python3-pip  # server integration tests
   protobuf-compiler-grpc                       # grpc_python_plugin for the tests' client stubs
+  python3-yaml yamllint                        # deployment manifest checks
 )
 
 missing=()

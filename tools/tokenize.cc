@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "tools/cli_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -18,6 +19,7 @@ ABSL_FLAG(bool, decode, false, "read lines of ids and print their text");
 ABSL_FLAG(bool, skip_special, false, "with --decode, drop special tokens");
 
 int main(int argc, char** argv) {
+  ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage("latentserve-tokenize --tokenizer PATH/tokenizer.json [--decode] < input");
   absl::ParseCommandLine(argc, argv);
   auto tok = ls::tok::Tokenizer::FromFile(absl::GetFlag(FLAGS_tokenizer));

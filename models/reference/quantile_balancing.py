@@ -23,17 +23,20 @@ histogram spec (B bins over the fixed range [lo, hi], default B = 1024, [lo, hi]
        b_q[e] = lo + (j* + (L - prev) / counts[e, j*]) * w          (float64, stored as float32)
    i.e. the count is taken as spread uniformly inside the bin and b_q is where the cumulative
    count reaches L. counts[e, j*] > 0 always, because C[e, j*] >= L > prev.
-4. Update. b <- b + eta * (b_q - b) (float32). eta = 1 replaces b by b_q.
+4. Update. b <- float32(double(b) + eta * (b_q - double(b))). eta = 1 replaces b by b_q.
 
-Range and bins: sigmoid scores lie in (0, 1), so r = theta - s lies within (-1, 1) shifted by
-the spread of the biases; [-1.5, 1.5] keeps every threshold of a router with |b| up to 0.5 inside
-the range (the trained tiny model's biases stay well inside it) and, because only the K/N quantile
-is read, values clamped into the edge bins matter only if the quantile itself lands there.
-1024 bins give w = 3/1024 = 0.0029296875 (exact in binary), finer than the spacing of the K/N
-quantile of a few thousand tokens, and the linear interpolation resolves the quantile further
-inside the bin. The estimator is an approximation of the exact order statistic to within one
-bin width; re-implementations agree with this one to within one bin width (in practice to float
-rounding, since only the bin of the L-th value and the counts below it matter).
+Range and bins: b_q is exact (up to the in-bin interpolation) whenever the L-th smallest r lies
+inside [lo, hi); values outside the range only pile up in the edge bins and do not move a quantile
+that lies inside. The quantile sits at the bias itself, so the range must hold the biases with a
+margin. Sigmoid scores lie in (0, 1); a router's biases spread over well under 1 and also share a
+common offset that the estimator does not pin (adding c to every bias changes no routing and adds
+c to every r); the trained tiny model ends with biases in [-0.18, 0.87]. [-1.5, 1.5] holds that
+with room for the offset to wander, for sigmoid and softmax scores alike. 1024 bins give
+w = 3/1024 = 0.0029296875 (exact in binary), finer than the spacing of the K/N quantile of a few
+thousand tokens, and the linear interpolation resolves the quantile further inside the bin.
+Re-implementations that follow the float32 threshold arithmetic and the float64 bin rule agree
+with this one bit for bit on the same scores; on scores from another forward pass they agree to
+within about one bin width (a value within rounding of a bin edge may change bins).
 
 Calibration (what `latentserve-calibrate` re-implements): given a model and token sequences,
 for each MoE layer l from the first to the last, in order:

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "tools/cli_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
@@ -141,6 +142,7 @@ void PrintTable(const RunResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage(
       "latentserve-bench --backend http|grpc --target HOST:PORT [--concurrency N | --request-rate R[,R...]]\n"
       "  [--num-requests M] [--duration S] [--dataset FILE] [--json FILE]");

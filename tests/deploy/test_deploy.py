@@ -1,0 +1,174 @@
+"""Deployment files cannot drift from the server: every manifest and compose file parses (and
+passes yamllint); every LATENTSERVE_* variable and every command-line flag they use is one the
+binaries accept (read from their --help); ports agree across ConfigMap, containers, probes and
+Service; the probe paths answer on a real server started with the ConfigMap's settings; the
+grace period covers the drain; the CPU image builds with the README's set-up script."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+import requests
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN_DIR = os.path.dirname(os.environ.get("LATENTSERVE_BIN", os.path.join(ROOT, "build", "bin", "latentserve")))
+DEPLOY = os.path.join(ROOT, "deploy")
+YAML_FILES = sorted(glob.glob(os.path.join(DEPLOY, "**", "*.yml"), recursive=True) +
+                    glob.glob(os.path.join(DEPLOY, "**", "*.yaml"), recursive=True))
+
+
+def flags_of(binary):
+    out = subprocess.run([os.path.join(BIN_DIR, binary), "--help"], capture_output=True, text=True)
+    names = set(re.findall(r"--([a-z_0-9]+) \(", out.stdout + out.stderr))
+    assert names, f"no flags parsed from {binary} --help"
+    return names
+
+
+SERVER_FLAGS = flags_of("latentserve")
+BENCH_FLAGS = flags_of("latentserve-bench")
+
+
+def docs():
+    for path in YAML_FILES:
+        with open(path) as f:
+            for d in yaml.safe_load_all(f):
+                if d:
+                    yield path, d
+
+
+def containers(d):
+    spec = d.get("spec", {})
+    tmpl = spec.get("template", {}).get("spec", {})
+    return tmpl.get("containers", [])
+
+
+def configmap():
+    for _, d in docs():
+        if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "latentserve-flags":
+            return d["data"]
+    raise AssertionError("no latentserve-flags ConfigMap")
+
+
+def check_env_name(name):
+    assert name.startswith("LATENTSERVE_"), name
+    flag = name[len("LATENTSERVE_"):].lower()
+    assert flag in SERVER_FLAGS or name == "LATENTSERVE_API_KEY", f"{name}: no such server flag --{flag}"
+
+
+def check_args(args, flags):
+    for a in args:
+        if a.startswith("--"):
+            name = a[2:].split("=")[0].replace("-", "_")
+            assert name in flags, f"unknown flag {a}"
+
+
+def test_every_file_parses_and_passes_yamllint():
+    assert len(YAML_FILES) >= 10
+    for path, d in docs():
+        assert isinstance(d, dict), path
+    if shutil.which("yamllint"):
+        cfg = "{extends: default, rules: {line-length: {max: 130}, document-start: disable, truthy: disable}}"
+        r = subprocess.run(["yamllint", "-d", cfg, *YAML_FILES], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout
+
+
+def test_env_and_flags_exist():
+    for name in configmap():
+        check_env_name(name)
+    for path, d in docs():
+        for c in containers(d):
+            for e in c.get("env", []):
+                check_env_name(e["name"])
+            if "latentserve-bench" in " ".join(c.get("command", [])):
+                check_args(c.get("args", []), BENCH_FLAGS)
+            else:
+                check_args(c.get("args", []), SERVER_FLAGS)
+        if "services" in d:  # compose
+            for name, svc in d["services"].items():
+                for env in svc.get("environment", {}):
+                    check_env_name(env)
+                entry = " ".join(svc.get("entrypoint", []))
+                check_args(svc.get("command", []), BENCH_FLAGS if "bench" in entry else SERVER_FLAGS)
+    with open(os.path.join(DEPLOY, "docker", "Dockerfile.cpu")) as f:
+        for name in re.findall(r"^(?:ENV)?\s+(LATENTSERVE_[A-Z_]+)=", f.read(), re.MULTILINE):
+            check_env_name(name)
+
+
+def test_ports_probes_and_grace_period_agree():
+    cm = configmap()
+    http, grpc_port = int(cm["LATENTSERVE_HTTP_PORT"]), int(cm["LATENTSERVE_GRPC_PORT"])
+    drain = int(cm["LATENTSERVE_DRAIN_TIMEOUT_S"])
+    seen_deployment = False
+    for path, d in docs():
+        if d.get("kind") == "Deployment" and "base" in path:
+            seen_deployment = True
+            pod = d["spec"]["template"]["spec"]
+            c = pod["containers"][0]
+            ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+            assert ports == {"http": http, "grpc": grpc_port}
+            assert c["livenessProbe"]["grpc"]["port"] == grpc_port
+            assert c["readinessProbe"]["httpGet"]["path"] == "/ready"
+            assert c["readinessProbe"]["httpGet"]["port"] in ("http", http)
+            assert c["startupProbe"]["httpGet"]["path"] == "/health"
+            pre_stop = int(c["lifecycle"]["preStop"]["exec"]["command"][-1])
+            assert pod["terminationGracePeriodSeconds"] > drain + pre_stop
+        if d.get("kind") == "Service":
+            names = {p["name"]: p for p in d["spec"]["ports"]}
+            assert names["http"]["port"] == http and names["grpc"]["port"] == grpc_port
+            assert names["http"]["targetPort"] == "http" and names["grpc"]["targetPort"] == "grpc"
+        if "services" in d:
+            env = d["services"]["latentserve"]["environment"]
+            mapped = {int(p.split(":")[1]) for p in d["services"]["latentserve"]["ports"]}
+            assert mapped == {int(env["LATENTSERVE_HTTP_PORT"]), int(env["LATENTSERVE_GRPC_PORT"])}
+            grace = int(d["services"]["latentserve"]["stop_grace_period"].rstrip("s"))
+            assert grace > int(env["LATENTSERVE_DRAIN_TIMEOUT_S"])
+    assert seen_deployment
+
+
+def test_probe_paths_answer_on_a_server_run_with_the_configmap():
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from conftest_ports import free_port
+    env = dict(os.environ)
+    env.update(configmap())
+    http, grpc_port = free_port(), free_port()
+    env.update({"LATENTSERVE_MODEL": os.path.join(ROOT, "models", "tiny"), "LATENTSERVE_HOST": "127.0.0.1",
+                "LATENTSERVE_HTTP_PORT": str(http), "LATENTSERVE_GRPC_PORT": str(grpc_port),
+                "LATENTSERVE_KV_CACHE_MB": "64"})
+    proc = subprocess.Popen([os.path.join(BIN_DIR, "latentserve")], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{http}"
+        for _ in range(300):
+            try:
+                if requests.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        for path, d in docs():
+            for c in containers(d):
+                for probe in ("startupProbe", "readinessProbe"):
+                    if probe in c:
+                        assert requests.get(url + c[probe]["httpGet"]["path"]).status_code == 200, probe
+        health = health_pb2_grpc.HealthStub(grpc.insecure_channel(f"127.0.0.1:{grpc_port}"))
+        assert health.Check(health_pb2.HealthCheckRequest()).status == health_pb2.HealthCheckResponse.SERVING
+        assert requests.get(url + "/metrics").text.count("latentserve_num_requests_waiting") >= 1, \
+            "the HPA's metric is exported"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+
+
+def test_cpu_image_builds_with_the_readme_setup_script():
+    with open(os.path.join(DEPLOY, "docker", "Dockerfile.cpu")) as f:
+        dockerfile = f.read()
+    assert "RUN tools/setup.sh" in dockerfile
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    assert "tools/setup.sh" in readme
+    with open(os.path.join(ROOT, "tools", "run.sh")) as f:
+        assert "tools/setup.sh" in f.read()
