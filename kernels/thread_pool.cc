@@ -1,4 +1,4 @@
-// ThreadPool implementation: generation counter + atomic wait, dynamic task counter.
+// ThreadPool implementation: a published job per loop, dynamic task counter, completion by count.
 #include "kernels/thread_pool.h"
 
 #include <chrono>
@@ -23,11 +23,12 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::RunTasks() {
+void ThreadPool::RunTasks(Job& job) {
   for (;;) {
-    int64_t i = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= num_tasks_) break;
-    (*fn_)(i);
+    const int64_t i = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= job.n) break;
+    (*job.fn)(i);  // safe: the caller waits for this task, so fn is alive
+    job.done.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -36,7 +37,7 @@ void ThreadPool::WorkerLoop() {
   for (;;) {
     // Spin for a short while (about 100 microseconds) before sleeping: the next loop of a step
     // usually starts within microseconds.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen) {
       LS_CPU_RELAX();
@@ -50,8 +51,12 @@ void ThreadPool::WorkerLoop() {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    RunTasks();
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job = current_;
+    }
+    if (job) RunTasks(*job);
   }
 }
 
@@ -61,20 +66,20 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  fn_ = &fn;
-  num_tasks_ = n;
-  next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = job;
+  }
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  RunTasks();
-  // Workers that were descheduled still have to check in; yield now and then so that they can
-  // run when the machine is oversubscribed.
-  for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+  RunTasks(*job);
+  for (int spins = 0; job->done.load(std::memory_order_acquire) != n; ++spins) {
     LS_CPU_RELAX();
     if (spins % 256 == 255) std::this_thread::yield();
   }
-  fn_ = nullptr;
 }
 
 }  // namespace ls

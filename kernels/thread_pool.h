@@ -1,11 +1,15 @@
 // ThreadPool: a fixed set of worker threads running data-parallel loops for the CPU kernels.
 // Workers spin briefly between loops (a decode step issues dozens of short loops) and then sleep.
+// A loop finishes when its tasks are done, not when every worker has checked in, so a worker the
+// OS has descheduled (an oversubscribed machine) delays a loop only by a task it already holds.
 // ParallelFor may be called from one thread at a time; it is not reentrant.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -26,15 +30,19 @@ class ThreadPool {
   void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
  private:
+  struct Job {
+    const std::function<void(int64_t)>* fn;
+    int64_t n;
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> done{0};
+  };
+  static void RunTasks(Job& job);
   void WorkerLoop();
-  void RunTasks();
 
   std::vector<std::thread> workers_;
-  const std::function<void(int64_t)>* fn_ = nullptr;
-  int64_t num_tasks_ = 0;
-  std::atomic<int64_t> next_task_{0};
+  std::mutex mu_;                 // guards current_
+  std::shared_ptr<Job> current_;  // the latest loop; workers keep a reference while they work on it
   std::atomic<uint32_t> generation_{0};
-  std::atomic<int> busy_workers_{0};
   std::atomic<bool> stop_{false};
 };
 
