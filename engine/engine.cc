@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "engine/expert_planner.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
@@ -49,6 +50,32 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, c
   if (tokenizer && tokenizer->vocab_size() > mc.vocab_size)
     return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
                                                    ") is larger than the model's (", mc.vocab_size, ")"));
+  model->SetPlacedExperts(nullptr);
+  if (config.num_devices > 0 || !config.expert_placement_json.empty()) {
+    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+    if (!config.expert_placement_json.empty()) {
+      auto loaded = PlacementsFromJson(config.expert_placement_json, mc.n_routed_experts);
+      if (!loaded.ok()) return loaded.status();
+      placements = std::move(*loaded);
+      if (!placements.empty() && config.num_devices > 0 && placements[0].second.num_devices != config.num_devices)
+        return absl::InvalidArgumentError(absl::StrCat("the expert placement file is for ", placements[0].second.num_devices,
+                                                       " devices, but ", config.num_devices, " were asked for"));
+    } else {
+      const int32_t D = config.num_devices;
+      const int32_t S = config.expert_slots > 0 ? config.expert_slots : (mc.n_routed_experts + D - 1) / D;
+      for (int32_t l = mc.first_k_dense_replace; l < mc.num_hidden_layers; ++l) {
+        auto p = UniformPlacement(mc.n_routed_experts, D, S);
+        if (!p.ok()) return p.status();
+        placements.emplace_back(l, std::move(*p));
+      }
+    }
+    auto placed = model->BuildPlacedExperts(placements);
+    if (!placed.ok()) return placed.status();
+    model->SetPlacedExperts(std::move(*placed));
+  }
+  if (config.load_window < 1) return absl::InvalidArgumentError("load_window must be at least 1");
+  if (config.replan_interval > 0 && !model->placed_experts())
+    return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
   return std::unique_ptr<Engine>(new Engine(model, tokenizer, config, blocks));
 }
 
@@ -62,12 +89,15 @@ Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineCo
       cache_(model->backend(), model->config(), num_blocks, config.block_size),
       blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, &blocks_),
-      eos_ids_(model->config().eos_token_ids) {
+      eos_ids_(model->config().eos_token_ids),
+      load_window_(model->config().num_hidden_layers, model->config().n_routed_experts, config.load_window),
+      last_expert_counts_(model->expert_token_counts()) {
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = num_blocks;
     m.num_layers = model->config().num_hidden_layers;
     m.num_experts = model->config().n_routed_experts;
   });
+  if (model->placed_experts()) InstallPlacementMetrics(*model->placed_experts(), 0);
   loop_ = std::thread([this] { Loop(); });
 }
 
@@ -78,6 +108,105 @@ Engine::~Engine() {
   }
   cv_.notify_all();
   loop_.join();
+  if (planner_.joinable()) planner_.join();
+}
+
+void Engine::InstallPlacementMetrics(const PlacedExperts& placed, double seconds) {
+  const ModelConfig& c = model_->config();
+  metrics_.Update([&](MetricsSnapshot& m) {
+    m.num_devices = placed.num_devices();
+    m.slots_per_device = placed.slots_per_device();
+    m.replica_map.assign(c.num_hidden_layers, {});
+    for (int32_t l = 0; l < c.num_hidden_layers; ++l)
+      if (const PlacedLayer* pl = placed.layer(l)) m.replica_map[l] = pl->placement.slot_expert;
+    if (seconds > 0) {
+      ++m.replans;
+      m.replan_seconds_total += seconds;
+      m.last_replan_seconds = seconds;
+    }
+  });
+}
+
+void Engine::RecordExpertLoad() {
+  const std::vector<int64_t>& now = model_->expert_token_counts();
+  std::vector<int64_t> step(now.size());
+  for (size_t i = 0; i < now.size(); ++i) step[i] = now[i] - last_expert_counts_[i];
+  last_expert_counts_ = now;
+  std::lock_guard<std::mutex> lock(window_mu_);
+  load_window_.AddStep(step);
+}
+
+void Engine::MaybeReplan() {
+  if (config_.replan_interval <= 0 || planning_.load()) return;
+  if (++steps_since_replan_ < config_.replan_interval) return;
+  steps_since_replan_ = 0;
+  const ModelConfig& c = model_->config();
+  std::vector<std::pair<int32_t, std::vector<double>>> loads;
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) loads.emplace_back(l, load_window_.LayerLoads(l));
+  }
+  const int32_t D = model_->placed_experts()->num_devices(), S = model_->placed_experts()->slots_per_device();
+  if (planner_.joinable()) planner_.join();
+  planning_ = true;
+  // Plan and copy the new replicas' weights off the loop thread; the switch waits for a step boundary.
+  planner_ = std::thread([this, loads = std::move(loads), D, S] {
+    const auto t0 = Clock::now();
+    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+    for (const auto& [l, v] : loads) {
+      auto p = PlanPlacement(v, D, S);
+      if (!p.ok()) {
+        planning_ = false;
+        return;
+      }
+      placements.emplace_back(l, std::move(*p));
+    }
+    auto placed = model_->BuildPlacedExperts(placements);
+    if (!placed.ok()) {
+      planning_ = false;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    pending_ = std::move(*placed);
+    pending_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  });
+}
+
+void Engine::InstallPendingPlacement() {
+  std::shared_ptr<const PlacedExperts> next;
+  double seconds = 0;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    next = std::move(pending_);
+    seconds = pending_seconds_;
+  }
+  if (!next) return;
+  model_->SetPlacedExperts(next);
+  InstallPlacementMetrics(*next, std::max(seconds, 1e-9));
+  switch_step_ = true;
+  planning_ = false;
+}
+
+std::string Engine::PlacementJson() const {
+  const auto& placed = model_->placed_experts();
+  if (!placed) return "";
+  std::vector<std::pair<int32_t, ExpertPlacement>> layers;
+  for (int32_t l = 0; l < model_->config().num_hidden_layers; ++l)
+    if (const PlacedLayer* pl = placed->layer(l)) layers.emplace_back(l, pl->placement);
+  return PlacementsToJson(layers);
+}
+
+std::string Engine::ExpertLoadJson() const {
+  const ModelConfig& c = model_->config();
+  std::lock_guard<std::mutex> lock(window_mu_);
+  std::string out = absl::StrCat("{\"window_steps\": ", load_window_.steps(), ", \"layers\": {");
+  for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
+    absl::StrAppend(&out, l > c.first_k_dense_replace ? ", " : "", "\"", l, "\": [");
+    const auto v = load_window_.LayerLoads(l);
+    for (size_t e = 0; e < v.size(); ++e) absl::StrAppend(&out, e ? ", " : "", static_cast<int64_t>(v[e]));
+    out += "]";
+  }
+  return out + "}}";
 }
 
 absl::Status Engine::Validate(const Request& r) const {
@@ -329,7 +458,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     ++row;
   }
   const auto t1 = Clock::now();
+  const bool switching = planning_.load() || switch_step_;
+  switch_step_ = false;
   metrics_.Update([&](MetricsSnapshot& m) {
+    if (switching) m.longest_switch_step_seconds = std::max(m.longest_switch_step_seconds,
+                                                            std::chrono::duration<double>(t1 - t0).count());
     ++m.steps;
     m.tokens_per_step.Observe(plan.num_tokens);
     m.preemptions += plan.preempted.size();
@@ -346,6 +479,7 @@ void Engine::UpdateGauges() {
     m.prefix_queried_tokens = blocks_.prefix_queried_tokens();
     m.prefix_hit_tokens = blocks_.prefix_hit_tokens();
     m.expert_tokens = model_->expert_token_counts();
+    m.device_rows = model_->device_row_counts();
   });
 }
 
@@ -359,10 +493,13 @@ void Engine::Loop() {
       if (stop_) break;
     }
     TakeInbox();
+    InstallPendingPlacement();
     const auto s0 = Clock::now();
     SchedulerPlan plan = scheduler_.Schedule();
     if (!plan.empty()) {
       RunStep(plan, s0);
+      RecordExpertLoad();
+      MaybeReplan();
     } else if (!streams_.empty()) {
       // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
       std::unique_lock<std::mutex> lock(mu_);

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/block_manager.h"
+#include "engine/expert_load_window.h"
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -38,6 +39,13 @@ struct EngineConfig {
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
   int32_t max_logprobs = 20;
+
+  // Expert parallelism (DESIGN.md §5): 0 devices = off.
+  int32_t num_devices = 0;
+  int32_t expert_slots = 0;              // per device; 0 = just enough for every expert once
+  std::string expert_placement_json;     // a static placement; empty = planned from statistics
+  int32_t replan_interval = 0;           // re-plan every this many steps in the background; 0 = never
+  int32_t load_window = 256;             // steps of expert-load statistics the planner reads
 };
 
 class Engine {
@@ -58,6 +66,11 @@ class Engine {
   bool Drain(std::chrono::milliseconds timeout);
 
   MetricsSnapshot Metrics() const;
+  // Expert-load statistics over the window as JSON (per MoE layer, tokens per expert).
+  std::string ExpertLoadJson() const;
+  // The expert placement in use, as JSON loadable with EngineConfig::expert_placement_json
+  // (empty when expert parallelism is off). Call when no step runs (e.g. after Drain).
+  std::string PlacementJson() const;
   size_t num_live_requests() const;
   bool draining() const { return draining_.load(); }
   const ModelConfig& model_config() const { return model_->config(); }
@@ -76,6 +89,11 @@ class Engine {
   void UpdateGauges();
   void Finish(Stream* s, FinishReason reason, std::string error = {});
   absl::Status Validate(const Request& r) const;
+  absl::Status InitPlacement();
+  void RecordExpertLoad();
+  void MaybeReplan();
+  void InstallPendingPlacement();
+  void InstallPlacementMetrics(const PlacedExperts& placed, double seconds);
 
   StableLatentMoe* model_;
   const tok::Tokenizer* tokenizer_;
@@ -101,6 +119,18 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<Stream>> streams_;
   std::unordered_map<const Sequence*, Stream*> by_seq_;
   uint64_t next_arrival_ = 0;
+  // Expert placement: statistics, background re-planning and the switch at a step boundary.
+  ExpertLoadWindow load_window_;
+  std::vector<int64_t> last_expert_counts_;
+  std::thread planner_;
+  std::atomic<bool> planning_{false};
+  std::mutex pending_mu_;
+  std::shared_ptr<const PlacedExperts> pending_;
+  double pending_seconds_ = 0;
+  bool switch_step_ = false;  // the next step is the first on a new placement
+  int32_t steps_since_replan_ = 0;
+  mutable std::mutex window_mu_;  // guards load_window_ for ExpertLoadJson
+
   std::thread loop_;
 };
 

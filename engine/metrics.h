@@ -40,6 +40,13 @@ struct MetricsSnapshot {
   double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)
   int32_t num_layers = 0, num_experts = 0;
   std::vector<int64_t> expert_tokens;  // [layers * experts] tokens routed since start
+  // Expert parallelism.
+  int32_t num_devices = 0, slots_per_device = 0;
+  std::vector<int64_t> device_rows;             // [layers * devices] rows since the last placement switch
+  std::vector<std::vector<int32_t>> replica_map;  // [layers] slot -> expert (empty for dense layers)
+  uint64_t replans = 0;
+  double replan_seconds_total = 0, last_replan_seconds = 0;
+  double longest_switch_step_seconds = 0;        // longest step while re-planning or right after a switch
 };
 
 class EngineMetrics {

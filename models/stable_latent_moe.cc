@@ -27,7 +27,7 @@ StableLatentMoe::StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore
       backend_(backend),
       expert_tokens_(static_cast<size_t>(config_.num_hidden_layers) * config_.n_routed_experts, 0) {
   for (DeviceBuffer* b : {&x_, &h_, &q_, &k_, &v_, &attn_, &gate_, &up_, &act_, &router_logits_, &topk_w_,
-                          &topk_ids_, &z_, &c_})
+                          &topk_ids_, &z_, &c_, &dz_, &dy_, &dids_, &dw_, &rows_})
     *b = DeviceBuffer(backend_);
 }
 
@@ -84,6 +84,72 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
   backend_->Gemm(sel, rows, weights_.lm_head, out, false);
   backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const PlacedExperts>> StableLatentMoe::BuildPlacedExperts(
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const {
+  return PlacedExperts::Build(config_, weights_, backend_, placements);
+}
+
+void StableLatentMoe::SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed) {
+  placed_ = std::move(placed);
+  device_rows_.assign(placed_ ? static_cast<size_t>(config_.num_hidden_layers) * placed_->num_devices() : 0, 0);
+}
+
+void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* ids,
+                                const float* weights, int64_t T, float* out) {
+  const ModelConfig& c = config_;
+  const int64_t K = c.num_experts_per_tok, w = c.expert_width();
+  const int32_t D = pl.placement.num_devices, S = pl.placement.slots_per_device;
+  // Dispatch: the physical slot of every routed pair, grouped by device.
+  const std::vector<int32_t> slots = DispatchSlots(pl.placement, ids, T * K);
+  std::vector<std::vector<int64_t>> pairs(D);
+  for (int64_t i = 0; i < T * K; ++i) pairs[pl.placement.device_of(slots[i])].push_back(i);
+  float* y = dy_.as<float>(T * K * w);  // [T * K, w] unweighted expert outputs, pair order
+  for (int32_t d = 0; d < D; ++d) {
+    const int64_t n = static_cast<int64_t>(pairs[d].size());
+    device_rows_[static_cast<size_t>(layer) * D + d] += n;
+    if (n == 0) continue;
+    // Each row is sent to device d with its local slot; the device runs its experts with unit
+    // weights, so its output rows are the experts' outputs as they are.
+    float* zd = dz_.as<float>(n * w);
+    int32_t* local = dids_.as<int32_t>(n);
+    float* unit = dw_.as<float>(n);
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t pair = pairs[d][r];
+      backend_->CopyToDevice(zd + r * w, z + (pair / K) * w, w * sizeof(float));
+      local[r] = slots[pair] - d * S;
+      unit[r] = 1.f;
+    }
+    float* yd = rows_.as<float>(n * w);
+    MoeParams m;
+    m.z = zd;
+    m.num_tokens = n;
+    m.in_width = w;
+    m.out_width = w;
+    m.topk_ids = local;
+    m.topk_weights = unit;
+    m.top_k = 1;
+    m.num_experts = S;
+    m.gate = pl.gate.data() + d * S;
+    m.up = pl.up.data() + d * S;
+    m.down = pl.down.data() + d * S;
+    m.act = c.hidden_act;
+    m.out = yd;
+    backend_->MoeExperts(m);
+    // Combine, part 1: results travel back to their pairs.
+    for (int64_t r = 0; r < n; ++r) backend_->CopyToHost(y + pairs[d][r] * w, yd + r * w, w * sizeof(float));
+  }
+  // Combine, part 2: weighted sum over each token's K pairs in pair order, as the single-device op.
+  for (int64_t t = 0; t < T; ++t) {
+    float* o = out + t * w;
+    std::fill_n(o, w, 0.f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float wt = weights[t * K + k];
+      const float* yr = y + (t * K + k) * w;
+      for (int64_t i = 0; i < w; ++i) o[i] += wt * yr[i];
+    }
+  }
 }
 
 absl::Status StableLatentMoe::SetRouterBias(int32_t layer, std::vector<float> bias) {
@@ -193,7 +259,12 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
   m.act = c.hidden_act;
   m.out = c_.as<float>(T * w);
   m.tokens_per_expert = expert_tokens_.data() + static_cast<size_t>(layer) * N;
-  backend_->MoeExperts(m);
+  if (const PlacedLayer* pl = placed_ ? placed_->layer(layer) : nullptr) {
+    for (int64_t i = 0; i < T * K; ++i) ++m.tokens_per_expert[r.topk_ids[i]];
+    PlacedMoe(*pl, layer, z, r.topk_ids, r.topk_weights, T, m.out);
+  } else {
+    backend_->MoeExperts(m);
+  }
   if (c.expert_output_norm) backend_->RmsNorm(m.out, T, L.latent_norm, c.rms_norm_eps, m.out);
   if (c.moe_latent_size > 0) {
     backend_->Gemm(m.out, T, L.latent_up, x, /*accumulate=*/true);

@@ -16,6 +16,7 @@
 #include "models/loader/model_config.h"
 #include "models/loader/weight_store.h"
 #include "models/model_weights.h"
+#include "models/placed_experts.h"
 #include "models/step_batch.h"
 
 namespace ls {
@@ -45,6 +46,18 @@ class StableLatentMoe {
   absl::Status SetRouterBias(int32_t layer, std::vector<float> bias);
   const WeightStore& weight_store() const { return *store_; }
 
+  // Expert parallelism: with placed experts, every MoE layer dispatches its routed rows to the
+  // devices holding their experts (split over replicas), each device computes its share with its
+  // own weight copies, and the results are combined — numerically the same as without. Set
+  // between steps; null turns it off. BuildPlacedExperts may run on another thread.
+  absl::StatusOr<std::shared_ptr<const PlacedExperts>> BuildPlacedExperts(
+      const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const;
+  void SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed);
+  const std::shared_ptr<const PlacedExperts>& placed_experts() const { return placed_; }
+  // Routed rows computed per (layer, device) since the last reset: [layers * devices].
+  const std::vector<int64_t>& device_row_counts() const { return device_rows_; }
+  void ResetDeviceRowCounts() { std::fill(device_rows_.begin(), device_rows_.end(), 0); }
+
  private:
   StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore> store, ModelWeights weights, Backend* backend);
 
@@ -53,6 +66,9 @@ class StableLatentMoe {
   void DenseFfn(const LayerWeights& L, int64_t T);
   void MoeFfn(const LayerWeights& L, int32_t layer, int64_t T);
   void SharedGlu(const GluWeights& w, const float* h, int64_t T, int64_t width);
+  // Routed experts over the placed devices: dispatch, per-device compute, combine. out: [T, w]
+  void PlacedMoe(const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* ids, const float* weights,
+                 int64_t T, float* out);
 
   ModelConfig config_;
   std::unique_ptr<WeightStore> store_;
@@ -60,9 +76,12 @@ class StableLatentMoe {
   Backend* backend_;
   std::vector<int64_t> expert_tokens_;
   std::vector<std::vector<float>>* router_sink_ = nullptr;
+  std::shared_ptr<const PlacedExperts> placed_;
+  std::vector<int64_t> device_rows_;
 
   // Activations, reused across steps (backend memory).
   DeviceBuffer x_, h_, q_, k_, v_, attn_, gate_, up_, act_, router_logits_, topk_w_, topk_ids_, z_, c_;
+  DeviceBuffer dz_, dy_, dids_, dw_, rows_;  // per-device dispatch buffers
 };
 
 }  // namespace ls

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "latentserve/v1/generation.grpc.pb.h"
+#include "engine/expert_planner.h"
 #include "server/prometheus.h"
 
 namespace ls::server {
@@ -186,7 +187,22 @@ class Service final : public pb::GenerationService::Service {
       for (int32_t e = 0; e < m.num_experts; ++e)
         l->add_tokens_per_expert(m.expert_tokens[static_cast<size_t>(layer) * m.num_experts + e]);
       l->set_max_over_mean(ratios[i]);
+      if (m.num_devices > 0) {
+        std::vector<double> rows;
+        for (int32_t d = 0; d < m.num_devices; ++d) {
+          const int64_t r = m.device_rows[static_cast<size_t>(layer) * m.num_devices + d];
+          l->add_rows_per_device(r);
+          rows.push_back(static_cast<double>(r));
+        }
+        l->set_device_max_over_mean(MaxOverMean(rows));
+        for (int32_t e : m.replica_map[layer]) l->add_slot_expert(e);
+      }
     }
+    out->set_num_devices(m.num_devices);
+    out->set_slots_per_device(m.slots_per_device);
+    out->set_replans(m.replans);
+    out->set_replan_seconds_total(m.replan_seconds_total);
+    out->set_longest_switch_step_seconds(m.longest_switch_step_seconds);
     return Count(Status::OK);
   }
 

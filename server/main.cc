@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,13 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both port
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
 ABSL_FLAG(int32_t, drain_timeout_s, 30, "on SIGTERM, seconds to let in-flight requests finish");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(int32_t, devices, 0, "expert-parallel device workers (0: off); each holds only its experts' weights");
+ABSL_FLAG(int32_t, expert_slots, 0, "expert slots per device (0: just enough to hold every expert once)");
+ABSL_FLAG(std::string, expert_placement, "", "static expert placement JSON file (see docs); empty: uniform, then planned");
+ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this many steps (0: never)");
+ABSL_FLAG(int32_t, load_window, 256, "engine steps of expert-load statistics the planner reads");
+ABSL_FLAG(std::string, expert_load_dump, "", "on shutdown, write the recorded expert-load statistics to this JSON file");
+ABSL_FLAG(std::string, expert_placement_dump, "", "on shutdown, write the expert placement in use (loadable with --expert_placement)");
 
 namespace {
 
@@ -52,7 +61,8 @@ const char* const kFlagNames[] = {
     "model", "served_model_name", "host", "http_port", "grpc_port", "backend", "threads", "http_threads",
     "max_num_seqs", "max_num_batched_tokens", "kv_cache_mb", "block_size", "enable_prefix_caching",
     "max_model_len", "max_waiting", "max_body_mb", "api_key_file", "tls_cert", "tls_key", "drain_timeout_s",
-    "log_level"};
+    "log_level", "devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
+    "expert_placement_dump"};
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "latentserve: %s\n", msg.c_str());
@@ -148,6 +158,19 @@ int main(int argc, char** argv) {
   cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
+  cfg.num_devices = absl::GetFlag(FLAGS_devices);
+  cfg.expert_slots = absl::GetFlag(FLAGS_expert_slots);
+  cfg.replan_interval = absl::GetFlag(FLAGS_replan_interval);
+  cfg.load_window = absl::GetFlag(FLAGS_load_window);
+  if (cfg.num_devices < 0 || cfg.expert_slots < 0 || cfg.replan_interval < 0)
+    return Fail("--devices, --expert_slots and --replan_interval must not be negative");
+  if (!absl::GetFlag(FLAGS_expert_placement).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_expert_placement));
+    if (!in) return Fail("--expert_placement: cannot open " + absl::GetFlag(FLAGS_expert_placement));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    cfg.expert_placement_json = ss.str();
+  }
   auto engine = ls::Engine::Create(model->get(), tokenizer.get(), cfg);
   if (!engine.ok()) return Fail(std::string(engine.status().message()));
 
@@ -181,6 +204,16 @@ int main(int argc, char** argv) {
   const bool clean = (*engine)->Drain(std::chrono::seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
   http_server.Stop();
   grpc_server.Stop();
+  if (!absl::GetFlag(FLAGS_expert_load_dump).empty()) {
+    std::ofstream out(absl::GetFlag(FLAGS_expert_load_dump));
+    out << (*engine)->ExpertLoadJson() << "\n";
+    if (!out) ctx.Log(LogLevel::kError, "expert_load_dump_failed", "");
+  }
+  if (!absl::GetFlag(FLAGS_expert_placement_dump).empty()) {
+    std::ofstream out(absl::GetFlag(FLAGS_expert_placement_dump));
+    out << (*engine)->PlacementJson() << "\n";
+    if (!out) ctx.Log(LogLevel::kError, "expert_placement_dump_failed", "");
+  }
   ctx.Log(LogLevel::kInfo, "stopped", absl::StrCat("\"drained\":", clean ? "true" : "false"));
   return 0;
 }

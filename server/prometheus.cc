@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/expert_planner.h"
 
 namespace ls::server {
 namespace {
@@ -85,6 +86,22 @@ std::string RenderPrometheus(const ApiContext& ctx) {
   for (size_t i = 0; i < loads.size(); ++i)
     absl::StrAppendFormat(&out, "latentserve_expert_load_max_over_mean{layer=\"%d\"} %.6f\n",
                           static_cast<int>(i) + first_moe, loads[i]);
+  if (m.num_devices > 0) {
+    Value(&out, "latentserve_expert_parallel_devices", "gauge", "Expert-parallel device workers.", m.num_devices);
+    Header(&out, "latentserve_device_load_max_over_mean", "gauge",
+           "Per MoE layer, routed rows of the busiest device divided by the mean over devices (since the last switch).");
+    for (int32_t l = first_moe; l < m.num_layers; ++l) {
+      std::vector<double> rows(m.device_rows.begin() + static_cast<size_t>(l) * m.num_devices,
+                               m.device_rows.begin() + static_cast<size_t>(l + 1) * m.num_devices);
+      absl::StrAppendFormat(&out, "latentserve_device_load_max_over_mean{layer=\"%d\"} %.6f\n", l, MaxOverMean(rows));
+    }
+    Value(&out, "latentserve_expert_replans_total", "counter", "Placement re-plans switched in.", m.replans);
+    Value(&out, "latentserve_expert_replan_seconds_total", "counter", "Time spent planning and copying replicas.",
+          m.replan_seconds_total);
+    Value(&out, "latentserve_expert_replan_last_seconds", "gauge", "Duration of the last re-plan.", m.last_replan_seconds);
+    Value(&out, "latentserve_expert_switch_longest_step_seconds", "gauge",
+          "Longest engine step while a re-plan was in flight or being switched in.", m.longest_switch_step_seconds);
+  }
   Value(&out, "latentserve_ready", "gauge", "1 when the server accepts requests.", ctx.ready() ? 1 : 0);
   return out;
 }

@@ -41,7 +41,9 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
   std::vector<float> zp(rows * din);
   for (int64_t s = 0; s < rows; ++s) std::copy_n(p.z + token_of[s] * din, din, zp.data() + s * din);
 
-  const int64_t f = p.gate[0].rows;
+  int64_t f = 0;  // expert width, from any active expert (slots of a device may be empty)
+  for (int64_t e = 0; e < N && f == 0; ++e)
+    if (offsets[e + 1] > offsets[e]) f = p.gate[e].rows;
   std::vector<float> act(rows * f), yp(rows * dout);
 
   // Gate/up GEMMs with the GLU, tasks of (expert, column chunk) over the active experts.

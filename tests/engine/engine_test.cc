@@ -185,5 +185,59 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   EXPECT_TRUE(absl::IsUnavailable(engine->Submit(Req("late", {1}, 2), qs[0]->Callback())));
 }
 
+TEST_F(EngineTest, ExpertParallelDevicesGiveTheSameGreedyTokens) {
+  std::mt19937 rng(21);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 10; ++i) reqs.push_back(Req("d" + std::to_string(i), Prompt(rng, 3 + 5 * i), 8));
+  auto single = MakeEngine();
+  const auto expected = RunAll(*single, reqs);
+  for (int32_t devices : {1, 2, 4}) {
+    EngineConfig cfg;
+    cfg.num_devices = devices;
+    cfg.expert_slots = (16 + devices - 1) / devices + 1;  // one spare slot per device
+    auto engine = MakeEngine(cfg);
+    EXPECT_EQ(RunAll(*engine, reqs), expected) << devices << " devices";
+    const MetricsSnapshot m = engine->Metrics();
+    EXPECT_EQ(m.num_devices, devices);
+    int64_t rows = 0;
+    for (int64_t r : m.device_rows) rows += r;
+    EXPECT_GT(rows, 0) << "the routed rows went through the devices";
+  }
+}
+
+TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
+  std::mt19937 rng(22);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 16; ++i) reqs.push_back(Req("r" + std::to_string(i), Prompt(rng, 4 + 3 * i), 24));
+  auto single = MakeEngine();
+  const auto expected = RunAll(*single, reqs);
+  EngineConfig cfg;
+  cfg.num_devices = 4;
+  cfg.expert_slots = 6;  // 2 spare slots per device
+  cfg.replan_interval = 3;
+  cfg.load_window = 16;
+  cfg.scheduler.max_num_seqs = 4;  // many steps, so several re-plans happen mid-stream
+  auto engine = MakeEngine(cfg);
+  EXPECT_EQ(RunAll(*engine, reqs), expected);
+  const MetricsSnapshot m = engine->Metrics();
+  EXPECT_GT(m.replans, 0u);
+  EXPECT_GT(m.longest_switch_step_seconds, 0.0);
+  ASSERT_EQ(m.replica_map.size(), 3u);
+  EXPECT_EQ(m.replica_map[1].size(), 24u);
+}
+
+TEST_F(EngineTest, BadPlacementConfigurationIsRefused) {
+  EngineConfig cfg;
+  cfg.num_devices = 2;
+  cfg.expert_slots = 3;  // 6 slots for 16 experts
+  EXPECT_FALSE(Engine::Create(model_.get(), nullptr, cfg).ok());
+  EngineConfig bad_json;
+  bad_json.expert_placement_json = R"({"num_devices": 1, "slots_per_device": 16, "layers": {"1": [0]}})";
+  EXPECT_FALSE(Engine::Create(model_.get(), nullptr, bad_json).ok());
+  EngineConfig replan_without_devices;
+  replan_without_devices.replan_interval = 5;
+  EXPECT_FALSE(Engine::Create(model_.get(), nullptr, replan_without_devices).ok());
+}
+
 }  // namespace
 }  // namespace ls

@@ -1,0 +1,72 @@
+// PlacedExperts: per-device copies of the placed experts' weights.
+#include "models/placed_experts.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ls {
+
+absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
+    const ModelConfig& config, const ModelWeights& weights, Backend* backend,
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
+  auto out = std::make_shared<PlacedExperts>();
+  out->layers_.resize(config.num_hidden_layers);
+  for (const auto& [l, p] : placements) {
+    if (l < 0 || l >= config.num_hidden_layers || !config.is_moe_layer(l))
+      return absl::InvalidArgumentError(absl::StrCat("expert placement names layer ", l, ", which is not a MoE layer"));
+    if (p.num_experts != config.n_routed_experts)
+      return absl::InvalidArgumentError(absl::StrCat("expert placement for layer ", l, " has ", p.num_experts,
+                                                     " experts; the model has ", config.n_routed_experts));
+    if (auto s = p.Validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("layer ", l, ": ", s.message()));
+    if (out->num_devices_ == 0) {
+      out->num_devices_ = p.num_devices;
+      out->slots_per_device_ = p.slots_per_device;
+    } else if (p.num_devices != out->num_devices_ || p.slots_per_device != out->slots_per_device_) {
+      return absl::InvalidArgumentError("expert placements must share devices and slots across layers");
+    }
+    out->layers_[l].placement = p;
+  }
+  for (int32_t l = config.first_k_dense_replace; l < config.num_hidden_layers; ++l)
+    if (out->layers_[l].placement.num_devices == 0)
+      return absl::InvalidArgumentError(absl::StrCat("expert placement is missing MoE layer ", l));
+  const int32_t D = out->num_devices_, S = out->slots_per_device_;
+  // Bytes per device, then one buffer per device holding its slots of every layer.
+  std::vector<size_t> bytes(D, 0);
+  for (int32_t l = 0; l < config.num_hidden_layers; ++l) {
+    const PlacedLayer& pl = out->layers_[l];
+    if (pl.placement.num_devices == 0) continue;
+    const LayerWeights& L = weights.layers[l];
+    for (int32_t s = 0; s < D * S; ++s) {
+      const int32_t e = pl.placement.slot_expert[s];
+      if (e >= 0) bytes[s / S] += L.expert_gate[e].bytes() + L.expert_up[e].bytes() + L.expert_down[e].bytes();
+    }
+  }
+  std::vector<size_t> used(D, 0);
+  for (int32_t d = 0; d < D; ++d) {
+    out->storage_.emplace_back(backend, std::max<size_t>(bytes[d], 64));
+    out->bytes_per_device_ = std::max(out->bytes_per_device_, bytes[d]);
+  }
+  auto copy = [&](int32_t d, const Tensor& t) {
+    auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
+    backend->CopyToDevice(dst, t.data, t.bytes());
+    used[d] += t.bytes();
+    return Tensor{dst, t.dtype, t.rows, t.cols};
+  };
+  for (int32_t l = 0; l < config.num_hidden_layers; ++l) {
+    PlacedLayer& pl = out->layers_[l];
+    if (pl.placement.num_devices == 0) continue;
+    const LayerWeights& L = weights.layers[l];
+    pl.gate.resize(D * S);
+    pl.up.resize(D * S);
+    pl.down.resize(D * S);
+    for (int32_t s = 0; s < D * S; ++s) {
+      const int32_t e = pl.placement.slot_expert[s];
+      if (e < 0) continue;
+      pl.gate[s] = copy(s / S, L.expert_gate[e]);
+      pl.up[s] = copy(s / S, L.expert_up[e]);
+      pl.down[s] = copy(s / S, L.expert_down[e]);
+    }
+  }
+  return std::shared_ptr<const PlacedExperts>(std::move(out));
+}
+
+}  // namespace ls

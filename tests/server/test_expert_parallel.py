@@ -1,0 +1,59 @@
+"""Expert parallelism through the real server: greedy text with 2 and 4 device workers and
+background re-planning equals the default server's; device load, replica map and re-plan figures
+appear in /metrics and GetExpertLoad; the placement in use can be dumped and loaded back."""
+import json
+import os
+import tempfile
+
+import grpc
+import requests
+
+from conftest import Server
+
+PROMPTS = ["In the beginning", "And the LORD spake unto Moses", "Blessed are they"]
+
+
+def texts(s):
+    return [requests.post(s.url + "/v1/completions", json={"prompt": p, "max_tokens": 16, "temperature": 0,
+                                                           "ignore_eos": True}).json()["choices"][0]["text"]
+            for p in PROMPTS]
+
+
+def test_devices_and_replanning_keep_greedy_text(server, grpc_stubs):
+    expected = texts(server)
+    dump = os.path.join(tempfile.mkdtemp(), "placement.json")
+    s = Server("--devices", "4", "--expert_slots", "18", "--replan_interval", "4", "--load_window", "32",
+               "--expert_placement_dump", dump)
+    try:
+        assert texts(s) == expected
+        assert texts(s) == expected
+        metrics = requests.get(s.url + "/metrics").text
+        assert "latentserve_expert_parallel_devices 4" in metrics
+        assert "latentserve_device_load_max_over_mean{layer=" in metrics
+        assert s.metric("latentserve_expert_replans_total") >= 1
+        pb2, pb2_grpc = grpc_stubs
+        load = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}")).GetExpertLoad(
+            pb2.GetExpertLoadRequest())
+        assert load.num_devices == 4 and load.slots_per_device == 18
+        assert len(load.layers[0].slot_expert) == 72 and len(load.layers[0].rows_per_device) == 4
+        assert load.replans >= 1
+    finally:
+        s.stop()
+    placement = json.load(open(dump))
+    assert placement["num_devices"] == 4
+    again = Server("--expert_placement", dump)
+    try:
+        assert texts(again) == expected
+    finally:
+        again.stop()
+
+
+def test_bad_placement_flags_fail_clearly():
+    import subprocess
+    from conftest import BIN, MODEL
+    r = subprocess.run([BIN, "--model", MODEL, "--devices", "2", "--expert_slots", "4", "--http_port", "0",
+                        "--grpc_port", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "cannot hold 64 experts" in r.stderr
+    r = subprocess.run([BIN, "--model", MODEL, "--expert_placement", "/nonexistent.json"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0 and "--expert_placement" in r.stderr
