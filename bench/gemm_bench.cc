@@ -10,7 +10,7 @@
 
 namespace {
 
-double TimeGemm(ls::ThreadPool& pool, int M, int N, int K, const ls::Tensor& w, std::vector<float>& x,
+double TimeGemm(ls::ThreadPool& pool, int M, const ls::Tensor& w, std::vector<float>& x,
                 std::vector<float>& y) {
   double best = 1e30;
   for (int rep = 0; rep < 7; ++rep) {
@@ -38,7 +38,7 @@ int main() {
     const int M = Ms[i];
     std::vector<float> x(static_cast<size_t>(M) * K), y(static_cast<size_t>(M) * N);
     for (auto& v : x) v = nd(rng);
-    const double t1 = TimeGemm(one, M, N, K, w, x, y), tn = TimeGemm(all, M, N, K, w, x, y);
+    const double t1 = TimeGemm(one, M, w, x, y), tn = TimeGemm(all, M, w, x, y);
     const double flops = 2.0 * M * N * K, bytes = 2.0 * N * K;
     std::printf("    {\"M\": %d, \"gflops_1t\": %.1f, \"gflops_all\": %.1f, \"weight_gbps_1t\": %.1f, "
                 "\"weight_gbps_all\": %.1f, \"threads\": %d}%s\n",

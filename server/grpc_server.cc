@@ -80,7 +80,10 @@ class Service final : public pb::GenerationService::Service {
     if (Status s = Prompt(*req, &r.prompt_ids); !s.ok()) return Count(s);
     OutputQueue q;
     if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(FromAbsl(st));
-    RequestLogEntry log{r.id, "grpc", "Generate"};
+    RequestLogEntry log;
+    log.id = r.id;
+    log.api = "grpc";
+    log.endpoint = "Generate";
     log.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
     bool client_gone = false;
     for (;;) {

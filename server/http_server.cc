@@ -242,7 +242,10 @@ class Session {
     std::vector<Choice> choices(r.n);
     Usage usage;
     usage.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
-    RequestLogEntry log{id, "http", endpoint == Endpoint::kChat ? "chat" : "completions"};
+    RequestLogEntry log;
+    log.id = id;
+    log.api = "http";
+    log.endpoint = endpoint == Endpoint::kChat ? "chat" : "completions";
     log.prompt_tokens = usage.prompt_tokens;
     int32_t finished = 0;
     bool ok = true;

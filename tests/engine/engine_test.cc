@@ -7,6 +7,8 @@
 
 #include <random>
 
+#include "absl/strings/str_cat.h"
+
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/test_util.h"
 
@@ -63,7 +65,7 @@ class EngineTest : public ::testing::Test {
 TEST_F(EngineTest, ConcurrentGreedyRequestsEqualEachAlone) {
   std::mt19937 rng(11);
   std::vector<Request> reqs;
-  for (int i = 0; i < 32; ++i) reqs.push_back(Req("r" + std::to_string(i), Prompt(rng, 1 + (i * 7) % 40), 6 + i % 7));
+  for (int i = 0; i < 32; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 1 + (i * 7) % 40), 6 + i % 7));
   EngineConfig cfg;
   cfg.scheduler.max_num_batched_tokens = 96;  // forces chunked prefills mixed with decodes
   auto engine = MakeEngine(cfg);
@@ -78,7 +80,7 @@ TEST_F(EngineTest, ConcurrentGreedyRequestsEqualEachAlone) {
 TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
   std::mt19937 rng(5);
   std::vector<Request> reqs;
-  for (int i = 0; i < 8; ++i) reqs.push_back(Req("s" + std::to_string(i), Prompt(rng, 5 + i), 10, 0.8f, 100 + i));
+  for (int i = 0; i < 8; ++i) reqs.push_back(Req(absl::StrCat("s", i), Prompt(rng, 5 + i), 10, 0.8f, 100 + i));
   reqs[3].params.top_p = 0.9f;
   reqs[4].params.top_k = 20;
   auto engine = MakeEngine();
@@ -97,7 +99,7 @@ TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
 TEST_F(EngineTest, PreemptionWithASmallPoolGivesTheSameOutputs) {
   std::mt19937 rng(3);
   std::vector<Request> reqs;
-  for (int i = 0; i < 12; ++i) reqs.push_back(Req("p" + std::to_string(i), Prompt(rng, 10 + i), 20));
+  for (int i = 0; i < 12; ++i) reqs.push_back(Req(absl::StrCat("p", i), Prompt(rng, 10 + i), 20));
   auto big = MakeEngine();
   auto expected = RunAll(*big, reqs);
   EngineConfig small;
@@ -126,7 +128,9 @@ TEST_F(EngineTest, PrefixCacheComputesOnlyTheNewTokens) {
   ASSERT_TRUE(engine->Submit(Req("b", p2, 4), q2.Callback()).ok());
   RequestOutput o2 = q2.WaitFinal();
   EXPECT_EQ(o2.cached_prompt_tokens, 64) << "4 full blocks of 16 shared";
-  auto fresh = MakeEngine(EngineConfig{.enable_prefix_caching = false});
+  EngineConfig no_cache;
+  no_cache.enable_prefix_caching = false;
+  auto fresh = MakeEngine(no_cache);
   EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 4)})[0], o2.token_ids);
   EXPECT_EQ(engine->Metrics().prefix_hit_tokens, 64);
 }
@@ -173,7 +177,7 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   int accepted = 0, exhausted = 0;
   for (int i = 0; i < 10; ++i) {
     qs.push_back(std::make_unique<OutputQueue>());
-    absl::Status st = engine->Submit(Req("q" + std::to_string(i), {1, 2, 3}, 200), qs.back()->Callback());
+    absl::Status st = engine->Submit(Req(absl::StrCat("q", i), {1, 2, 3}, 200), qs.back()->Callback());
     accepted += st.ok();
     exhausted += absl::IsResourceExhausted(st);
   }
@@ -188,7 +192,7 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
 TEST_F(EngineTest, ExpertParallelDevicesGiveTheSameGreedyTokens) {
   std::mt19937 rng(21);
   std::vector<Request> reqs;
-  for (int i = 0; i < 10; ++i) reqs.push_back(Req("d" + std::to_string(i), Prompt(rng, 3 + 5 * i), 8));
+  for (int i = 0; i < 10; ++i) reqs.push_back(Req(absl::StrCat("d", i), Prompt(rng, 3 + 5 * i), 8));
   auto single = MakeEngine();
   const auto expected = RunAll(*single, reqs);
   for (int32_t devices : {1, 2, 4}) {
@@ -208,7 +212,7 @@ TEST_F(EngineTest, ExpertParallelDevicesGiveTheSameGreedyTokens) {
 TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
   std::mt19937 rng(22);
   std::vector<Request> reqs;
-  for (int i = 0; i < 16; ++i) reqs.push_back(Req("r" + std::to_string(i), Prompt(rng, 4 + 3 * i), 24));
+  for (int i = 0; i < 16; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 4 + 3 * i), 24));
   auto single = MakeEngine();
   const auto expected = RunAll(*single, reqs);
   EngineConfig cfg;

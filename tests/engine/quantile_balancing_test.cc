@@ -85,7 +85,7 @@ std::vector<double> CalibrationErrorsInBins(const std::string& name) {
   json j = ReadJson(path);
   const std::string root = std::filesystem::path(LS_TEST_DATA_DIR).parent_path().parent_path().string();
   std::string model_dir = j["model"].get<std::string>();
-  for (const std::string base : {std::string(LS_TEST_DATA_DIR) + "/", root + "/"})
+  for (const std::string& base : {std::string(LS_TEST_DATA_DIR) + "/", root + "/"})
     if (std::filesystem::exists(base + model_dir + "/config.json")) model_dir = base + model_dir;
   CpuBackend backend(2);
   auto model = StableLatentMoe::Load(model_dir, &backend);

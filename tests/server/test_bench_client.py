@@ -11,7 +11,9 @@ def run(server, *args):
     rc = subprocess.run([BENCH, *args, "--num-requests", "8", "--input-len", "16", "--output-len", "8",
                          "--progress=false", "--json", out], capture_output=True, text=True, timeout=120)
     assert rc.returncode == 0, rc.stdout + rc.stderr
-    return json.load(open(out))["runs"][0]
+    run = json.load(open(out))["runs"][0]
+    assert run["failed"] == 0, (run["errors"], server.logs()[-3000:])
+    return run
 
 
 def test_bench_http_closed_loop(server):

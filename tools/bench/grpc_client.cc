@@ -48,6 +48,8 @@ class GrpcClient final : public Client {
         if (rec.first_token < 0) rec.first_token = now;
         rec.token_times.push_back(now);
       }
+      if (m.finish_reason() == pb::FINISH_REASON_CANCELLED || m.finish_reason() == pb::FINISH_REASON_ERROR)
+        rec.error = m.finish_reason() == pb::FINISH_REASON_CANCELLED ? "finish_cancelled" : "finish_error";
       if (m.has_usage() && m.finish_reason() != pb::FINISH_REASON_UNSPECIFIED) {
         rec.output_tokens = m.usage().completion_tokens();
         rec.prompt_tokens = m.usage().prompt_tokens();

@@ -99,6 +99,10 @@ class HttpClient final : public Client {
           }
           if (!j.contains("choices") || j["choices"].empty()) continue;
           const auto& c = j["choices"][0];
+          if (c.contains("finish_reason") && c["finish_reason"].is_string()) {
+            const std::string f = c["finish_reason"];
+            if (f != "stop" && f != "length") rec.error = "finish_" + f;  // aborted or failed on the server
+          }
           const std::string text = chat ? c["delta"].value("content", std::string()) : c.value("text", std::string());
           if (!text.empty()) {
             const double now = Since(t0);
