@@ -25,7 +25,7 @@ const char* LevelName(LogLevel l) {
 
 }  // namespace
 
-std::string ApiContext::NewRequestId(const char* prefix) {
+std::string ApiContext::NewRequestId(const char* prefix) const {
   static const uint64_t salt = std::random_device{}();
   return absl::StrFormat("%s%08x%08x", prefix, static_cast<uint32_t>(salt), static_cast<uint32_t>(next_id_++));
 }

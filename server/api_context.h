@@ -41,7 +41,7 @@ class ApiContext {
   bool ready() const { return !engine_->draining(); }
 
   // A fresh id with the given prefix ("cmpl-", "chatcmpl-", "gen-").
-  std::string NewRequestId(const char* prefix);
+  std::string NewRequestId(const char* prefix) const;
   // Counts a finished HTTP or gRPC request by its status for /metrics.
   void CountRequest(const std::string& api, const std::string& status);
   std::map<std::pair<std::string, std::string>, uint64_t> request_counts() const;
@@ -57,7 +57,7 @@ class ApiContext {
   std::string backend_;
   ApiKeys keys_;
   LogLevel level_;
-  std::atomic<uint64_t> next_id_{1};
+  mutable std::atomic<uint64_t> next_id_{1};
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (api, status) -> requests
 };

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "latentserve/v1/generation.grpc.pb.h"
 #include "engine/expert_planner.h"
+#include "server/grpc_request.h"
 #include "server/prometheus.h"
 
 namespace ls::server {
@@ -45,26 +46,6 @@ pb::FinishReason ToProto(FinishReason f) {
   return pb::FINISH_REASON_UNSPECIFIED;
 }
 
-SamplingParams ToParams(const pb::SamplingParams& s) {
-  SamplingParams p;
-  if (s.has_temperature()) p.temperature = s.temperature();
-  if (s.has_top_k()) p.top_k = s.top_k();
-  if (s.has_top_p()) p.top_p = s.top_p();
-  if (s.has_min_p()) p.min_p = s.min_p();
-  if (s.has_repetition_penalty()) p.repetition_penalty = s.repetition_penalty();
-  if (s.has_presence_penalty()) p.presence_penalty = s.presence_penalty();
-  if (s.has_frequency_penalty()) p.frequency_penalty = s.frequency_penalty();
-  if (s.has_seed()) p.seed = s.seed();
-  if (s.has_max_tokens()) p.max_tokens = s.max_tokens();
-  if (s.has_min_tokens()) p.min_tokens = s.min_tokens();
-  p.stop.assign(s.stop().begin(), s.stop().end());
-  p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
-  p.ignore_eos = s.ignore_eos();
-  if (s.has_logprobs()) p.logprobs = s.logprobs();
-  if (s.has_skip_special_tokens()) p.skip_special_tokens = s.skip_special_tokens();
-  return p;
-}
-
 class Service final : public pb::GenerationService::Service {
  public:
   explicit Service(ApiContext* ctx) : ctx_(ctx) {}
@@ -74,10 +55,7 @@ class Service final : public pb::GenerationService::Service {
     const auto start = std::chrono::steady_clock::now();
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     ls::Request r;
-    r.id = req->request_id().empty() ? ctx_->NewRequestId("gen-") : req->request_id();
-    r.priority = req->priority();
-    r.params = ToParams(req->sampling());
-    if (Status s = Prompt(*req, &r.prompt_ids); !s.ok()) return Count(s);
+    if (Status s = GrpcToEngineRequest(*req, *ctx_, &r); !s.ok()) return Count(s);
     OutputQueue q;
     if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(FromAbsl(st));
     RequestLogEntry log;
@@ -139,7 +117,7 @@ class Service final : public pb::GenerationService::Service {
     if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
     std::string text;
     if (req->has_chat()) {
-      if (Status s = RenderChat(req->chat(), &text); !s.ok()) return Count(s);
+      if (Status s = RenderGrpcChat(req->chat(), *ctx_, &text); !s.ok()) return Count(s);
     } else {
       text = req->text();
     }
@@ -227,46 +205,6 @@ class Service final : public pb::GenerationService::Service {
     const std::string header = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
     if (!ctx_->keys().Authorize(header)) return Status(StatusCode::UNAUTHENTICATED, "missing or invalid API key");
     return Status::OK;
-  }
-
-  Status RenderChat(const pb::Chat& chat, std::string* text) const {
-    if (chat.messages().empty()) return Invalid("chat.messages must not be empty");
-    std::vector<tok::ChatMessage> msgs;
-    for (int i = 0; i < chat.messages_size(); ++i) {
-      const auto& m = chat.messages(i);
-      if (m.role() != "system" && m.role() != "user" && m.role() != "assistant")
-        return Invalid(absl::StrCat("chat.messages[", i, "].role must be system, user or assistant, got '", m.role(), "'"));
-      msgs.push_back({m.role(), m.content()});
-    }
-    auto r = ctx_->chat_template().Render(msgs, true);
-    if (!r.ok()) return Invalid(std::string(r.status().message()));
-    *text = std::move(*r);
-    return Status::OK;
-  }
-
-  Status Prompt(const pb::GenerateRequest& req, std::vector<int32_t>* ids) const {
-    switch (req.prompt_case()) {
-      case pb::GenerateRequest::kTokenIds:
-        ids->assign(req.token_ids().ids().begin(), req.token_ids().ids().end());
-        if (ids->empty()) return Invalid("token_ids must not be empty");
-        return Status::OK;
-      case pb::GenerateRequest::kText:
-      case pb::GenerateRequest::kChat: {
-        if (!ctx_->tokenizer()) return Invalid("this model has no tokenizer: send token_ids");
-        std::string text = req.text();
-        if (req.prompt_case() == pb::GenerateRequest::kChat) {
-          if (Status s = RenderChat(req.chat(), &text); !s.ok()) return s;
-        } else if (text.empty()) {
-          return Invalid("text must not be empty");
-        }
-        auto enc = ctx_->tokenizer()->Encode(text);
-        if (!enc.ok()) return Invalid(absl::StrCat("text: ", enc.status().message()));
-        *ids = std::move(*enc);
-        return Status::OK;
-      }
-      default:
-        return Invalid("a prompt is required: set text, token_ids or chat");
-    }
   }
 
   ApiContext* ctx_;

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for SECONDS (default 30)
+# from its committed seed corpus (copied, so the corpus in the tree does not change).
+# Usage: tools/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header model_config tokenizer openai_request grpc_request)
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTSERVE_FUZZ=ON >/dev/null
+cmake --build "$build" -j "$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}")
+passed=0 failed=0
+for t in "${targets[@]}"; do
+  work=$(mktemp -d)
+  cp -r "fuzz/corpus/$t/." "$work/"
+  if "$build/bin/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+       -artifact_prefix="$work/crash-" "$work" >"$work.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "fuzz $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$work.log" | grep -o '[0-9]*$') runs in ${seconds}s, clean"
+  else
+    failed=$((failed + 1))
+    echo "fuzz $t: FAILED"; tail -40 "$work.log"
+  fi
+  rm -rf "$work" "$work.log"
+done
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
