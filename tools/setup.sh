@@ -16,6 +16,7 @@ packages=(
   python3-pytest python3-grpcio python3-requests python3-venv python3-pip  # server integration tests
   protobuf-compiler-grpc                       # grpc_python_plugin for the tests' client stubs
   python3-yaml yamllint                        # deployment manifest checks
+  clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
 )
 
 missing=()

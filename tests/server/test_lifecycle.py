@@ -43,9 +43,16 @@ def test_api_key_required_except_health_and_ready(grpc_stubs):
         os.unlink(f.name)
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+
+
 def test_overload_gets_429_and_service_recovers(grpc_stubs):
+    # 10x the waiting-queue limit in flight at once.
     s = Server("--max_waiting", "4", "--max_num_seqs", "2")
     try:
+        rss_before = rss_kib(s.proc.pid)
         codes = []
         lock = threading.Lock()
 
@@ -63,6 +70,7 @@ def test_overload_gets_429_and_service_recovers(grpc_stubs):
         assert statuses.count(429) > 0, statuses
         assert set(statuses) <= {200, 429}
         assert all(ra == "1" for c, ra in codes if c == 429)
+        assert rss_kib(s.proc.pid) < rss_before + 64 * 1024, "memory stays bounded under overload"
         pb2, pb2_grpc = grpc_stubs
         stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
         # Service is normal right after.

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the test suite: ASan + UBSan over the whole suite (build-asan), and TSan over
+# the threaded parts — thread pool, engine, scheduler and the server driven over the network
+# (build-tsan). Uses the Python environment tools/test.sh prepared in build/venv.
+# Usage: tools/sanitize.sh [address|thread]...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kinds=("$@")
+[ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
+python=$PWD/${BUILD_DIR:-build}/venv/bin/python
+for kind in "${kinds[@]}"; do
+  case $kind in
+    address) dir=build-asan; labels="" ;;
+    thread) dir=build-tsan; labels="thread_safety" ;;
+    *) echo "unknown sanitizer $kind" >&2; exit 2 ;;
+  esac
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTSERVE_CUDA=OFF \
+    -DLATENTSERVE_SANITIZE="$kind" -DLS_TEST_PYTHON="$python" >/dev/null
+  cmake --build "$dir" -j "$(nproc)"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
+  export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp"
+  if [ -n "$labels" ]; then
+    ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure -L "$labels"
+  else
+    ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure
+  fi
+done
