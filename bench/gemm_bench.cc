@@ -1,6 +1,8 @@
 // CPU GEMM throughput for BF16 weights at decode and prefill shapes: GFLOP/s and weight-read
 // GB/s per shape, single-threaded and on the whole pool, in one run. Prints JSON.
+//   gemm_bench [N [K]]   (default 4096 x 1024)
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -23,8 +25,8 @@ double TimeGemm(ls::ThreadPool& pool, int M, const ls::Tensor& w, std::vector<fl
 
 }  // namespace
 
-int main() {
-  const int N = 4096, K = 1024;
+int main(int argc, char** argv) {
+  const int N = argc > 1 ? std::atoi(argv[1]) : 4096, K = argc > 2 ? std::atoi(argv[2]) : 1024;
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   std::vector<uint16_t> wb(static_cast<size_t>(N) * K);

@@ -43,6 +43,10 @@ class Backend {
   virtual void Router(const RouterParams& p) = 0;
   // Routed experts, grouped by expert: permute, one GEMM per active expert, weighted combine.
   virtual void MoeExperts(const MoeParams& p) = 0;
+  // out[t] = Σ_k weights[t, k] · y[t * K + k] in k order: the combine of expert outputs.
+  //                                         y: [T * K, width]  weights: [T, K]  out: [T, width]
+  virtual void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                                    float* out) = 0;
   // x[i] += y[i].
   virtual void Add(float* x, const float* y, int64_t n) = 0;
 };

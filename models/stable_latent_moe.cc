@@ -141,15 +141,7 @@ void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const floa
     for (int64_t r = 0; r < n; ++r) backend_->CopyToHost(y + pairs[d][r] * w, yd + r * w, w * sizeof(float));
   }
   // Combine, part 2: weighted sum over each token's K pairs in pair order, as the single-device op.
-  for (int64_t t = 0; t < T; ++t) {
-    float* o = out + t * w;
-    std::fill_n(o, w, 0.f);
-    for (int64_t k = 0; k < K; ++k) {
-      const float wt = weights[t * K + k];
-      const float* yr = y + (t * K + k) * w;
-      for (int64_t i = 0; i < w; ++i) o[i] += wt * yr[i];
-    }
-  }
+  backend_->CombineExpertOutputs(y, weights, T, static_cast<int32_t>(K), w, out);
 }
 
 absl::Status StableLatentMoe::SetRouterBias(int32_t layer, std::vector<float> bias) {

@@ -4,6 +4,8 @@
 # Usage: tools/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: key compilations on paths relative to the checkout, so any clone reuses the cache.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 seconds=${1:-30}
 shift || true
 targets=("$@")

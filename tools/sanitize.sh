@@ -5,6 +5,8 @@
 # Usage: tools/sanitize.sh [address|thread]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: key compilations on paths relative to the checkout, so any clone reuses the cache.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
 python=$PWD/${BUILD_DIR:-build}/venv/bin/python

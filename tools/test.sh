@@ -4,6 +4,8 @@
 # Usage: tools/test.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: key compilations on paths relative to the checkout, so any clone reuses the cache.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 tools/setup.sh
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release

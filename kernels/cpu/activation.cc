@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
 
@@ -12,14 +13,7 @@ float SiLU(float x) { return x * Sigmoid(x); }
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
                    Activation act, float* out) {
   auto row = [&](int64_t r) {
-    const float* g = gate + r * width;
-    const float* u = up + r * width;
-    float* o = out + r * width;
-    if (act == Activation::kSiTU) {
-      for (int64_t i = 0; i < width; ++i) o[i] = SiTU(g[i]) * u[i];
-    } else {
-      for (int64_t i = 0; i < width; ++i) o[i] = SiLU(g[i]) * u[i];
-    }
+    GluRow(act, gate + r * width, up + r * width, out + r * width, width);
   };
   if (rows * width < 16384) {
     for (int64_t r = 0; r < rows; ++r) row(r);

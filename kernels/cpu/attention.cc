@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
 namespace {
@@ -56,9 +57,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
       const float* k = p.cache.k + SlotOffset(s, p.cache, pos, Hkv, hd, kvh);
       for (int32_t g = 0; g < group; ++g) {
         const float* q = p.q + (row * H + kvh * group + g) * hd;
-        float dot = 0.f;
-        for (int32_t j = 0; j < hd; ++j) dot += q[j] * k[j];
-        scores[static_cast<size_t>(g) * ctx + pos] = dot * p.scale;
+        scores[static_cast<size_t>(g) * ctx + pos] = Dot(q, k, hd) * p.scale;
       }
     }
     for (int32_t g = 0; g < group; ++g) {
@@ -71,11 +70,8 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     }
     for (int32_t pos = 0; pos < ctx; ++pos) {
       const float* v = p.cache.v + SlotOffset(s, p.cache, pos, Hkv, hd, kvh);
-      for (int32_t g = 0; g < group; ++g) {
-        const float w = scores[static_cast<size_t>(g) * ctx + pos];
-        float* a = acc.data() + static_cast<size_t>(g) * hd;
-        for (int32_t j = 0; j < hd; ++j) a[j] += w * v[j];
-      }
+      for (int32_t g = 0; g < group; ++g)
+        Axpy(scores[static_cast<size_t>(g) * ctx + pos], v, acc.data() + static_cast<size_t>(g) * hd, hd);
     }
     for (int32_t g = 0; g < group; ++g) {
       std::copy_n(acc.data() + static_cast<size_t>(g) * hd, hd, p.out + (row * H + kvh * group + g) * hd);

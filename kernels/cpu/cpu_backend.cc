@@ -42,6 +42,10 @@ void CpuBackend::GluActivation(const float* gate, const float* up, int64_t rows,
 }
 void CpuBackend::Router(const RouterParams& p) { cpu::Router(pool_, p); }
 void CpuBackend::MoeExperts(const MoeParams& p) { cpu::MoeExperts(pool_, p); }
+void CpuBackend::CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                                      float* out) {
+  cpu::CombineExpertOutputs(pool_, y, nullptr, weights, T, K, width, out);
+}
 void CpuBackend::Add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

@@ -32,6 +32,8 @@ class CpuBackend final : public Backend {
                      float* out) override;
   void Router(const RouterParams& p) override;
   void MoeExperts(const MoeParams& p) override;
+  void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                            float* out) override;
   void Add(float* x, const float* y, int64_t n) override;
 
  private:

@@ -19,6 +19,9 @@ void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t
                    Activation act, float* out);
 void Router(ThreadPool& pool, const RouterParams& p);
 void MoeExperts(ThreadPool& pool, const MoeParams& p);
+// out[t] = Σ_k weights[t, k] · y[rows[t * K + k]] in k order (rows: null = t * K + k).
+void CombineExpertOutputs(ThreadPool& pool, const float* y, const int64_t* rows, const float* weights, int64_t T,
+                          int32_t K, int64_t width, float* out);
 
 // Scalar gate functions, shared by the ops and tests.
 float Sigmoid(float x);

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
 namespace {
@@ -60,16 +61,8 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
     const float* x = zp.data() + r0 * din;
     GemmRange(x, din, n, p.gate[w.expert], w.col_begin, w.col_end, g.data(), kColChunk, false);
     GemmRange(x, din, n, p.up[w.expert], w.col_begin, w.col_end, u.data(), kColChunk, false);
-    for (int64_t r = 0; r < n; ++r) {
-      float* o = act.data() + (r0 + r) * f + w.col_begin;
-      const float* gr = g.data() + r * kColChunk;
-      const float* ur = u.data() + r * kColChunk;
-      if (p.act == Activation::kSiTU) {
-        for (int64_t c = 0; c < cols; ++c) o[c] = SiTU(gr[c]) * ur[c];
-      } else {
-        for (int64_t c = 0; c < cols; ++c) o[c] = SiLU(gr[c]) * ur[c];
-      }
-    }
+    for (int64_t r = 0; r < n; ++r)
+      GluRow(p.act, g.data() + r * kColChunk, u.data() + r * kColChunk, act.data() + (r0 + r) * f + w.col_begin, cols);
   });
 
   // Down GEMMs.
@@ -85,15 +78,24 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
   });
 
   // Un-permute: weighted sum over each token's slots, in slot order k = 0 .. K-1.
-  pool.ParallelFor(T, [&](int64_t t) {
-    float* o = p.out + t * dout;
-    std::fill_n(o, dout, 0.f);
+  CombineExpertOutputs(pool, yp.data(), slot_of.data(), p.topk_weights, T, static_cast<int32_t>(K), dout, p.out);
+}
+
+void CombineExpertOutputs(ThreadPool& pool, const float* y, const int64_t* rows, const float* weights, int64_t T,
+                          int32_t K, int64_t width, float* out) {
+  auto token = [&](int64_t t) {
+    float* o = out + t * width;
+    std::fill_n(o, width, 0.f);
     for (int64_t k = 0; k < K; ++k) {
-      const float w = p.topk_weights[t * K + k];
-      const float* y = yp.data() + slot_of[t * K + k] * dout;
-      for (int64_t c = 0; c < dout; ++c) o[c] += w * y[c];
+      const int64_t row = rows ? rows[t * K + k] : t * K + k;
+      Axpy(weights[t * K + k], y + row * width, o, width);
     }
-  });
+  };
+  if (T < 4) {
+    for (int64_t t = 0; t < T; ++t) token(t);
+  } else {
+    pool.ParallelFor(T, token);
+  }
 }
 
 }  // namespace ls::cpu

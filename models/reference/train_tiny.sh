@@ -6,7 +6,7 @@
 #              comparison plot docs/quantile-balancing.png and its table (build-tiny/table.md)
 # Needs a python with torch, numpy and tokenizers==0.23.3 (PYTHON, default /usr/bin/python3) and the
 # Debian bible-kjv reader. Work files (token ids, checkpoints, logs) go to WORK (default build-tiny/);
-# STEPS (default 400), MODEL_OUT and TESTS_OUT override the step count and the output folders.
+# STEPS (default 400), MODEL_OUT, TESTS_OUT and DOCS_OUT override the step count and the output folders.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 ref="$root/models/reference"
@@ -15,6 +15,7 @@ work="${WORK:-$root/build-tiny}"
 steps="${STEPS:-400}"
 model_out="${MODEL_OUT:-$root/models/tiny}"
 tests_out="${TESTS_OUT:-$root/tests/data/tiny}"
+docs_out="${DOCS_OUT:-$root/docs}"
 compare=0
 [[ "${1:-}" == "--compare" ]] && compare=1
 
@@ -23,6 +24,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=1 TOKENIZERS_P
 blas=/usr/lib/x86_64-linux-gnu/openblas-serial
 [[ -d "$blas" ]] && export LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+mkdir -p "$work" "$docs_out"
 "$py" "$ref/train.py" tokenizer --work "$work"
 runs=(qb)
 ((compare)) && runs+=(aux none)
@@ -39,6 +41,6 @@ extra=()
     --model "latent_sigmoid_situ_bf16=$root/tests/data/fixtures/latent_sigmoid_situ_bf16=tests/data/fixtures/latent_sigmoid_situ_bf16" \
     --model "tiny=$model_out=models/tiny" --with-scores latent_sigmoid_situ_bf16
 if ((compare)); then
-  "$py" "$ref/train.py" plot --work "$work" --runs qb aux none --out "$root/docs/quantile-balancing.png" \
+  "$py" "$ref/train.py" plot --work "$work" --runs qb aux none --out "$docs_out/quantile-balancing.png" \
       --table "$work/table.md"
 fi

@@ -1,0 +1,35 @@
+// Vector helpers: dispatch and the portable versions.
+#include "kernels/cpu/vector_math.h"
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm.h"
+
+namespace ls::cpu {
+namespace {
+const bool kAvx512 = internal::CpuHasAvx512();
+}
+
+void GluRow(Activation act, const float* g, const float* u, float* o, int64_t n) {
+  if (kAvx512) return internal::GluRowAvx512(act, g, u, o, n);
+  if (act == Activation::kSiTU) {
+    for (int64_t i = 0; i < n; ++i) o[i] = SiTU(g[i]) * u[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = SiLU(g[i]) * u[i];
+  }
+}
+
+float Dot(const float* a, const float* b, int64_t n) {
+  if (kAvx512) return internal::DotAvx512(a, b, n);
+  float part[16] = {};
+  for (int64_t i = 0; i < n; ++i) part[i % 16] += a[i] * b[i];
+  float s = 0.f;
+  for (float p : part) s += p;
+  return s;
+}
+
+void Axpy(float a, const float* x, float* y, int64_t n) {
+  if (kAvx512) return internal::AxpyAvx512(a, x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace ls::cpu

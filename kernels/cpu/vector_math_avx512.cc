@@ -1,0 +1,71 @@
+// AVX-512 vector helpers: exp by range reduction (x = n·ln2 + r, two-part ln2) and a degree-6
+// polynomial for e^r, scaled with vscalefps; the GLU gates built on it. Compiled with AVX-512
+// flags; only called when the CPU has AVX-512F/BW.
+#include <immintrin.h>
+
+#include "kernels/cpu/vector_math.h"
+
+namespace ls::cpu::internal {
+namespace {
+
+inline __m512 Exp(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.f)), _mm512_set1_ps(-88.f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// SiTU(x) = sigmoid(x)·tanh(x) = (1 − t²) / ((1 + t)(1 + t²)) with t = e^−x (x clamped to ±40,
+// where SiTU is 0 or 1 to float precision).
+inline __m512 SiTU(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(40.f)), _mm512_set1_ps(-40.f));
+  const __m512 one = _mm512_set1_ps(1.f);
+  const __m512 t = Exp(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  const __m512 t2 = _mm512_mul_ps(t, t);
+  return _mm512_div_ps(_mm512_sub_ps(one, t2), _mm512_mul_ps(_mm512_add_ps(one, t), _mm512_add_ps(one, t2)));
+}
+
+// SiLU(x) = x / (1 + e^−x).
+inline __m512 SiLU(__m512 x) {
+  const __m512 t = Exp(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.f), t));
+}
+
+}  // namespace
+
+void GluRowAvx512(Activation act, const float* g, const float* u, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 gv = _mm512_maskz_loadu_ps(m, g + i), uv = _mm512_maskz_loadu_ps(m, u + i);
+    const __m512 a = act == Activation::kSiTU ? SiTU(gv) : SiLU(gv);
+    _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(a, uv));
+  }
+}
+
+float DotAvx512(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+void AxpyAvx512(float a, const float* x, float* y, int64_t n) {
+  const __m512 av = _mm512_set1_ps(a);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+}  // namespace ls::cpu::internal
