@@ -85,6 +85,7 @@ RunResult RunOnce(Client& client, const std::vector<BenchRequest>& work, double 
     }
   });
   std::vector<std::thread> threads;
+  std::atomic<int32_t> in_flight{0};  // open loop; outlives the request threads
   if (rate <= 0) {
     for (int32_t c = 0; c < conc; ++c)
       threads.emplace_back([&] {
@@ -96,7 +97,6 @@ RunResult RunOnce(Client& client, const std::vector<BenchRequest>& work, double 
   } else {
     std::mt19937_64 rng(absl::GetFlag(FLAGS_seed) + 17);
     std::exponential_distribution<double> gap(rate);
-    std::atomic<int32_t> in_flight{0};
     double at = 0;
     for (int64_t i = 0; i < n; ++i) {
       at += gap(rng);
