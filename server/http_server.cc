@@ -5,6 +5,9 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <thread>
@@ -197,13 +200,26 @@ class Session {
   }
 
   // Watches the socket while a generation runs: a client that hangs up cancels its requests.
+  // Readiness alone is not proof (waits can complete spuriously), so each wake-up peeks: 0 bytes
+  // is the peer's close, an error is a reset, would-block is a spurious wake-up (wait again), and
+  // data is a pipelined request (stop watching; the client is there).
   awaitable<void> WatchDisconnect(std::shared_ptr<std::vector<std::string>> ids, std::shared_ptr<bool> done) {
-    boost::system::error_code ec;
-    co_await Socket(stream_).async_wait(tcp::socket::wait_read, net::redirect_error(use_awaitable, ec));
-    if (*done || ec == net::error::operation_aborted) co_return;
-    boost::system::error_code ec2;
-    if (ec || Socket(stream_).available(ec2) == 0) {
-      for (const auto& id : *ids) ctx_->engine().Cancel(id);
+    for (;;) {
+      boost::system::error_code ec;
+      co_await Socket(stream_).async_wait(tcp::socket::wait_read, net::redirect_error(use_awaitable, ec));
+      if (*done || ec == net::error::operation_aborted) co_return;
+      bool gone = static_cast<bool>(ec);
+      if (!gone) {
+        char byte;
+        const ssize_t n = ::recv(Socket(stream_).native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) co_return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+        gone = true;
+      }
+      if (gone) {
+        for (const auto& id : *ids) ctx_->engine().Cancel(id);
+        co_return;
+      }
     }
   }
 

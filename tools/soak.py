@@ -75,6 +75,8 @@ def worker(url, deadline, rng, stats, lock, args):
                 kind = "ok" if r.status_code == 200 else f"http_{r.status_code}"
         except requests.RequestException as e:
             kind = "exception:" + type(e).__name__
+            if os.environ.get("SOAK_DEBUG"):
+                print("DEBUG", stream, action < args.disconnect_prob, repr(e)[:300], file=sys.stderr)
         with lock:
             stats[kind] = stats.get(kind, 0) + 1
 
