@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds everything (CUDA kernels too when nvcc is present) and runs the whole test suite,
-# including the integration tests that drive the real server over the network.
+# Builds everything (CUDA kernels too when nvcc is present) and runs the whole test suite:
+# unit and model tests, the server driven over the network, deployment checks and a 2-minute
+# soak; then the suite again under ASan+UBSan and its threaded parts under TSan
+# (tools/sanitize.sh), and each libFuzzer target for 30 s (tools/fuzz.sh).
+# LATENTSERVE_QUICK=1 stops after the first ctest run.
 # Usage: tools/test.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +24,7 @@ if ! "$build/venv/bin/python" -c "import openai, grpc_health.v1, grpc_reflection
     grpcio-health-checking==1.51.1 grpcio-reflection==1.51.1
 fi
 ctest --test-dir "$build" -j "$(nproc)" --output-on-failure "$@"
+if [ "${LATENTSERVE_QUICK:-0}" != 1 ]; then
+  tools/sanitize.sh address thread
+  tools/fuzz.sh 30
+fi
