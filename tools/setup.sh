@@ -17,6 +17,7 @@ packages=(
   protobuf-compiler-grpc                       # grpc_python_plugin for the tests' client stubs
   python3-yaml yamllint                        # deployment manifest checks
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
+  openssl curl                                 # TLS test certificates; README examples
 )
 
 missing=()

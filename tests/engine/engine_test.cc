@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -241,6 +242,50 @@ TEST_F(EngineTest, BadPlacementConfigurationIsRefused) {
   EngineConfig replan_without_devices;
   replan_without_devices.replan_interval = 5;
   EXPECT_FALSE(Engine::Create(model_.get(), nullptr, replan_without_devices).ok());
+}
+
+}  // namespace
+}  // namespace ls
+
+namespace ls {
+namespace {
+
+// The same batch-invariance check on the shipped, trained tiny model with its tokenizer.
+TEST(TinyEngine, ConcurrentGreedyRequestsEqualEachAlone) {
+  CpuBackend backend(2);
+  const std::string dir = std::filesystem::path(LS_TEST_DATA_DIR).parent_path().parent_path().string() + "/models/tiny";
+  auto model = StableLatentMoe::Load(dir, &backend);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto tok = tok::Tokenizer::FromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok());
+  const char* texts[] = {"In the beginning", "And the LORD said unto Moses,", "Blessed are the meek:", "x",
+                         "And it came to pass, when the", "Let there be light"};
+  std::vector<Request> reqs;
+  for (int i = 0; i < 32; ++i) {
+    Request r;
+    r.id = absl::StrCat("t", i);
+    r.prompt_ids = *(*tok)->Encode(absl::StrCat(texts[i % 6], i % 5 == 0 ? " and" : ""));
+    r.params.temperature = 0;
+    r.params.max_tokens = 8 + i % 9;
+    r.params.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  auto run = [&](const std::vector<Request>& rs) {
+    auto engine = Engine::Create(model->get(), tok->get(), EngineConfig{});
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    for (const auto& r : rs) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      EXPECT_TRUE((*engine)->Submit(r, qs.back()->Callback()).ok());
+    }
+    std::vector<std::pair<std::vector<int32_t>, std::string>> out;
+    for (auto& q : qs) {
+      RequestOutput o = q->WaitFinal();
+      out.emplace_back(o.token_ids, o.text);
+    }
+    return out;
+  };
+  const auto batched = run(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(run({reqs[i]})[0], batched[i]) << "request " << i;
 }
 
 }  // namespace

@@ -30,19 +30,20 @@ def free_port():
 class Server:
     """A running latentserve process."""
 
-    def __init__(self, *extra, env=None):
+    def __init__(self, *extra, env=None, ready_scheme="http", ca=None):
         self.http_port, self.grpc_port = free_port(), free_port()
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         args = [BIN, "--model", MODEL, "--host", "127.0.0.1", "--http_port", str(self.http_port),
                 "--grpc_port", str(self.grpc_port), "--kv_cache_mb", "64", *extra]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.url = f"http://127.0.0.1:{self.http_port}"
+        ready_url = f"{ready_scheme}://127.0.0.1:{self.http_port}/ready"
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.logs()}")
             try:
-                if requests.get(self.url + "/ready", timeout=1).status_code == 200:
+                if requests.get(ready_url, timeout=1, verify=ca or True).status_code == 200:
                     return
             except requests.RequestException:
                 pass

@@ -2,6 +2,7 @@
 flight, and 1000 concurrent streaming connections."""
 import asyncio
 import os
+import subprocess
 import signal
 import tempfile
 import threading
@@ -179,5 +180,25 @@ def test_thousand_concurrent_streams():
         assert sum(ok) == 1000
         threads = int(open(f"/proc/{s.proc.pid}/status").read().split("Threads:")[1].split()[0])
         assert threads < 64, f"{threads} threads for 1000 connections"
+    finally:
+        s.stop()
+
+
+def test_tls_on_both_ports(tmp_path, grpc_stubs):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    s = Server("--tls_cert", str(cert), "--tls_key", str(key), ready_scheme="https", ca=str(cert))
+    try:
+        https = f"https://127.0.0.1:{s.http_port}"
+        r = requests.post(https + C, json={"prompt": "x", "max_tokens": 2}, verify=str(cert))
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
+        with pytest.raises(requests.RequestException):
+            requests.get(f"http://127.0.0.1:{s.http_port}/health", timeout=5)
+        pb2, pb2_grpc = grpc_stubs
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        ch = grpc.secure_channel(f"localhost:{s.grpc_port}", creds)
+        assert pb2_grpc.GenerationServiceStub(ch).GetModelInfo(pb2.GetModelInfoRequest()).vocab_size > 0
     finally:
         s.stop()
