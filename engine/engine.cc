@@ -516,10 +516,10 @@ void Engine::Loop() {
 
 OutputCallback OutputQueue::Callback() {
   return [this](RequestOutput o) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      items_.push_back(std::move(o));
-    }
+    // Notify under the lock: a reader that sees the final output may destroy the queue as soon as
+    // it can take the lock, so the notification must be finished by then.
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back(std::move(o));
     cv_.notify_all();
   };
 }

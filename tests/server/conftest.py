@@ -63,6 +63,9 @@ class Server:
         raise KeyError(name)
 
     def stop(self):
+        if self.proc.poll() is not None and self.proc.returncode != 0:
+            # The server died during the tests: show why.
+            sys.stderr.write(f"latentserve exited with {self.proc.returncode}:\n{self.logs()[-20000:]}\n")
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
