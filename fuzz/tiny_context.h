@@ -1,0 +1,43 @@
+// The shipped tiny model, its tokenizer, an idle Engine and an ApiContext over them, built once
+// per fuzzing process for the request-conversion fuzz targets.
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+
+#include "engine/engine.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "server/api_context.h"
+
+namespace ls::fuzz {
+
+struct TinyContext {
+  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<StableLatentMoe> model;
+  std::unique_ptr<tok::Tokenizer> tokenizer;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<server::ApiContext> api;
+};
+
+inline TinyContext& Tiny() {
+  static TinyContext* ctx = [] {
+    auto* c = new TinyContext();
+    c->backend = std::make_unique<CpuBackend>(1);
+    auto m = StableLatentMoe::Load(LS_FUZZ_MODEL_DIR, c->backend.get());
+    auto t = tok::Tokenizer::FromFile(LS_FUZZ_MODEL_DIR "/tokenizer.json");
+    if (!m.ok() || !t.ok()) std::abort();
+    c->model = std::move(*m);
+    c->tokenizer = std::move(*t);
+    EngineConfig cfg;
+    cfg.kv_cache_bytes = 8 << 20;
+    auto e = Engine::Create(c->model.get(), c->tokenizer.get(), cfg);
+    if (!e.ok()) std::abort();
+    c->engine = std::move(*e);
+    c->api = std::make_unique<server::ApiContext>(c->engine.get(), c->tokenizer.get(), tok::ChatTemplate::ChatML(),
+                                                  "tiny", "cpu", server::ApiKeys(), server::LogLevel::kError);
+    return c;
+  }();
+  return *ctx;
+}
+
+}  // namespace ls::fuzz
