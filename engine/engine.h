@@ -51,7 +51,8 @@ struct EngineConfig {
 class Engine {
  public:
   // The model (and tokenizer, which may be null: then no text and no stop strings) must outlive
-  // the engine.
+  // the engine, and a model serves one engine at a time (the engine owns its mutable state:
+  // expert placement, counters).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(StableLatentMoe* model, const tok::Tokenizer* tokenizer,
                                                         EngineConfig config);
   ~Engine();

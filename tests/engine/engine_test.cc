@@ -71,11 +71,12 @@ TEST_F(EngineTest, ConcurrentGreedyRequestsEqualEachAlone) {
   cfg.scheduler.max_num_batched_tokens = 96;  // forces chunked prefills mixed with decodes
   auto engine = MakeEngine(cfg);
   auto batched = RunAll(*engine, reqs);
+  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+  engine.reset();  // one engine per model at a time
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto alone = MakeEngine();
     EXPECT_EQ(RunAll(*alone, {reqs[i]})[0], batched[i]) << "request " << i;
   }
-  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
 }
 
 TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
@@ -86,6 +87,7 @@ TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
   reqs[4].params.top_k = 20;
   auto engine = MakeEngine();
   auto batched = RunAll(*engine, reqs);
+  engine.reset();
   for (size_t i = 0; i < reqs.size(); ++i) {
     auto alone = MakeEngine();
     EXPECT_EQ(RunAll(*alone, {reqs[i]})[0], batched[i]) << "request " << i;
@@ -103,6 +105,7 @@ TEST_F(EngineTest, PreemptionWithASmallPoolGivesTheSameOutputs) {
   for (int i = 0; i < 12; ++i) reqs.push_back(Req(absl::StrCat("p", i), Prompt(rng, 10 + i), 20));
   auto big = MakeEngine();
   auto expected = RunAll(*big, reqs);
+  big.reset();
   EngineConfig small;
   small.num_kv_blocks = 12;  // 192 token slots for 12 sequences of ~40 tokens
   small.enable_prefix_caching = false;
@@ -129,11 +132,12 @@ TEST_F(EngineTest, PrefixCacheComputesOnlyTheNewTokens) {
   ASSERT_TRUE(engine->Submit(Req("b", p2, 4), q2.Callback()).ok());
   RequestOutput o2 = q2.WaitFinal();
   EXPECT_EQ(o2.cached_prompt_tokens, 64) << "4 full blocks of 16 shared";
+  EXPECT_EQ(engine->Metrics().prefix_hit_tokens, 64);
+  engine.reset();
   EngineConfig no_cache;
   no_cache.enable_prefix_caching = false;
   auto fresh = MakeEngine(no_cache);
   EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 4)})[0], o2.token_ids);
-  EXPECT_EQ(engine->Metrics().prefix_hit_tokens, 64);
 }
 
 TEST_F(EngineTest, CancelFreesBlocksAndReportsCancelled) {
@@ -196,6 +200,7 @@ TEST_F(EngineTest, ExpertParallelDevicesGiveTheSameGreedyTokens) {
   for (int i = 0; i < 10; ++i) reqs.push_back(Req(absl::StrCat("d", i), Prompt(rng, 3 + 5 * i), 8));
   auto single = MakeEngine();
   const auto expected = RunAll(*single, reqs);
+  single.reset();
   for (int32_t devices : {1, 2, 4}) {
     EngineConfig cfg;
     cfg.num_devices = devices;
@@ -216,6 +221,7 @@ TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
   for (int i = 0; i < 16; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 4 + 3 * i), 24));
   auto single = MakeEngine();
   const auto expected = RunAll(*single, reqs);
+  single.reset();
   EngineConfig cfg;
   cfg.num_devices = 4;
   cfg.expert_slots = 6;  // 2 spare slots per device
