@@ -64,8 +64,10 @@ class Server:
 
     def stop(self):
         if self.proc.poll() is not None and self.proc.returncode != 0:
-            # The server died during the tests: show why.
-            sys.stderr.write(f"latentserve exited with {self.proc.returncode}:\n{self.logs()[-20000:]}\n")
+            # The server died during the tests: keep its log and say where it is.
+            kept = self.log.name + ".died"
+            shutil.copy(self.log.name, kept)
+            sys.stderr.write(f"latentserve exited with {self.proc.returncode}; its log: {kept}\n{self.logs()[-20000:]}\n")
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
