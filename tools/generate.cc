@@ -36,18 +36,7 @@ int Fail(const std::string& msg) {
 int main(int argc, char** argv) {
   ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage("Greedy generation from token ids.\n  latentserve-generate --model DIR --prompt-ids 1,2,3 --max-tokens N");
-  // Accept --prompt-ids / --max-tokens / --dump-logits spelled with dashes.
-  std::vector<std::string> args(argv, argv + argc);
-  std::vector<char*> fixed;
-  for (auto& a : args) {
-    if (a.rfind("--", 0) == 0) {
-      auto eq = a.find('=');
-      for (size_t i = 2; i < std::min(eq, a.size()); ++i)
-        if (a[i] == '-') a[i] = '_';
-    }
-    fixed.push_back(a.data());
-  }
-  absl::ParseCommandLine(static_cast<int>(fixed.size()), fixed.data());
+  ls::ParseCommandLineAcceptingDashes(argc, argv);  // --prompt-ids as well as --prompt_ids
 
   const std::string dir = absl::GetFlag(FLAGS_model);
   if (dir.empty()) return Fail("--model is required");

@@ -146,15 +146,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "latentserve-bench --backend http|grpc --target HOST:PORT [--concurrency N | --request-rate R[,R...]]\n"
       "  [--num-requests M] [--duration S] [--dataset FILE] [--json FILE]");
-  std::vector<std::string> args(argv, argv + argc);
-  std::vector<char*> fixed;
-  for (auto& a : args) {  // accept --request-rate as well as --request_rate
-    if (a.rfind("--", 0) == 0)
-      for (size_t i = 2; i < std::min(a.find('='), a.size()); ++i)
-        if (a[i] == '-') a[i] = '_';
-    fixed.push_back(a.data());
-  }
-  absl::ParseCommandLine(static_cast<int>(fixed.size()), fixed.data());
+  ls::ParseCommandLineAcceptingDashes(argc, argv);  // --request-rate as well as --request_rate
 
   ClientOptions o;
   const std::string target = absl::GetFlag(FLAGS_target);
