@@ -15,7 +15,6 @@
 #include "engine/expert_planner.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "models/kv_cache.h"
 #include "models/stable_latent_moe.h"
 #include "nlohmann/json.hpp"
 
@@ -117,16 +116,7 @@ int main(int argc, char** argv) {
       std::vector<std::vector<float>> sink;
       (*model)->CaptureRouterLogits(&sink);
       std::vector<float> logits;
-      for (const auto& ids : seqs) {
-        ls::KvCache cache(&backend, c, static_cast<int32_t>((ids.size() + 15) / 16), 16);
-        ls::StepBatch b;
-        b.tokens = ids;
-        ls::StepSequence s;
-        s.num_tokens = static_cast<int32_t>(ids.size());
-        for (int32_t i = 0; i < cache.num_blocks(); ++i) s.block_table.push_back(i);
-        b.seqs = {s};
-        (void)(*model)->Forward(b, cache, &logits);
-      }
+      for (const auto& ids : seqs) (void)(*model)->ForwardSequence(ids, /*all_logits=*/false, &logits);
       nlohmann::json layers = nlohmann::json::array();
       for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
         // Re-route from the captured logits with the model's biases, as the router does.

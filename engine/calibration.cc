@@ -4,29 +4,15 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "models/kv_cache.h"
 
 namespace ls {
 namespace {
 
 // Runs each sequence alone through the model (positions 0..len-1).
 absl::Status RunAll(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences) {
-  constexpr int32_t kBlock = 16;
-  size_t longest = 0;
-  for (const auto& s : sequences) longest = std::max(longest, s.size());
-  const int32_t blocks = static_cast<int32_t>((longest + kBlock - 1) / kBlock);
-  KvCache cache(model.backend(), model.config(), std::max(blocks, 1), kBlock);
   std::vector<float> logits;
-  for (const auto& seq : sequences) {
-    StepBatch b;
-    b.tokens = seq;
-    StepSequence s;
-    s.num_tokens = static_cast<int32_t>(seq.size());
-    for (int32_t i = 0; i < blocks; ++i) s.block_table.push_back(i);
-    s.want_logits = false;
-    b.seqs = {s};
-    if (auto st = model.Forward(b, cache, &logits); !st.ok()) return st;
-  }
+  for (const auto& seq : sequences)
+    if (auto st = model.ForwardSequence(seq, /*all_logits=*/false, &logits); !st.ok()) return st;
   return absl::OkStatus();
 }
 

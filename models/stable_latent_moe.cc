@@ -86,6 +86,21 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
   return absl::OkStatus();
 }
 
+absl::Status StableLatentMoe::ForwardSequence(const std::vector<int32_t>& ids, bool all_logits,
+                                             std::vector<float>* logits) {
+  constexpr int32_t kBlock = 16;
+  const int32_t blocks = std::max<int32_t>(1, static_cast<int32_t>((ids.size() + kBlock - 1) / kBlock));
+  KvCache cache(backend_, config_, blocks, kBlock);
+  StepSequence s;
+  s.num_tokens = static_cast<int32_t>(ids.size());
+  s.all_logits = all_logits;
+  for (int32_t i = 0; i < blocks; ++i) s.block_table.push_back(i);
+  StepBatch b;
+  b.tokens = ids;
+  b.seqs = {std::move(s)};
+  return Forward(b, cache, logits);
+}
+
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> StableLatentMoe::BuildPlacedExperts(
     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const {
   return PlacedExperts::Build(config_, weights_, backend_, placements);

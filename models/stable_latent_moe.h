@@ -35,6 +35,10 @@ class StableLatentMoe {
   // The caller guarantees block tables cover every position written.
   absl::Status Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits);
 
+  // One sequence alone from position 0, with a KV cache of its own: logits of its last token, or
+  // of every token when all_logits ([len, vocab]). For evaluation, calibration and benchmarks.
+  absl::Status ForwardSequence(const std::vector<int32_t>& ids, bool all_logits, std::vector<float>* logits);
+
   // Tokens routed to each expert since the last reset: [num_hidden_layers * n_routed_experts].
   const std::vector<int64_t>& expert_token_counts() const { return expert_tokens_; }
   void ResetExpertTokenCounts() { std::fill(expert_tokens_.begin(), expert_tokens_.end(), 0); }

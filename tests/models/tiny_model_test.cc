@@ -33,15 +33,7 @@ double MeanLoss(StableLatentMoe& model, const std::vector<std::vector<int32_t>>&
   int64_t count = 0;
   std::vector<float> logits;
   for (const auto& ids : seqs) {
-    KvCache cache(model.backend(), model.config(), static_cast<int32_t>((ids.size() + 15) / 16), 16);
-    StepBatch b;
-    b.tokens = ids;
-    StepSequence s;
-    s.num_tokens = static_cast<int32_t>(ids.size());
-    s.all_logits = true;
-    for (int32_t i = 0; i < cache.num_blocks(); ++i) s.block_table.push_back(i);
-    b.seqs = {s};
-    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
+    EXPECT_TRUE(model.ForwardSequence(ids, /*all_logits=*/true, &logits).ok());
     for (size_t t = 0; t + 1 < ids.size(); ++t) {
       const float* row = logits.data() + t * V;
       double mx = row[0];
