@@ -1,5 +1,6 @@
 // CPU GEMM throughput for BF16 weights at decode and prefill shapes: GFLOP/s and weight-read
-// GB/s per shape, single-threaded and on the whole pool, in one run. Prints JSON.
+// GB/s per shape, single-threaded and on the whole pool, for the packed weights the model uses
+// and, side by side in the same run, the row-major kernel. Prints JSON.
 //   gemm_bench [N [K]]   (default 4096 x 1024)
 #include <chrono>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_gemm.h"
 
 namespace {
 
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
   std::vector<uint16_t> wb(static_cast<size_t>(N) * K);
   for (auto& v : wb) v = ls::F32ToBf16(nd(rng) * 0.03f);
   ls::Tensor w{wb.data(), ls::DType::kBF16, N, K};
+  std::vector<unsigned char> packed_bytes(ls::cpu::PackedWeightBytes(w));
+  const ls::Tensor packed = ls::cpu::PackWeight(w, packed_bytes.data());
   ls::ThreadPool one(1), all(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::printf("{\n  \"benchmark\": \"gemm_bf16\",\n  \"N\": %d, \"K\": %d,\n  \"avx512\": %s,\n  \"shapes\": [\n", N, K,
               ls::cpu::GemmUsesAvx512() ? "true" : "false");
@@ -40,12 +44,14 @@ int main(int argc, char** argv) {
     const int M = Ms[i];
     std::vector<float> x(static_cast<size_t>(M) * K), y(static_cast<size_t>(M) * N);
     for (auto& v : x) v = nd(rng);
-    const double t1 = TimeGemm(one, M, w, x, y), tn = TimeGemm(all, M, w, x, y);
+    const double t1 = TimeGemm(one, M, packed, x, y), tn = TimeGemm(all, M, packed, x, y);
+    const double r1 = TimeGemm(one, M, w, x, y), rn = TimeGemm(all, M, w, x, y);
     const double flops = 2.0 * M * N * K, bytes = 2.0 * N * K;
     std::printf("    {\"M\": %d, \"gflops_1t\": %.1f, \"gflops_all\": %.1f, \"weight_gbps_1t\": %.1f, "
-                "\"weight_gbps_all\": %.1f, \"threads\": %d}%s\n",
-                M, flops / t1 / 1e9, flops / tn / 1e9, bytes / t1 / 1e9, bytes / tn / 1e9, all.num_threads(),
-                i + 1 < std::size(Ms) ? "," : "");
+                "\"weight_gbps_all\": %.1f, \"row_major_gflops_1t\": %.1f, \"row_major_gflops_all\": %.1f, "
+                "\"packed_over_row_major_all\": %.2f, \"threads\": %d}%s\n",
+                M, flops / t1 / 1e9, flops / tn / 1e9, bytes / t1 / 1e9, bytes / tn / 1e9, flops / r1 / 1e9,
+                flops / rn / 1e9, rn / tn, all.num_threads(), i + 1 < std::size(Ms) ? "," : "");
   }
   std::printf("  ]\n}\n");
   return 0;

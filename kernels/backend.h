@@ -14,6 +14,12 @@
 
 namespace ls {
 
+// What a weight is read by, which decides the layout and memory a backend keeps it in.
+enum class WeightUse : uint8_t {
+  kMatmul,  // the right operand of Gemm and MoeExperts
+  kOther,   // norm weights, the embedding table, the router bias: read as stored
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -24,6 +30,13 @@ class Backend {
   virtual void Free(void* p) = 0;
   virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+
+  // A model hands each weight (row-major, host memory) to the backend once, at load.
+  // PreparedWeightBytes: the backend memory it needs for `use`; 0 means the ops read the host
+  // tensor in place. PrepareWeight writes it into `dst` (that many bytes, from Allocate) and
+  // returns the view the ops take; with 0 bytes it returns `w` itself.
+  virtual size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const = 0;
+  virtual Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) = 0;
 
   // out[t] = table[ids[t]] as float32.                                 out: [T, d]
   virtual void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) = 0;

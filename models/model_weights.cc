@@ -85,4 +85,64 @@ absl::StatusOr<ModelWeights> BindModelWeights(const ModelConfig& c, const Weight
   return w;
 }
 
+
+namespace {
+
+// Calls fn(tensor, use) for every tensor of the model.
+template <typename Fn>
+void ForEachTensor(ModelWeights& w, Fn&& fn) {
+  auto glu = [&](GluWeights& g) {
+    fn(g.gate, WeightUse::kMatmul);
+    fn(g.up, WeightUse::kMatmul);
+    fn(g.down, WeightUse::kMatmul);
+  };
+  fn(w.embed, WeightUse::kOther);
+  fn(w.final_norm, WeightUse::kOther);
+  fn(w.lm_head, WeightUse::kMatmul);
+  for (LayerWeights& L : w.layers) {
+    for (Tensor* t : {&L.input_norm, &L.q_norm, &L.k_norm, &L.post_attention_norm, &L.latent_norm,
+                      &L.router_bias_view})
+      fn(*t, WeightUse::kOther);
+    for (Tensor* t : {&L.q, &L.k, &L.v, &L.o, &L.router, &L.latent_down, &L.latent_up}) fn(*t, WeightUse::kMatmul);
+    glu(L.dense);
+    glu(L.shared);
+    for (auto* experts : {&L.expert_gate, &L.expert_up, &L.expert_down})
+      for (Tensor& t : *experts) fn(t, WeightUse::kMatmul);
+  }
+}
+
+size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+}  // namespace
+
+ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, DeviceBuffer* storage) {
+  ModelWeights out = host;
+  for (LayerWeights& L : out.layers)
+    L.router_bias_view = L.router_bias.empty() ? Tensor{}
+                                               : Tensor{L.router_bias.data(), DType::kF32, 1,
+                                                        static_cast<int64_t>(L.router_bias.size())};
+  size_t total = 0;
+  ForEachTensor(out, [&](Tensor& t, WeightUse use) {
+    if (!t.empty()) total += Aligned(backend->PreparedWeightBytes(t, use));
+  });
+  *storage = DeviceBuffer(backend, std::max<size_t>(total, 64));
+  auto* next = static_cast<unsigned char*>(storage->data());
+  ForEachTensor(out, [&](Tensor& t, WeightUse use) {
+    if (t.empty()) return;
+    const size_t bytes = backend->PreparedWeightBytes(t, use);
+    t = backend->PrepareWeight(t, use, bytes ? next : nullptr);
+    next += Aligned(bytes);
+  });
+  return out;
+}
+
+void UpdateRouterBiasView(LayerWeights& layer, Backend* backend) {
+  const Tensor host{layer.router_bias.data(), DType::kF32, 1, static_cast<int64_t>(layer.router_bias.size())};
+  if (backend->PreparedWeightBytes(host, WeightUse::kOther) == 0) {
+    layer.router_bias_view = host;
+  } else {
+    backend->CopyToDevice(const_cast<void*>(layer.router_bias_view.data), host.data, host.bytes());
+  }
+}
+
 }  // namespace ls

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "kernels/device_buffer.h"
 #include "kernels/tensor.h"
 #include "models/loader/model_config.h"
 #include "models/loader/weight_store.h"
@@ -28,6 +30,7 @@ struct LayerWeights {
 
   Tensor router;                  // [N, d]
   std::vector<float> router_bias;  // [N] frozen selection bias (zeros when absent), host float32
+  Tensor router_bias_view;         // router_bias as the backend's Router reads it (PrepareModelWeights)
   Tensor latent_down;             // [d_lat, d] (latent only)
   std::vector<Tensor> expert_gate, expert_up, expert_down;  // N of [f, w] / [f, w] / [w, f]
   Tensor latent_norm;             // [w] (expert_output_norm only)
@@ -45,5 +48,14 @@ struct ModelWeights {
 
 // Binds every tensor; an absent router bias means zeros. Errors name the tensor and file.
 absl::StatusOr<ModelWeights> BindModelWeights(const ModelConfig& config, const WeightStore& store);
+
+// The weights as `backend`'s ops read them: every tensor through Backend::PrepareWeight (GEMM
+// weights for WeightUse::kMatmul, the rest kOther), stored in `storage`, which must outlive the
+// result, as must `host` where the backend reads tensors in place.
+ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, DeviceBuffer* storage);
+
+// Points layer.router_bias_view at the current router_bias: re-pointed when the backend reads it
+// in place, else copied into the backend memory the view already holds.
+void UpdateRouterBiasView(LayerWeights& layer, Backend* backend);
 
 }  // namespace ls

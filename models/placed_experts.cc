@@ -49,7 +49,9 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
     backend->CopyToDevice(dst, t.data, t.bytes());
     used[d] += t.bytes();
-    return Tensor{dst, t.dtype, t.rows, t.cols};
+    Tensor placed = t;  // same shape, dtype and layout
+    placed.data = dst;
+    return placed;
   };
   for (int32_t l = 0; l < config.num_hidden_layers; ++l) {
     PlacedLayer& pl = out->layers_[l];

@@ -23,8 +23,9 @@ StableLatentMoe::StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore
                                  Backend* backend)
     : config_(std::move(config)),
       store_(std::move(store)),
-      weights_(std::move(weights)),
+      host_weights_(std::move(weights)),
       backend_(backend),
+      weights_(PrepareModelWeights(host_weights_, backend_, &weight_storage_)),
       expert_tokens_(static_cast<size_t>(config_.num_hidden_layers) * config_.n_routed_experts, 0) {
   for (DeviceBuffer* b : {&x_, &h_, &q_, &k_, &v_, &attn_, &gate_, &up_, &act_, &router_logits_, &topk_w_,
                           &topk_ids_, &z_, &c_, &dz_, &dy_, &dids_, &dw_, &rows_})
@@ -165,6 +166,7 @@ absl::Status StableLatentMoe::SetRouterBias(int32_t layer, std::vector<float> bi
   if (static_cast<int64_t>(bias.size()) != config_.n_routed_experts)
     return absl::InvalidArgumentError(absl::StrCat("bias has ", bias.size(), " values, expected ", config_.n_routed_experts));
   weights_.layers[layer].router_bias = std::move(bias);
+  UpdateRouterBiasView(weights_.layers[layer], backend_);
   return absl::OkStatus();
 }
 
@@ -235,7 +237,7 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
     dst.resize(old + static_cast<size_t>(T * N));
     backend_->CopyToHost(dst.data() + old, r.logits, static_cast<size_t>(T * N) * sizeof(float));
   }
-  r.bias = L.router_bias.data();
+  r.bias = static_cast<const float*>(L.router_bias_view.data);
   r.num_tokens = T;
   r.num_experts = static_cast<int32_t>(N);
   r.top_k = static_cast<int32_t>(K);

@@ -76,8 +76,10 @@ class StableLatentMoe {
 
   ModelConfig config_;
   std::unique_ptr<WeightStore> store_;
-  ModelWeights weights_;
+  ModelWeights host_weights_;  // views into store_
   Backend* backend_;
+  DeviceBuffer weight_storage_;  // the backend's prepared copies (packed GEMM weights on the CPU)
+  ModelWeights weights_;         // as the ops read them: host_weights_ or weight_storage_
   std::vector<int64_t> expert_tokens_;
   std::vector<std::vector<float>>* router_sink_ = nullptr;
   std::shared_ptr<const PlacedExperts> placed_;

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_gemm.h"
 
 namespace ls {
 
@@ -22,6 +23,13 @@ void* CpuBackend::Allocate(size_t bytes) {
 void CpuBackend::Free(void* p) { std::free(p); }
 void CpuBackend::CopyToDevice(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuBackend::CopyToHost(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
+size_t CpuBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
+  return use == WeightUse::kMatmul && w.layout == Layout::kRowMajor ? cpu::PackedWeightBytes(w) : 0;
+}
+Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
+  return PreparedWeightBytes(w, use) == 0 ? w : cpu::PackWeight(w, dst);
+}
 
 void CpuBackend::Embedding(const int32_t* ids, int64_t n, const Tensor& table, float* out) {
   cpu::Embedding(pool_, ids, n, table, out);

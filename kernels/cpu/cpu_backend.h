@@ -21,6 +21,9 @@ class CpuBackend final : public Backend {
   void Free(void* p) override;
   void CopyToDevice(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
+  // GEMM weights are packed (kernels/cpu/packed_gemm.h); other weights are read in place.
+  size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
+  Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
 
   void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
   void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;

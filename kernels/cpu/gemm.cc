@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/packed_gemm.h"
+
 namespace ls::cpu {
 namespace internal {
 
@@ -33,7 +35,9 @@ bool GemmUsesAvx512() { return kUseAvx512; }
 
 void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                int64_t n_end, float* y, int64_t ldy, bool accumulate) {
-  if (kUseAvx512) {
+  if (w.layout == Layout::kPanels) {
+    PackedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (kUseAvx512) {
     internal::GemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else {
     internal::GemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
@@ -48,7 +52,8 @@ void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y
   int64_t chunk = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, work_per_col));
   chunk = std::min<int64_t>(chunk, std::max<int64_t>(16, (N + 4 * pool.num_threads() - 1) /
                                                              (4 * pool.num_threads())));
-  chunk = (chunk + 15) / 16 * 16;
+  const int64_t align = w.layout == Layout::kPanels ? kPanelRows : 16;  // packed: whole panels
+  chunk = (chunk + align - 1) / align * align;
   const int64_t tasks = (N + chunk - 1) / chunk;
   pool.ParallelFor(tasks, [&](int64_t t) {
     int64_t n0 = t * chunk, n1 = std::min(N, n0 + chunk);

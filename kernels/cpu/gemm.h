@@ -1,5 +1,6 @@
 // GEMM for the CPU backend: y = x · Wᵀ with float32 activations and F32/BF16/F16 weights read
-// as stored (no up-front conversion), accumulated in float32.
+// as stored (no up-front conversion), accumulated in float32. Row-major weights use the kernels
+// here; weights packed at load (Layout::kPanels) go to kernels/cpu/packed_gemm.h.
 // Every output element is one dot product with a fixed summation order, whatever the batch
 // shape or thread count, so a row's result does not depend on the other rows (batch invariance).
 #pragma once
@@ -13,7 +14,7 @@ namespace ls::cpu {
 
 // Single-threaded core: for m < M and n in [n_begin, n_end),
 // y[m*ldy + (n - n_begin)] (+)= Σ_k x[m*ldx + k] · w[n, k], with k < w.cols.
-// (y points at the first output column of the range.)
+// (y points at the first output column of the range; packed weights: n_begin on a panel boundary.)
 void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                int64_t n_end, float* y, int64_t ldy, bool accumulate);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_gemm.h"
 
 namespace ls::cpu {
 namespace {
@@ -96,6 +97,106 @@ TEST(Gemm, Avx512AndPortableAgree) {
     internal::GemmRangeScalar(x.data(), 77, 6, w.t, 5, 16, b.data(), 11, false);
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << DTypeName(dt) << " " << i;
   }
+}
+
+// A packed copy of a weight, owning its storage.
+struct Packed {
+  std::vector<unsigned char> bytes;
+  Tensor t;
+};
+Packed Pack(const Tensor& w) {
+  Packed p;
+  p.bytes.resize(PackedWeightBytes(w));
+  p.t = PackWeight(w, p.bytes.data());
+  return p;
+}
+
+class PackedGemmShapes : public ::testing::TestWithParam<std::tuple<DType, int, int, int>> {};
+
+TEST_P(PackedGemmShapes, MatchesDoubleReference) {
+  auto [dt, M, N, K] = GetParam();
+  std::mt19937 rng(M * 31 + N * 17 + K);
+  Weights w = MakeWeights(dt, N, K, rng);
+  Packed p = Pack(w.t);
+  ASSERT_EQ(p.t.layout, Layout::kPanels);
+  ASSERT_EQ(p.t.stored_rows() % kPanelRows, 0);
+  std::vector<float> x(M * K);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(2);
+  std::vector<float> y(M * N, 7.f), y_acc(M * N, 1.f);
+  Gemm(pool, x.data(), M, p.t, y.data(), false);
+  Gemm(pool, x.data(), M, p.t, y_acc.data(), true);
+  for (int m = 0; m < M; ++m) {
+    for (int n = 0; n < N; ++n) {
+      double ref = 0;
+      for (int k = 0; k < K; ++k) ref += static_cast<double>(x[m * K + k]) * w.exact[n * K + k];
+      const double tol = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
+      ASSERT_NEAR(y[m * N + n], ref, tol) << "m=" << m << " n=" << n;
+      ASSERT_NEAR(y_acc[m * N + n], ref + 1.0, tol) << "accumulate, m=" << m << " n=" << n;
+    }
+  }
+}
+
+// Row counts cover every tile height (1-12) and a remainder after full tiles; column counts
+// cover partial panels and several panel groups.
+INSTANTIATE_TEST_SUITE_P(
+    All, PackedGemmShapes,
+    ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                       ::testing::Values(1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 29),
+                       ::testing::Values(1, 31, 33, 70, 160), ::testing::Values(1, 16, 17, 100)));
+
+TEST(PackedGemm, Avx512AndPortableAgreeBitForBit) {
+  if (!internal::CpuHasAvx512()) GTEST_SKIP() << "CPU has no AVX-512";
+  std::mt19937 rng(19);
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int M : {1, 3, 8, 12, 17}) {
+      Weights w = MakeWeights(dt, 150, 77, rng);
+      Packed p = Pack(w.t);
+      std::vector<float> x(M * 77);
+      std::normal_distribution<float> nd;
+      for (auto& v : x) v = nd(rng);
+      // Columns [32, 150): starts on a panel boundary, ends inside a panel.
+      std::vector<float> a(M * 118, 3.f), b(M * 118, 3.f);
+      internal::PackedGemmRangeAvx512(x.data(), 77, M, p.t, 32, 150, a.data(), 118, true);
+      internal::PackedGemmRangeScalar(x.data(), 77, M, p.t, 32, 150, b.data(), 118, true);
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << DTypeName(dt) << " M=" << M << " " << i;
+    }
+  }
+}
+
+TEST(PackedGemm, RowResultIndependentOfBatchAndThreads) {
+  std::mt19937 rng(23);
+  Weights w = MakeWeights(DType::kBF16, 300, 256, rng);
+  Packed p = Pack(w.t);
+  const int M = 37;
+  std::vector<float> x(M * 256);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(2), one_thread(1);
+  std::vector<float> all(M * 300);
+  Gemm(pool, x.data(), M, p.t, all.data());
+  for (int m = 0; m < M; ++m) {
+    std::vector<float> one(300);
+    Gemm(one_thread, x.data() + m * 256, 1, p.t, one.data());
+    for (int n = 0; n < 300; ++n) ASSERT_EQ(one[n], all[m * 300 + n]) << "row " << m << " col " << n;
+  }
+}
+
+TEST(PackedGemm, RowSliceOfPanelsIsTheSameRows) {
+  std::mt19937 rng(29);
+  Weights w = MakeWeights(DType::kBF16, 96, 40, rng);
+  Packed p = Pack(w.t);
+  const Tensor mid = p.t.RowSlice(32, 64);
+  std::vector<float> x(2 * 40);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(1);
+  std::vector<float> full(2 * 96), part(2 * 64);
+  Gemm(pool, x.data(), 2, p.t, full.data());
+  Gemm(pool, x.data(), 2, mid, part.data());
+  for (int m = 0; m < 2; ++m)
+    for (int n = 0; n < 64; ++n) ASSERT_EQ(part[m * 64 + n], full[m * 96 + 32 + n]);
 }
 
 }  // namespace

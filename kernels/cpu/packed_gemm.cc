@@ -1,0 +1,78 @@
+// Weight packing and the portable packed-GEMM kernel (the reference for the AVX-512 one).
+#include "kernels/cpu/packed_gemm.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/gemm.h"
+
+namespace ls::cpu {
+namespace {
+
+constexpr int64_t P = kPanelRows;
+
+// Position of panel row j within a packed k step.
+inline int64_t PackedPosition(DType t, int64_t j) {
+  if (t != DType::kBF16) return j;
+  return j < P / 2 ? 2 * j : 2 * (j - P / 2) + 1;
+}
+
+}  // namespace
+
+size_t PackedWeightBytes(const Tensor& w) {
+  Tensor packed = w;
+  packed.layout = Layout::kPanels;
+  return packed.bytes();
+}
+
+Tensor PackWeight(const Tensor& w, void* dst) {
+  assert(w.layout == Layout::kRowMajor);
+  Tensor out = w;
+  out.data = dst;
+  out.layout = Layout::kPanels;
+  const size_t es = DTypeSize(w.dtype);
+  const int64_t K = w.cols, panels = out.stored_rows() / P;
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(w.data);
+  std::memset(d, 0, out.bytes());
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
+      const int64_t row = p * P + j, pos = PackedPosition(w.dtype, j);
+      for (int64_t k = 0; k < K; ++k)
+        std::memcpy(d + ((p * K + k) * P + pos) * es, s + (row * K + k) * es, es);
+    }
+  }
+  return out;
+}
+
+namespace internal {
+
+void PackedGemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
+                           int64_t n_end, float* y, int64_t ldy, bool accumulate) {
+  assert(w.layout == Layout::kPanels && n_begin % P == 0);
+  const int64_t K = w.cols;
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    const int64_t p = n / P, pos = PackedPosition(w.dtype, n % P);
+    for (int64_t m = 0; m < M; ++m) {
+      const float* xr = x + m * ldx;
+      float s = 0.f;
+      for (int64_t k = 0; k < K; ++k) s = std::fma(xr[k], LoadAsF32(w.data, w.dtype, (p * K + k) * P + pos), s);
+      float& out = y[m * ldy + (n - n_begin)];
+      out = accumulate ? out + s : s;
+    }
+  }
+}
+
+}  // namespace internal
+
+void PackedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
+                     int64_t n_end, float* y, int64_t ldy, bool accumulate) {
+  if (GemmUsesAvx512()) {
+    internal::PackedGemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else {
+    internal::PackedGemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  }
+}
+
+}  // namespace ls::cpu

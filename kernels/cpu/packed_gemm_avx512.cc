@@ -1,0 +1,123 @@
+// AVX-512 packed-GEMM microkernels: tiles of MR activation rows × NP panels (32 output columns
+// each). Per k step a tile widens NP panel runs to float32 once and issues MR · NP · 2 fused
+// multiply-adds against broadcast activations; each accumulator is one output element per lane,
+// summed in k order from zero (see packed_gemm.h). Compiled with AVX-512 flags; only called
+// when the CPU reports AVX-512F/BW.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/packed_gemm.h"
+
+namespace ls::cpu::internal {
+namespace {
+
+constexpr int64_t P = kPanelRows;
+
+// One k step of a panel as two float32 vectors: rows 0-15 and rows 16-31.
+template <DType T>
+inline void LoadStep(const void* w, int64_t i, __m512& lo, __m512& hi) {
+  if constexpr (T == DType::kBF16) {
+    const __m512i v = _mm512_loadu_si512(static_cast<const uint16_t*>(w) + i);
+    lo = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    hi = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  } else if constexpr (T == DType::kF16) {
+    const auto* h = static_cast<const uint16_t*>(w) + i;
+    lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+    hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + 16)));
+  } else {
+    const float* f = static_cast<const float*>(w) + i;
+    lo = _mm512_loadu_ps(f);
+    hi = _mm512_loadu_ps(f + 16);
+  }
+}
+
+inline __mmask16 ColumnMask(int64_t valid) {
+  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+// y[m, c] (+)= tile result for c < valid (columns counted from the tile's first panel).
+template <DType T, int MR, int NP>
+inline void Tile(const float* x, int64_t ldx, const void* w, int64_t K, int64_t panel, float* y,
+                 int64_t ldy, int64_t valid, bool accumulate) {
+  __m512 acc[MR][NP][2];
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < NP; ++p) acc[m][p][0] = acc[m][p][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 lo[NP], hi[NP];
+    for (int p = 0; p < NP; ++p) LoadStep<T>(w, ((panel + p) * K + k) * P, lo[p], hi[p]);
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xb = _mm512_set1_ps(x[m * ldx + k]);
+      for (int p = 0; p < NP; ++p) {
+        acc[m][p][0] = _mm512_fmadd_ps(xb, lo[p], acc[m][p][0]);
+        acc[m][p][1] = _mm512_fmadd_ps(xb, hi[p], acc[m][p][1]);
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int p = 0; p < NP; ++p) {
+      for (int h = 0; h < 2; ++h) {
+        const int64_t col = p * P + h * 16;
+        if (col >= valid) continue;
+        const __mmask16 mask = ColumnMask(valid - col);
+        float* out = y + m * ldy + col;
+        __m512 v = acc[m][p][h];
+        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v);
+        _mm512_mask_storeu_ps(out, mask, v);
+      }
+    }
+  }
+}
+
+// Panels per tile for a tile of MR rows: as many as keep accumulators and widened weights within
+// the 32 vector registers.
+constexpr int PanelsFor(int MR) { return MR <= 2 ? 4 : MR <= 4 ? 3 : MR <= 6 ? 2 : 1; }
+
+// Rows [0, MR) against panels [p_begin, p_end) of the range, whose first panel is p_first.
+template <DType T, int MR>
+void Rows(const float* x, int64_t ldx, const void* w, int64_t K, int64_t p_begin, int64_t p_end,
+          int64_t n_begin, int64_t n_end, float* y, int64_t ldy, bool accumulate) {
+  constexpr int NP = PanelsFor(MR);
+  int64_t p = p_begin;
+  for (; p + NP <= p_end; p += NP)
+    Tile<T, MR, NP>(x, ldx, w, K, p, y + (p * P - n_begin), ldy, n_end - p * P, accumulate);
+  for (; p < p_end; ++p) Tile<T, MR, 1>(x, ldx, w, K, p, y + (p * P - n_begin), ldy, n_end - p * P, accumulate);
+}
+
+template <DType T>
+using RowsFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, int64_t, int64_t, int64_t, float*,
+                        int64_t, bool);
+
+template <DType T>
+constexpr RowsFn<T> kRows[13] = {nullptr,       Rows<T, 1>,  Rows<T, 2>,  Rows<T, 3>, Rows<T, 4>,
+                                 Rows<T, 5>,    Rows<T, 6>,  Rows<T, 7>,  Rows<T, 8>, Rows<T, 9>,
+                                 Rows<T, 10>,   Rows<T, 11>, Rows<T, 12>};
+
+template <DType T>
+void Range(const float* x, int64_t ldx, int64_t M, const void* w, int64_t K, int64_t n_begin, int64_t n_end,
+           float* y, int64_t ldy, bool accumulate) {
+  constexpr int64_t kMaxRows = 12;
+  // Panels in groups that stay in the L2 cache while every row block passes over them.
+  const int64_t group = std::max<int64_t>(4, (int64_t{256} << 10) / std::max<int64_t>(1, K * P * 4));
+  const int64_t p_first = n_begin / P, p_last = (n_end + P - 1) / P;
+  for (int64_t g = p_first; g < p_last; g += group) {
+    const int64_t g_end = std::min(p_last, g + group);
+    for (int64_t m = 0; m < M; m += kMaxRows) {
+      const int64_t rows = std::min(kMaxRows, M - m);
+      kRows<T>[rows](x + m * ldx, ldx, w, K, g, g_end, n_begin, n_end, y + m * ldy, ldy, accumulate);
+    }
+  }
+}
+
+}  // namespace
+
+void PackedGemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
+                           int64_t n_end, float* y, int64_t ldy, bool accumulate) {
+  switch (w.dtype) {
+    case DType::kF32: Range<DType::kF32>(x, ldx, M, w.data, w.cols, n_begin, n_end, y, ldy, accumulate); break;
+    case DType::kBF16: Range<DType::kBF16>(x, ldx, M, w.data, w.cols, n_begin, n_end, y, ldy, accumulate); break;
+    case DType::kF16: Range<DType::kF16>(x, ldx, M, w.data, w.cols, n_begin, n_end, y, ldy, accumulate); break;
+  }
+}
+
+}  // namespace ls::cpu::internal
