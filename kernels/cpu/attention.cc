@@ -5,7 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
@@ -17,6 +19,29 @@ inline int64_t SlotOffset(const AttentionSeq& s, const KvLayer& c, int32_t pos, 
   const int32_t block = s.block_table[pos / c.block_size];
   const int32_t in_block = pos % c.block_size;
   return ((static_cast<int64_t>(block) * c.block_size + in_block) * kv_heads + kvh) * hd;
+}
+
+// The portable attention step (see attention_core.h).
+void AttendPortable(const internal::AttendArgs& a) {
+  const int32_t G = a.group, ctx = a.ctx, hd = a.head_dim;
+  for (int32_t pos = 0; pos < ctx; ++pos) {
+    const float* k = a.k + a.Offset(pos);
+    for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = Dot(a.q + g * hd, k, hd) * a.scale;
+  }
+  for (int32_t g = 0; g < G; ++g) {
+    float* sc = a.scores + static_cast<size_t>(g) * ctx;
+    const float mx = *std::max_element(sc, sc + ctx);
+    float sum = 0.f;
+    for (int32_t pos = 0; pos < ctx; ++pos) sum += (sc[pos] = std::exp(sc[pos] - mx));
+    a.sums[g] = sum;
+  }
+  std::fill_n(a.out, static_cast<size_t>(G) * hd, 0.f);
+  for (int32_t pos = 0; pos < ctx; ++pos) {
+    const float* v = a.v + a.Offset(pos);
+    for (int32_t g = 0; g < G; ++g) Axpy(a.scores[static_cast<size_t>(g) * ctx + pos], v, a.out + g * hd, hd);
+  }
+  for (int32_t g = 0; g < G; ++g)
+    for (int32_t j = 0; j < hd; ++j) a.out[g * hd + j] /= a.sums[g];
 }
 
 }  // namespace
@@ -44,38 +69,29 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
   for (int32_t si = 0; si < p.num_seqs; ++si)
     for (int32_t i = 0; i < p.seqs[si].num_tokens; ++i) tokens.emplace_back(si, i);
   const int64_t tasks = static_cast<int64_t>(tokens.size()) * Hkv;
+  static const bool avx512 = internal::CpuHasAvx512();
   pool.ParallelFor(tasks, [&](int64_t task) {
     const auto [si, i] = tokens[task / Hkv];
     const int32_t kvh = static_cast<int32_t>(task % Hkv);
     const AttentionSeq& s = p.seqs[si];
     const int64_t row = s.token_offset + i;
-    const int32_t ctx = s.start_pos + i + 1;  // causal: positions 0 .. start_pos + i
-    thread_local std::vector<float> scores, acc;
-    scores.resize(static_cast<size_t>(ctx) * group);
-    acc.assign(static_cast<size_t>(group) * hd, 0.f);
-    for (int32_t pos = 0; pos < ctx; ++pos) {
-      const float* k = p.cache.k + SlotOffset(s, p.cache, pos, Hkv, hd, kvh);
-      for (int32_t g = 0; g < group; ++g) {
-        const float* q = p.q + (row * H + kvh * group + g) * hd;
-        scores[static_cast<size_t>(g) * ctx + pos] = Dot(q, k, hd) * p.scale;
-      }
-    }
-    for (int32_t g = 0; g < group; ++g) {
-      float* sc = scores.data() + static_cast<size_t>(g) * ctx;
-      const float mx = *std::max_element(sc, sc + ctx);
-      float sum = 0.f;
-      for (int32_t pos = 0; pos < ctx; ++pos) sum += (sc[pos] = std::exp(sc[pos] - mx));
-      const float inv = 1.f / sum;
-      for (int32_t pos = 0; pos < ctx; ++pos) sc[pos] *= inv;
-    }
-    for (int32_t pos = 0; pos < ctx; ++pos) {
-      const float* v = p.cache.v + SlotOffset(s, p.cache, pos, Hkv, hd, kvh);
-      for (int32_t g = 0; g < group; ++g)
-        Axpy(scores[static_cast<size_t>(g) * ctx + pos], v, acc.data() + static_cast<size_t>(g) * hd, hd);
-    }
-    for (int32_t g = 0; g < group; ++g) {
-      std::copy_n(acc.data() + static_cast<size_t>(g) * hd, hd, p.out + (row * H + kvh * group + g) * hd);
-    }
+    thread_local std::vector<float> scratch;
+    internal::AttendArgs a;
+    a.ctx = s.start_pos + i + 1;  // causal: positions 0 .. start_pos + i
+    a.group = group;
+    a.head_dim = hd;
+    a.scale = p.scale;
+    a.q = p.q + (row * H + kvh * group) * hd;
+    a.k = p.cache.k + static_cast<int64_t>(kvh) * hd;
+    a.v = p.cache.v + static_cast<int64_t>(kvh) * hd;
+    a.block_table = s.block_table;
+    a.block_size = p.cache.block_size;
+    a.position_stride = kv_width;
+    scratch.resize(static_cast<size_t>(a.ctx) * group + group);
+    a.scores = scratch.data();
+    a.sums = scratch.data() + static_cast<size_t>(a.ctx) * group;
+    a.out = p.out + (row * H + kvh * group) * hd;
+    if (!avx512 || !internal::AttendAvx512(a)) AttendPortable(a);
   });
 }
 

@@ -12,7 +12,7 @@
 namespace ls::cpu {
 namespace {
 
-constexpr int64_t kColChunk = 64;  // output columns per task in the expert GEMMs
+constexpr int64_t kColChunk = 128;  // output columns per task in the expert GEMMs (whole panels)
 
 struct Work {
   int32_t expert;

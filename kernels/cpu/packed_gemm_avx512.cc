@@ -81,7 +81,15 @@ void Rows(const float* x, int64_t ldx, const void* w, int64_t K, int64_t p_begin
   int64_t p = p_begin;
   for (; p + NP <= p_end; p += NP)
     Tile<T, MR, NP>(x, ldx, w, K, p, y + (p * P - n_begin), ldy, n_end - p * P, accumulate);
-  for (; p < p_end; ++p) Tile<T, MR, 1>(x, ldx, w, K, p, y + (p * P - n_begin), ldy, n_end - p * P, accumulate);
+  // The remaining panels (fewer than NP) as one narrower tile.
+  float* yp = y + (p * P - n_begin);
+  const int64_t valid = n_end - p * P;
+  switch (p_end - p) {
+    case 3: Tile<T, MR, NP < 3 ? NP : 3>(x, ldx, w, K, p, yp, ldy, valid, accumulate); break;
+    case 2: Tile<T, MR, NP < 2 ? NP : 2>(x, ldx, w, K, p, yp, ldy, valid, accumulate); break;
+    case 1: Tile<T, MR, 1>(x, ldx, w, K, p, yp, ldy, valid, accumulate); break;
+    default: break;
+  }
 }
 
 template <DType T>

@@ -1,28 +1,13 @@
-// AVX-512 vector helpers: exp by range reduction (x = n·ln2 + r, two-part ln2) and a degree-6
-// polynomial for e^r, scaled with vscalefps; the GLU gates built on it. Compiled with AVX-512
+// AVX-512 vector helpers: the GLU gates (on the polynomial exp of exp_avx512.h), dot products
+// and scaled adds. Compiled with AVX-512
 // flags; only called when the CPU has AVX-512F/BW.
 #include <immintrin.h>
 
+#include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu::internal {
 namespace {
-
-inline __m512 Exp(__m512 x) {
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.f)), _mm512_set1_ps(-88.f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 // SiTU(x) = sigmoid(x)·tanh(x) = (1 − t²) / ((1 + t)(1 + t²)) with t = e^−x (x clamped to ±40,
 // where SiTU is 0 or 1 to float precision).

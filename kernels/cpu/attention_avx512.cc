@@ -1,0 +1,86 @@
+// AVX-512 core of CPU paged attention: one token's query group against one KV head's cached
+// positions, with the head vectors held in registers (head_dim a multiple of 16, at most 256).
+// Scores, a vectorised softmax and the weighted sum of values run inline, so a decode step
+// pays no per-position function calls or accumulator round trips through memory. Compiled with
+// AVX-512 flags; only called when the CPU has AVX-512F/BW.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/attention_core.h"
+#include "kernels/cpu/exp_avx512.h"
+
+namespace ls::cpu::internal {
+namespace {
+
+template <int HV>  // head_dim / 16
+void Attend(const AttendArgs& a) {
+  const int32_t G = a.group, ctx = a.ctx;
+  // Scores: s[g][pos] = scale · q_g · k_pos.
+  for (int32_t g = 0; g < G; ++g) {
+    __m512 q[HV];
+    for (int j = 0; j < HV; ++j) q[j] = _mm512_mul_ps(_mm512_loadu_ps(a.q + g * HV * 16 + j * 16), _mm512_set1_ps(a.scale));
+    float* s = a.scores + static_cast<int64_t>(g) * ctx;
+    for (int32_t pos = 0; pos < ctx; ++pos) {
+      const float* k = a.k + a.Offset(pos);
+      __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
+      for (int j = 1; j < HV; ++j) acc = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(k + j * 16), acc);
+      s[pos] = _mm512_reduce_add_ps(acc);
+    }
+  }
+  // Softmax numerators and their sums, per query head.
+  std::fill_n(a.sums, G, 0.f);
+  for (int32_t g = 0; g < G; ++g) {
+    float* s = a.scores + static_cast<int64_t>(g) * ctx;
+    __m512 mx = _mm512_set1_ps(-3.0e38f);
+    for (int32_t i = 0; i < ctx; i += 16) {
+      const __mmask16 m = ctx - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (ctx - i)) - 1u);
+      mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + i));
+    }
+    const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512 sum = _mm512_setzero_ps();
+    for (int32_t i = 0; i < ctx; i += 16) {
+      const __mmask16 m = ctx - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (ctx - i)) - 1u);
+      const __m512 e = _mm512_maskz_mov_ps(m, Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), mv)));
+      _mm512_mask_storeu_ps(s + i, m, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    a.sums[g] = _mm512_reduce_add_ps(sum);
+  }
+  // Weighted sum of values, then division by the softmax sum.
+  for (int32_t g = 0; g < G; ++g) {
+    const float* s = a.scores + static_cast<int64_t>(g) * ctx;
+    __m512 acc[HV];
+    for (int j = 0; j < HV; ++j) acc[j] = _mm512_setzero_ps();
+    for (int32_t pos = 0; pos < ctx; ++pos) {
+      const float* v = a.v + a.Offset(pos);
+      const __m512 p = _mm512_set1_ps(s[pos]);
+      for (int j = 0; j < HV; ++j) acc[j] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * 16), acc[j]);
+    }
+    const __m512 inv = _mm512_set1_ps(1.f / a.sums[g]);
+    for (int j = 0; j < HV; ++j) _mm512_storeu_ps(a.out + g * HV * 16 + j * 16, _mm512_mul_ps(acc[j], inv));
+  }
+}
+
+}  // namespace
+
+bool AttendAvx512(const AttendArgs& a) {
+  switch (a.head_dim) {
+    case 64: Attend<4>(a); return true;
+    case 128: Attend<8>(a); return true;
+    case 256: Attend<16>(a); return true;
+    default:
+      if (a.head_dim % 16 != 0 || a.head_dim > 256) return false;
+  }
+  switch (a.head_dim / 16) {
+    case 1: Attend<1>(a); return true;
+    case 2: Attend<2>(a); return true;
+    case 3: Attend<3>(a); return true;
+    case 5: Attend<5>(a); return true;
+    case 6: Attend<6>(a); return true;
+    case 7: Attend<7>(a); return true;
+    default: return false;  // 144-240: the portable path
+  }
+}
+
+}  // namespace ls::cpu::internal

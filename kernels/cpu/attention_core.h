@@ -1,0 +1,32 @@
+// The inner step of CPU paged attention, shared by the portable and AVX-512 paths: one token's
+// query heads of one KV group against that KV head's first `ctx` cached positions.
+#pragma once
+
+#include <cstdint>
+
+namespace ls::cpu::internal {
+
+struct AttendArgs {
+  const float* q = nullptr;      // [group, head_dim] query heads of the group, contiguous
+  const float* k = nullptr;      // the layer's K cache, offset to this KV head
+  const float* v = nullptr;      // the layer's V cache, offset to this KV head
+  const int32_t* block_table = nullptr;
+  int32_t block_size = 0;
+  int64_t position_stride = 0;   // floats between consecutive cache slots (kv_heads · head_dim)
+  int32_t group = 0;
+  int32_t head_dim = 0;
+  int32_t ctx = 0;               // positions attended: 0 .. ctx - 1
+  float scale = 1.f;
+  float* scores = nullptr;       // scratch [group, ctx]
+  float* sums = nullptr;         // scratch [group]
+  float* out = nullptr;          // [group, head_dim]
+
+  int64_t Offset(int32_t pos) const {
+    return (static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size) * position_stride;
+  }
+};
+
+// Returns false when head_dim is not supported (then the caller uses the portable path).
+bool AttendAvx512(const AttendArgs& a);
+
+}  // namespace ls::cpu::internal
