@@ -2,6 +2,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <numeric>
 #include <unordered_map>
@@ -30,10 +31,19 @@ TokenLogprob RawLogprobs(const std::vector<float>& raw, int32_t token, int32_t t
 }  // namespace
 
 int32_t Sampler::Argmax(const float* logits, int32_t vocab) {
-  int32_t best = 0;
-  for (int32_t v = 1; v < vocab; ++v)
-    if (logits[v] > logits[best]) best = v;
-  return best;
+  // The maximum over 16 independent lanes (a loop the compiler vectorises), then its first id.
+  constexpr int32_t kLanes = 16;
+  float lanes[kLanes];
+  std::fill_n(lanes, kLanes, -std::numeric_limits<float>::infinity());
+  int32_t v = 0;
+  for (; v + kLanes <= vocab; v += kLanes)
+    for (int32_t j = 0; j < kLanes; ++j) lanes[j] = logits[v + j] > lanes[j] ? logits[v + j] : lanes[j];
+  for (int32_t j = 0; v + j < vocab; ++j) lanes[j] = logits[v + j] > lanes[j] ? logits[v + j] : lanes[j];
+  float mx = lanes[0];
+  for (float l : lanes) mx = l > mx ? l : mx;
+  for (v = 0; v < vocab; ++v)
+    if (logits[v] == mx) return v;
+  return 0;  // every logit NaN
 }
 
 void Sampler::ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
