@@ -1,6 +1,7 @@
-// Decode throughput of the CPU engine at batch 1 and batch 16 on a random d=1024, 4-layer,
-// 64-expert top-8, d_lat=256, f=512 BF16 model, with the weight-read bandwidth it achieves and
-// the machine's memory copy bandwidth measured in the same run. Prints JSON.
+// Decode throughput of the CPU engine per batch size, on a random d=1024, 4-layer, 64-expert
+// top-8, d_lat=256, f=512 BF16 model or on a given model directory, with the weight-read
+// bandwidth it achieves and the machine's memory copy bandwidth measured in the same run.
+// Prints JSON.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,22 +42,26 @@ struct Result {
   double tokens_per_s, step_ms, weight_bytes_per_step, weight_gbps;
 };
 
-// Prefills `batch` sequences of 16 tokens, then times `steps` decode steps.
-Result RunDecode(ls::StableLatentMoe& model, int batch, int steps) {
+constexpr int kPrefill = 64;  // prompt tokens per sequence before the timed decode steps
+
+// Prefills `batch` sequences of kPrefill tokens, then times `steps` decode steps.
+// With token0, every sequence feeds token 0 at every position (the workload of llama.cpp's
+// batched bench, where all sequences route to the same experts).
+Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 = false) {
   const auto& c = model.config();
-  const int block = 16, blocks_per_seq = (16 + steps + block) / block + 1;
+  const int block = 16, blocks_per_seq = (kPrefill + steps + block) / block + 1;
   ls::KvCache cache(model.backend(), c, batch * blocks_per_seq, block);
   std::vector<ls::StepSequence> seqs(batch);
   ls::StepBatch pre;
   for (int i = 0; i < batch; ++i) {
     for (int b = 0; b < blocks_per_seq; ++b) seqs[i].block_table.push_back(i * blocks_per_seq + b);
-    seqs[i].num_tokens = 16;
-    for (int t = 0; t < 16; ++t) pre.tokens.push_back((i * 131 + t * 17) % c.vocab_size);
+    seqs[i].num_tokens = kPrefill;
+    for (int t = 0; t < kPrefill; ++t) pre.tokens.push_back(token0 ? 0 : (i * 131 + t * 17) % c.vocab_size);
   }
   pre.seqs = seqs;
   std::vector<float> logits;
   (void)model.Forward(pre, cache, &logits);
-  for (auto& s : seqs) s.start_pos = 16, s.num_tokens = 1;
+  for (auto& s : seqs) s.start_pos = kPrefill, s.num_tokens = 1;
 
   // Bytes of weights one step reads: everything dense, plus each expert used at least once.
   const double bf = 2.0;
@@ -71,7 +76,7 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps) {
   auto t0 = Clock::now();
   for (int s = 0; s < steps; ++s) {
     ls::StepBatch b;
-    for (int i = 0; i < batch; ++i) b.tokens.push_back((s * 7 + i * 3) % c.vocab_size);
+    for (int i = 0; i < batch; ++i) b.tokens.push_back(token0 ? 0 : (s * 7 + i * 3) % c.vocab_size);
     b.seqs = seqs;
     auto before = model.expert_token_counts();
     (void)model.Forward(b, cache, &logits);
@@ -87,13 +92,30 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps) {
 
 }  // namespace
 
+// decode_bench [--token0] [threads [model_dir [batch ...]]]: without a model directory, a random
+// d=1024 model and batches 1 and 16; with one (e.g. the peer model of the CPU comparison), the
+// given batches (default 1 8 32), each after a 64-token prefill per sequence. --token0 runs the
+// peer benchmark's workload (token 0 everywhere) beside the distinct-token one.
 int main(int argc, char** argv) {
+  bool token0 = false;
+  if (argc > 1 && std::string(argv[1]) == "--token0") {
+    token0 = true;
+    --argc;
+    ++argv;
+  }
   const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
-  const std::string dir = (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string();
+  const bool own_model = argc <= 2;
+  const std::string dir = own_model ? (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string()
+                                    : std::string(argv[2]);
+  std::vector<int> batches;
+  for (int i = 3; i < argc; ++i) batches.push_back(std::atoi(argv[i]));
+  if (batches.empty()) batches = own_model ? std::vector<int>{1, 16} : std::vector<int>{1, 8, 32};
   ls::bench::RandomModelSpec spec;
-  if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-    return 1;
+  if (own_model) {
+    if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
   }
   ls::CpuBackend backend(threads);
   auto model = ls::StableLatentMoe::Load(dir, &backend);
@@ -101,22 +123,39 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
   }
+  const ls::ModelConfig& c = (*model)->config();
   RunDecode(**model, 1, 8);  // warm-up: page in the weights
-  const Result r1 = RunDecode(**model, 1, 64);
-  const Result r16 = RunDecode(**model, 16, 32);
+  std::vector<Result> results;
+  for (int b : batches) results.push_back(RunDecode(**model, b, b == 1 ? 64 : 32));
+  std::vector<Result> same;
+  if (token0)
+    for (int b : batches) same.push_back(RunDecode(**model, b, b == 1 ? 64 : 32, true));
   const double copy = CopyBandwidth(backend.pool().num_threads());
-  std::printf("{\n  \"benchmark\": \"decode\",\n  \"model\": {\"d\": %d, \"layers\": %d, \"experts\": %d, \"top_k\": %d, "
-              "\"d_lat\": %d, \"f\": %d, \"vocab\": %d, \"dtype\": \"BF16\"},\n  \"threads\": %d,\n  \"avx512\": %s,\n"
-              "  \"copy_bandwidth_gbps\": %.2f,\n  \"results\": [\n",
-              spec.d, spec.layers, spec.experts, spec.top_k, spec.d_lat, spec.f, spec.vocab,
-              backend.pool().num_threads(), ls::cpu::GemmUsesAvx512() ? "true" : "false", copy / 1e9);
-  for (const Result* r : {&r1, &r16}) {
-    std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"weight_mb_per_step\": %.1f, "
-                "\"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f}%s\n",
-                r->batch, r->tokens_per_s, r->step_ms, r->weight_bytes_per_step / 1e6, r->weight_gbps,
-                r->weight_gbps * 1e9 / copy, r == &r1 ? "," : "");
+  std::printf("{\n  \"benchmark\": \"decode\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, \"layers\": %d, "
+              "\"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n  \"threads\": %d,\n"
+              "  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n  \"results\": [\n",
+              own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size), c.num_hidden_layers,
+              c.n_routed_experts, c.num_experts_per_tok, static_cast<long long>(c.moe_latent_size),
+              static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size),
+              backend.pool().num_threads(), ls::cpu::GemmUsesAvx512() ? "true" : "false", kPrefill, copy / 1e9);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
+                "\"weight_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f}%s\n",
+                r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms,
+                r.weight_bytes_per_step / 1e6, r.weight_gbps, r.weight_gbps * 1e9 / copy,
+                i + 1 < results.size() ? "," : "");
   }
-  std::printf("  ],\n  \"batch16_over_batch1\": %.2f\n}\n", r16.tokens_per_s / r1.tokens_per_s);
-  std::filesystem::remove_all(dir);
+  std::printf("  ]");
+  if (token0) {
+    std::printf(",\n  \"token0_results\": [\n");
+    for (size_t i = 0; i < same.size(); ++i)
+      std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f}%s\n",
+                  same[i].batch, same[i].tokens_per_s, same[i].tokens_per_s / same[0].tokens_per_s, same[i].step_ms,
+                  i + 1 < same.size() ? "," : "");
+    std::printf("  ]");
+  }
+  std::printf("\n}\n");
+  if (own_model) std::filesystem::remove_all(dir);
   return 0;
 }
