@@ -33,19 +33,28 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
   if (p.tokens_per_expert)
     for (int64_t e = 0; e < N; ++e) p.tokens_per_expert[e] += offsets[e + 1] - offsets[e];
   std::copy(offsets.begin(), offsets.end() - 1, cursor.begin());
-  std::vector<int64_t> slot_of(rows), token_of(rows);
+  // Scratch kept by the calling thread across steps: fresh large vectors every layer would be
+  // mapped, faulted in and zeroed each time.
+  // (Bound to locals: inside the parallel tasks the names must mean this thread's buffers.)
+  thread_local std::vector<int64_t> slot_buf, token_buf;
+  thread_local std::vector<float> zp_buf, act_buf, yp_buf;
+  std::vector<int64_t>&slot_of = slot_buf, &token_of = token_buf;
+  std::vector<float>&zp = zp_buf, &act = act_buf, &yp = yp_buf;
+  slot_of.resize(rows);
+  token_of.resize(rows);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t slot = cursor[p.topk_ids[i]]++;
     slot_of[i] = slot;
     token_of[slot] = i / K;
   }
-  std::vector<float> zp(rows * din);
+  zp.resize(rows * din);
   for (int64_t s = 0; s < rows; ++s) std::copy_n(p.z + token_of[s] * din, din, zp.data() + s * din);
 
   int64_t f = 0;  // expert width, from any active expert (slots of a device may be empty)
   for (int64_t e = 0; e < N && f == 0; ++e)
     if (offsets[e + 1] > offsets[e]) f = p.gate[e].rows;
-  std::vector<float> act(rows * f), yp(rows * dout);
+  act.resize(rows * f);
+  yp.resize(rows * dout);
 
   // Gate/up GEMMs with the GLU, tasks of (expert, column chunk) over the active experts.
   std::vector<Work> work;

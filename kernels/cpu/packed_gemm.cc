@@ -36,12 +36,18 @@ Tensor PackWeight(const Tensor& w, void* dst) {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(w.data);
   std::memset(d, 0, out.bytes());
-  for (int64_t p = 0; p < panels; ++p) {
-    for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
-      const int64_t row = p * P + j, pos = PackedPosition(w.dtype, j);
-      for (int64_t k = 0; k < K; ++k)
-        std::memcpy(d + ((p * K + k) * P + pos) * es, s + (row * K + k) * es, es);
+  auto pack = [&](auto* dst, const auto* src) {
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
+        const int64_t row = p * P + j, pos = PackedPosition(w.dtype, j);
+        for (int64_t k = 0; k < K; ++k) dst[(p * K + k) * P + pos] = src[row * K + k];
+      }
     }
+  };
+  if (es == 4) {
+    pack(reinterpret_cast<uint32_t*>(d), reinterpret_cast<const uint32_t*>(s));
+  } else {
+    pack(reinterpret_cast<uint16_t*>(d), reinterpret_cast<const uint16_t*>(s));
   }
   return out;
 }
