@@ -20,7 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/create_backend.h"
 #include "server/api_context.h"
 #include "server/grpc_server.h"
 #include "server/http_server.h"
@@ -30,7 +30,8 @@ ABSL_FLAG(std::string, served_model_name, "", "model name in the API (default: t
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on (HTTP and gRPC)");
 ABSL_FLAG(int32_t, http_port, 8000, "HTTP (OpenAI-compatible) port");
 ABSL_FLAG(int32_t, grpc_port, 50051, "gRPC port");
-ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu");
+ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
+ABSL_FLAG(int32_t, cuda_device, 0, "CUDA device index for --backend cuda");
 ABSL_FLAG(int32_t, threads, 0, "CPU backend threads (0: one per hardware thread)");
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
@@ -58,7 +59,7 @@ namespace {
 
 // Flags that may come from LATENTSERVE_* environment variables.
 const char* const kFlagNames[] = {
-    "model", "served_model_name", "host", "http_port", "grpc_port", "backend", "threads", "http_threads",
+    "model", "served_model_name", "host", "http_port", "grpc_port", "backend", "cuda_device", "threads", "http_threads",
     "max_num_seqs", "max_num_batched_tokens", "kv_cache_mb", "block_size", "enable_prefix_caching",
     "max_model_len", "max_waiting", "max_body_mb", "api_key_file", "tls_cert", "tls_key", "drain_timeout_s",
     "log_level", "devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
@@ -107,8 +108,6 @@ int main(int argc, char** argv) {
 
   const std::string dir = absl::GetFlag(FLAGS_model);
   if (dir.empty()) return Fail("--model is required (or LATENTSERVE_MODEL)");
-  if (absl::GetFlag(FLAGS_backend) != "cpu")
-    return Fail("--backend '" + absl::GetFlag(FLAGS_backend) + "' is not available in this build (supported: cpu)");
   for (auto [name, v] : {std::pair<const char*, int32_t>{"http_port", absl::GetFlag(FLAGS_http_port)},
                          {"grpc_port", absl::GetFlag(FLAGS_grpc_port)}})
     if (v < 0 || v > 65535) return Fail(absl::StrCat("--", name, " must be in [0, 65535], got ", v));
@@ -138,8 +137,14 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   RaiseFileLimit();
 
-  ls::CpuBackend backend(absl::GetFlag(FLAGS_threads));
-  auto model = ls::StableLatentMoe::Load(dir, &backend);
+  if (absl::GetFlag(FLAGS_devices) > 0 && absl::GetFlag(FLAGS_backend) != "cpu")
+    return Fail("--devices runs its device workers on the cpu backend only; with --backend " +
+                absl::GetFlag(FLAGS_backend) + " leave --devices at 0");
+  std::string backend_error;
+  std::unique_ptr<ls::Backend> backend = ls::CreateBackend(
+      {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device)}, &backend_error);
+  if (!backend) return Fail(backend_error);
+  auto model = ls::StableLatentMoe::Load(dir, backend.get());
   if (!model.ok()) return Fail(std::string(model.status().message()));
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
   if (std::filesystem::exists(dir + "/tokenizer.json")) {

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/create_backend.h"
 #include "models/kv_cache.h"
 #include "models/stable_latent_moe.h"
 #include "tools/npy.h"
@@ -21,6 +21,7 @@ ABSL_FLAG(std::string, model, "", "model directory (config.json + safetensors)")
 ABSL_FLAG(std::string, prompt_ids, "", "comma-separated prompt token ids, e.g. 1,2,3");
 ABSL_FLAG(int32_t, max_tokens, 16, "number of tokens to generate");
 ABSL_FLAG(std::string, dump_logits, "", "write the logits of every position to this .npy file");
+ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all hardware threads)");
 ABSL_FLAG(bool, stop_at_eos, false, "stop at the model's eos token");
 
@@ -50,8 +51,11 @@ int main(int argc, char** argv) {
   const int32_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
   if (max_tokens < 1) return Fail("--max-tokens must be at least 1");
 
-  ls::CpuBackend backend(absl::GetFlag(FLAGS_threads));
-  auto model = ls::StableLatentMoe::Load(dir, &backend);
+  std::string backend_error;
+  std::unique_ptr<ls::Backend> backend =
+      ls::CreateBackend({absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), 0}, &backend_error);
+  if (!backend) return Fail(backend_error);
+  auto model = ls::StableLatentMoe::Load(dir, backend.get());
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const ls::ModelConfig& cfg = (*model)->config();
   for (int32_t id : prompt)
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
 
   constexpr int32_t kBlock = 16;
   const int32_t blocks = static_cast<int32_t>((total + kBlock - 1) / kBlock);
-  ls::KvCache cache(&backend, cfg, blocks, kBlock);
+  ls::KvCache cache(backend.get(), cfg, blocks, kBlock);
   ls::StepSequence seq;
   for (int32_t b = 0; b < blocks; ++b) seq.block_table.push_back(b);
 
