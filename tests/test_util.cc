@@ -60,4 +60,37 @@ std::string CopyToTempDir(const std::string& dir, const std::string& tag) {
   return out.string();
 }
 
+std::vector<float> RunGolden(StableLatentMoe& model, const Golden& g, const std::vector<int>& chunks) {
+  const int32_t total = static_cast<int32_t>(g.prompt_ids.size() + g.decode_ids.size());
+  KvCache cache(model.backend(), model.config(), 8, 8);
+  StepSequence seq;
+  // A scrambled block table, so logical and physical order differ.
+  seq.block_table = {5, 2, 7, 0, 3, 6, 1, 4};
+  EXPECT_GE(static_cast<int32_t>(seq.block_table.size()) * 8, total);
+  std::vector<float> all, logits;
+  int32_t pos = 0;
+  for (int c : chunks) {
+    StepBatch b;
+    b.tokens.assign(g.prompt_ids.begin() + pos, g.prompt_ids.begin() + pos + c);
+    seq.start_pos = pos;
+    seq.num_tokens = c;
+    seq.all_logits = true;
+    b.seqs = {seq};
+    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
+    all.insert(all.end(), logits.begin(), logits.end());
+    pos += c;
+  }
+  for (int32_t id : g.decode_ids) {
+    StepBatch b;
+    b.tokens = {id};
+    seq.start_pos = pos++;
+    seq.num_tokens = 1;
+    seq.all_logits = false;
+    b.seqs = {seq};
+    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
 }  // namespace ls::testing

@@ -20,6 +20,10 @@ struct Golden {
 };
 Golden LoadGolden(const std::string& dir);
 
+// Runs a golden's prompt as prefill chunks of the given sizes over a scrambled block table, then
+// its decode ids one step at a time; returns all rows of logits ([prompt + decode, V]).
+std::vector<float> RunGolden(StableLatentMoe& model, const Golden& g, const std::vector<int>& chunks);
+
 // Max |a - b| over two equally long arrays.
 float MaxAbsDiff(const float* a, const float* b, size_t n);
 

@@ -11,40 +11,6 @@ namespace {
 // Tolerance by weight dtype, as the engine-core acceptance states.
 float Tolerance(const std::string& name) { return name.find("f32") != std::string::npos ? 1e-3f : 2e-2f; }
 
-// Runs prefill in the given chunk sizes, then decodes; returns all 48 rows of logits.
-std::vector<float> RunFixture(StableLatentMoe& model, const testing::Golden& g, const std::vector<int>& chunks) {
-  const int32_t total = static_cast<int32_t>(g.prompt_ids.size() + g.decode_ids.size());
-  KvCache cache(model.backend(), model.config(), 8, 8);
-  StepSequence seq;
-  // A scrambled block table, so logical and physical order differ.
-  seq.block_table = {5, 2, 7, 0, 3, 6, 1, 4};
-  EXPECT_GE(static_cast<int32_t>(seq.block_table.size()) * 8, total);
-  std::vector<float> all, logits;
-  int32_t pos = 0;
-  for (int c : chunks) {
-    StepBatch b;
-    b.tokens.assign(g.prompt_ids.begin() + pos, g.prompt_ids.begin() + pos + c);
-    seq.start_pos = pos;
-    seq.num_tokens = c;
-    seq.all_logits = true;
-    b.seqs = {seq};
-    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
-    all.insert(all.end(), logits.begin(), logits.end());
-    pos += c;
-  }
-  for (int32_t id : g.decode_ids) {
-    StepBatch b;
-    b.tokens = {id};
-    seq.start_pos = pos++;
-    seq.num_tokens = 1;
-    seq.all_logits = false;
-    b.seqs = {seq};
-    EXPECT_TRUE(model.Forward(b, cache, &logits).ok());
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return all;
-}
-
 class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReferenceLogits, MatchesPyTorchOverPrefillAndDecode) {
@@ -58,7 +24,7 @@ TEST_P(ReferenceLogits, MatchesPyTorchOverPrefillAndDecode) {
   ASSERT_EQ(g.vocab, (*model)->config().vocab_size);
   const float tol = Tolerance(GetParam());
   for (const auto& chunks : {std::vector<int>{32}, std::vector<int>{5, 11, 16}}) {
-    std::vector<float> got = RunFixture(**model, g, chunks);
+    std::vector<float> got = testing::RunGolden(**model, g, chunks);
     ASSERT_EQ(got.size(), g.logits.size());
     for (size_t row = 0; row < 48; ++row) {
       const float err = testing::MaxAbsDiff(got.data() + row * g.vocab, g.logits.data() + row * g.vocab, g.vocab);
