@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -40,7 +41,21 @@ double CopyBandwidth(int threads) {
 struct Result {
   int batch;
   double tokens_per_s, step_ms, weight_bytes_per_step, weight_gbps;
+  ls::StepProfile profile;  // seconds per part over the timed steps
+  int steps;
 };
+
+// {"attention": 0.123, ...}: milliseconds per step by part of the layer.
+std::string PartsJson(const Result& r) {
+  std::string out = "{";
+  for (size_t i = 0; i < r.profile.seconds.size(); ++i) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s\"%s\": %.3f", i ? ", " : "", std::string(ls::kStepPartNames[i]).c_str(),
+                  1e3 * r.profile.seconds[i] / r.steps);
+    out += buf;
+  }
+  return out + "}";
+}
 
 constexpr int kPrefill = 64;  // prompt tokens per sequence before the timed decode steps
 
@@ -73,6 +88,8 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
   const double head_bytes = static_cast<double>(c.vocab_size) * d * bf + d * bf;
   double touched = 0;
   model.ResetExpertTokenCounts();
+  ls::StepProfile profile;
+  model.SetProfile(&profile);
   auto t0 = Clock::now();
   for (int s = 0; s < steps; ++s) {
     ls::StepBatch b;
@@ -87,7 +104,8 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
     for (auto& q : seqs) q.start_pos += 1;
   }
   const double secs = Seconds(t0, Clock::now());
-  return {batch, batch * steps / secs, 1e3 * secs / steps, touched / steps, touched / secs / 1e9};
+  model.SetProfile(nullptr);
+  return {batch, batch * steps / secs, 1e3 * secs / steps, touched / steps, touched / secs / 1e9, profile, steps};
 }
 
 }  // namespace
@@ -141,18 +159,20 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
-                "\"weight_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f}%s\n",
+                "\"weight_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f,\n"
+                "     \"parts_ms_per_step\": %s}%s\n",
                 r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms,
-                r.weight_bytes_per_step / 1e6, r.weight_gbps, r.weight_gbps * 1e9 / copy,
+                r.weight_bytes_per_step / 1e6, r.weight_gbps, r.weight_gbps * 1e9 / copy, PartsJson(r).c_str(),
                 i + 1 < results.size() ? "," : "");
   }
   std::printf("  ]");
   if (token0) {
     std::printf(",\n  \"token0_results\": [\n");
     for (size_t i = 0; i < same.size(); ++i)
-      std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f}%s\n",
+      std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f,\n"
+                  "     \"parts_ms_per_step\": %s}%s\n",
                   same[i].batch, same[i].tokens_per_s, same[i].tokens_per_s / same[0].tokens_per_s, same[i].step_ms,
-                  i + 1 < same.size() ? "," : "");
+                  PartsJson(same[i]).c_str(), i + 1 < same.size() ? "," : "");
     std::printf("  ]");
   }
   std::printf("\n}\n");

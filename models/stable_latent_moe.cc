@@ -2,6 +2,7 @@
 #include "models/stable_latent_moe.h"
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -56,11 +57,17 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
   }
 
   float* x = x_.as<float>(T * d);
-  backend_->Embedding(batch.tokens.data(), T, weights_.embed, x);
+  {
+    PartTimer t(profile_, StepPart::kEmbedding);
+    backend_->Embedding(batch.tokens.data(), T, weights_.embed, x);
+  }
   for (int32_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     const LayerWeights& L = weights_.layers[layer];
     Attention(L, layer, seqs, positions, cache, T);
-    backend_->RmsNorm(x, T, L.post_attention_norm, c.rms_norm_eps, h_.as<float>(T * d));
+    {
+      PartTimer t(profile_, L.is_moe ? StepPart::kRouter : StepPart::kSharedOrDense);
+      backend_->RmsNorm(x, T, L.post_attention_norm, c.rms_norm_eps, h_.as<float>(T * d));
+    }
     if (L.is_moe) {
       MoeFfn(L, layer, T);
     } else {
@@ -69,6 +76,7 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
   }
 
   // Final norm and LM head over the rows whose logits were asked for.
+  PartTimer lm_head_timer(profile_, StepPart::kLmHead);
   const int64_t rows = batch.num_logit_rows();
   float* sel = h_.as<float>(std::max<int64_t>(std::max(T, rows), 1) * d);
   int64_t r = 0;
@@ -180,16 +188,19 @@ void StableLatentMoe::Attention(const LayerWeights& L, int32_t layer, const std:
   float* k = k_.as<float>(T * Hkv * hd);
   float* v = v_.as<float>(T * Hkv * hd);
   float* o = attn_.as<float>(T * H * hd);
-  backend_->RmsNorm(x, T, L.input_norm, c.rms_norm_eps, h);
-  backend_->Gemm(h, T, L.q, q, false);
-  backend_->Gemm(h, T, L.k, k, false);
-  backend_->Gemm(h, T, L.v, v, false);
-  if (c.qk_norm) {
-    backend_->RmsNorm(q, T * H, L.q_norm, c.rms_norm_eps, q);
-    backend_->RmsNorm(k, T * Hkv, L.k_norm, c.rms_norm_eps, k);
+  {
+    PartTimer t(profile_, StepPart::kAttentionIn);
+    backend_->RmsNorm(x, T, L.input_norm, c.rms_norm_eps, h);
+    backend_->Gemm(h, T, L.q, q, false);
+    backend_->Gemm(h, T, L.k, k, false);
+    backend_->Gemm(h, T, L.v, v, false);
+    if (c.qk_norm) {
+      backend_->RmsNorm(q, T * H, L.q_norm, c.rms_norm_eps, q);
+      backend_->RmsNorm(k, T * Hkv, L.k_norm, c.rms_norm_eps, k);
+    }
+    backend_->Rope(q, T, c.num_attention_heads, c.head_dim, positions.data(), c.rope_theta);
+    backend_->Rope(k, T, c.num_key_value_heads, c.head_dim, positions.data(), c.rope_theta);
   }
-  backend_->Rope(q, T, c.num_attention_heads, c.head_dim, positions.data(), c.rope_theta);
-  backend_->Rope(k, T, c.num_key_value_heads, c.head_dim, positions.data(), c.rope_theta);
   AttentionParams p;
   p.q = q;
   p.k_new = k;
@@ -202,11 +213,16 @@ void StableLatentMoe::Attention(const LayerWeights& L, int32_t layer, const std:
   p.cache = cache.layer(layer);
   p.seqs = seqs.data();
   p.num_seqs = static_cast<int32_t>(seqs.size());
-  backend_->PagedAttention(p);
+  {
+    PartTimer t(profile_, StepPart::kAttention);
+    backend_->PagedAttention(p);
+  }
+  PartTimer t(profile_, StepPart::kAttentionOut);
   backend_->Gemm(o, T, L.o, x, /*accumulate=*/true);
 }
 
 void StableLatentMoe::DenseFfn(const LayerWeights& L, int64_t T) {
+  PartTimer t(profile_, StepPart::kSharedOrDense);
   SharedGlu(L.dense, static_cast<float*>(h_.data()), T, config_.intermediate_size);
 }
 
@@ -227,6 +243,7 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
   const float* h = static_cast<float*>(h_.data());
   float* x = static_cast<float*>(x_.data());
 
+  std::optional<PartTimer> timer(std::in_place, profile_, StepPart::kRouter);
   RouterParams r;
   r.logits = router_logits_.as<float>(T * N);
   backend_->Gemm(h, T, L.router, const_cast<float*>(r.logits), false);
@@ -249,6 +266,7 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
   backend_->Router(r);
 
   const float* z = h;
+  timer.emplace(profile_, StepPart::kLatent);
   if (c.moe_latent_size > 0) {
     backend_->Gemm(h, T, L.latent_down, z_.as<float>(T * w), false);
     z = static_cast<float*>(z_.data());
@@ -268,18 +286,21 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
   m.act = c.hidden_act;
   m.out = c_.as<float>(T * w);
   m.tokens_per_expert = expert_tokens_.data() + static_cast<size_t>(layer) * N;
+  timer.emplace(profile_, StepPart::kExperts);
   if (const PlacedLayer* pl = placed_ ? placed_->layer(layer) : nullptr) {
     for (int64_t i = 0; i < T * K; ++i) ++m.tokens_per_expert[r.topk_ids[i]];
     PlacedMoe(*pl, layer, z, r.topk_ids, r.topk_weights, T, m.out);
   } else {
     backend_->MoeExperts(m);
   }
+  timer.emplace(profile_, StepPart::kLatent);
   if (c.expert_output_norm) backend_->RmsNorm(m.out, T, L.latent_norm, c.rms_norm_eps, m.out);
   if (c.moe_latent_size > 0) {
     backend_->Gemm(m.out, T, L.latent_up, x, /*accumulate=*/true);
   } else {
     backend_->Add(x, m.out, T * w);
   }
+  timer.emplace(profile_, StepPart::kSharedOrDense);
   if (L.has_shared) SharedGlu(L.shared, h, T, c.shared_expert_intermediate_size);
 }
 

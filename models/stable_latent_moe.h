@@ -18,6 +18,7 @@
 #include "models/model_weights.h"
 #include "models/placed_experts.h"
 #include "models/step_batch.h"
+#include "models/step_profile.h"
 
 namespace ls {
 
@@ -49,6 +50,9 @@ class StableLatentMoe {
   const std::vector<float>& router_bias(int32_t layer) const { return weights_.layers[layer].router_bias; }
   absl::Status SetRouterBias(int32_t layer, std::vector<float> bias);
   const WeightStore& weight_store() const { return *store_; }
+
+  // While set, every step adds its time per part of the layer to *profile (null: off).
+  void SetProfile(StepProfile* profile) { profile_ = profile; }
 
   // Expert parallelism: with placed experts, every MoE layer dispatches its routed rows to the
   // devices holding their experts (split over replicas), each device computes its share with its
@@ -82,6 +86,7 @@ class StableLatentMoe {
   ModelWeights weights_;         // as the ops read them: host_weights_ or weight_storage_
   std::vector<int64_t> expert_tokens_;
   std::vector<std::vector<float>>* router_sink_ = nullptr;
+  StepProfile* profile_ = nullptr;
   std::shared_ptr<const PlacedExperts> placed_;
   std::vector<int64_t> device_rows_;
 

@@ -24,10 +24,9 @@ inline int64_t SlotOffset(const AttentionSeq& s, const KvLayer& c, int32_t pos, 
 // The portable attention step (see attention_core.h).
 void AttendPortable(const internal::AttendArgs& a) {
   const int32_t G = a.group, ctx = a.ctx, hd = a.head_dim;
-  for (int32_t pos = 0; pos < ctx; ++pos) {
-    const float* k = a.k + a.Offset(pos);
-    for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = Dot(a.q + g * hd, k, hd) * a.scale;
-  }
+  a.ForEachPosition([&](int32_t pos, int64_t off) {
+    for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = Dot(a.q + g * hd, a.k + off, hd) * a.scale;
+  });
   for (int32_t g = 0; g < G; ++g) {
     float* sc = a.scores + static_cast<size_t>(g) * ctx;
     const float mx = *std::max_element(sc, sc + ctx);
@@ -36,10 +35,9 @@ void AttendPortable(const internal::AttendArgs& a) {
     a.sums[g] = sum;
   }
   std::fill_n(a.out, static_cast<size_t>(G) * hd, 0.f);
-  for (int32_t pos = 0; pos < ctx; ++pos) {
-    const float* v = a.v + a.Offset(pos);
-    for (int32_t g = 0; g < G; ++g) Axpy(a.scores[static_cast<size_t>(g) * ctx + pos], v, a.out + g * hd, hd);
-  }
+  a.ForEachPosition([&](int32_t pos, int64_t off) {
+    for (int32_t g = 0; g < G; ++g) Axpy(a.scores[static_cast<size_t>(g) * ctx + pos], a.v + off, a.out + g * hd, hd);
+  });
   for (int32_t g = 0; g < G; ++g)
     for (int32_t j = 0; j < hd; ++j) a.out[g * hd + j] /= a.sums[g];
 }

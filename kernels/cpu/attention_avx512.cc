@@ -21,12 +21,12 @@ void Attend(const AttendArgs& a) {
     __m512 q[HV];
     for (int j = 0; j < HV; ++j) q[j] = _mm512_mul_ps(_mm512_loadu_ps(a.q + g * HV * 16 + j * 16), _mm512_set1_ps(a.scale));
     float* s = a.scores + static_cast<int64_t>(g) * ctx;
-    for (int32_t pos = 0; pos < ctx; ++pos) {
-      const float* k = a.k + a.Offset(pos);
+    a.ForEachPosition([&](int32_t pos, int64_t off) {
+      const float* k = a.k + off;
       __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
       for (int j = 1; j < HV; ++j) acc = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(k + j * 16), acc);
       s[pos] = _mm512_reduce_add_ps(acc);
-    }
+    });
   }
   // Softmax numerators and their sums, per query head.
   std::fill_n(a.sums, G, 0.f);
@@ -52,11 +52,11 @@ void Attend(const AttendArgs& a) {
     const float* s = a.scores + static_cast<int64_t>(g) * ctx;
     __m512 acc[HV];
     for (int j = 0; j < HV; ++j) acc[j] = _mm512_setzero_ps();
-    for (int32_t pos = 0; pos < ctx; ++pos) {
-      const float* v = a.v + a.Offset(pos);
+    a.ForEachPosition([&](int32_t pos, int64_t off) {
+      const float* v = a.v + off;
       const __m512 p = _mm512_set1_ps(s[pos]);
       for (int j = 0; j < HV; ++j) acc[j] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * 16), acc[j]);
-    }
+    });
     const __m512 inv = _mm512_set1_ps(1.f / a.sums[g]);
     for (int j = 0; j < HV; ++j) _mm512_storeu_ps(a.out + g * HV * 16 + j * 16, _mm512_mul_ps(acc[j], inv));
   }

@@ -21,8 +21,14 @@ struct AttendArgs {
   float* sums = nullptr;         // scratch [group]
   float* out = nullptr;          // [group, head_dim]
 
-  int64_t Offset(int32_t pos) const {
-    return (static_cast<int64_t>(block_table[pos / block_size]) * block_size + pos % block_size) * position_stride;
+  // Calls fn(pos, offset) for pos = 0 .. ctx - 1 in order, one block-table lookup per block.
+  template <typename Fn>
+  void ForEachPosition(Fn&& fn) const {
+    for (int32_t first = 0, b = 0; first < ctx; first += block_size, ++b) {
+      const int64_t base = static_cast<int64_t>(block_table[b]) * block_size * position_stride;
+      const int32_t n = ctx - first < block_size ? ctx - first : block_size;
+      for (int32_t j = 0; j < n; ++j) fn(first + j, base + j * position_stride);
+    }
   }
 };
 
