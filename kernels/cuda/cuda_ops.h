@@ -1,20 +1,89 @@
-// The CUDA backend's ops, twins of the kernels/cpu ops (same parameter meaning, device pointers).
+// The CUDA backend's ops, twins of the kernels/cpu ops (same parameter meaning). Every pointer is
+// device memory unless marked host, and every op is queued on `stream` without waiting for it.
+// Weights read by GEMMs are BF16 row-major; other weights may be F32, BF16 or F16.
 // This header is plain C++ so host code and tests compile without nvcc.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "kernels/ops.h"
 #include "kernels/tensor.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
 namespace ls::cuda {
 
+struct MoeScratch;
+
 // Number of CUDA devices usable by this process (0 when there is no driver or device).
 int DeviceCount();
 
-// out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w, rows of width w.cols; w may be F32/BF16/F16.
-// x, out: device float32 [rows, w.cols]; w.data: device memory.
+// out[t] = table[ids[t]] as float32.                                    out: [T, table.cols]
+void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out, cudaStream_t stream);
+
+// out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w, rows of width w.cols; in place allowed.
 void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out, cudaStream_t stream);
+
+// inv_freq[i] = θ^(−2i/hd) for i < hd/2, computed on the host exactly as the CPU op computes it
+// (host memory), so that both backends rotate by the same angles.
+void RopeInverseFrequencies(float theta, int32_t head_dim, float* inv_freq);
+// Rotate-half RoPE in place on x[T, num_heads * head_dim] at positions[T] with inv_freq[hd / 2].
+void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
+          const float* inv_freq, cudaStream_t stream);
+
+// out[r, i] = act(gate[r, i]) · up[r, i] over rows × width elements.
+void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act, float* out,
+                   cudaStream_t stream);
+
+// x[i] += y[i].
+void Add(float* x, const float* y, int64_t n, cudaStream_t stream);
+
+// out[i] = x[i] rounded to BF16 (nearest even), as raw BF16 bits.
+void ConvertToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);
+
+// out[t] = Σ_k weights[t, k] · y[rows[t * K + k]] in k order (rows: null = t * K + k).
+//                                              weights: [T, K]  y: [*, width]  out: [T, width]
+void CombineExpertOutputs(const float* y, const int32_t* rows, const float* weights, int64_t T, int32_t K,
+                          int64_t width, float* out, cudaStream_t stream);
+
+// Scores, biased top-K (ties to the lower index) and weights from the unbiased scores for every
+// token; p.logits, p.bias (or null), p.topk_ids and p.topk_weights are device memory.
+void Router(const RouterParams& p, cudaStream_t stream);
+
+// One new token of a step, as the attention kernels see it.
+struct AttentionToken {
+  int32_t row = 0;    // row of q, k_new, v_new and out
+  int32_t pos = 0;    // its position; it attends to positions 0 .. pos of its sequence
+  int32_t table = 0;  // offset of its sequence's block table in the step's concatenated tables
+};
+// Flattens p.seqs and their block tables (host memory) into one entry per new token and the
+// tables laid end to end; both are host vectors the caller uploads.
+void FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens, std::vector<int32_t>* tables);
+// Writes the new K/V into the paged cache, then causal GQA attention for every new token. p.seqs
+// is not read: tokens[num_tokens] and block_tables come from FlattenAttentionSeqs, uploaded.
+void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                    const int32_t* block_tables, cudaStream_t stream);
+
+// One MoE layer's expert weights as the grouped GEMMs read them: device arrays of N device
+// pointers, each to a BF16 row-major matrix.
+struct ExpertTable {
+  const uint16_t* const* gate = nullptr;  // [N] → [width, in_width]
+  const uint16_t* const* up = nullptr;    // [N] → [width, in_width]
+  const uint16_t* const* down = nullptr;  // [N] → [out_width, width]
+  int64_t width = 0;                      // f, the experts' intermediate width
+};
+
+// Routed experts (MoeParams.gate/up/down and tokens_per_expert are not read; experts gives the
+// weights). The three stages, in order; MoeExperts runs all three. The rows routed to each expert
+// are left in scratch.counts() (int32 [N]) until the next call.
+// 1. Counts and offsets per expert, the permutation (pairs grouped by expert, token order inside
+//    a group) and the permuted inputs in BF16.
+void MoePermute(const MoeParams& p, MoeScratch& scratch, cudaStream_t stream);
+// 2. Per active expert: act = GLU(z·gateᵀ, z·upᵀ) in one grouped GEMM, then y = act·downᵀ.
+void MoeGroupedGemms(const MoeParams& p, const ExpertTable& experts, MoeScratch& scratch, cudaStream_t stream);
+// 3. out[t] = Σ_k w[t, k] · y[slot of (t, k)] in k order.
+void MoeCombine(const MoeParams& p, MoeScratch& scratch, cudaStream_t stream);
+void MoeExperts(const MoeParams& p, const ExpertTable& experts, MoeScratch& scratch, cudaStream_t stream);
 
 }  // namespace ls::cuda

@@ -6,23 +6,14 @@
 
 #include <cub/block/block_reduce.cuh>
 
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_math.cuh"
 
 namespace ls::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <typename W>
-__device__ inline float ToF32(W v) {
-  if constexpr (std::is_same_v<W, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<W, __nv_bfloat16>) {
-    return __bfloat162float(v);
-  } else {
-    return __half2float(v);
-  }
-}
 
 template <typename W>
 __global__ void RmsNormKernel(const float* __restrict__ x, const W* __restrict__ w, int64_t width, float eps,
@@ -56,6 +47,7 @@ void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* ou
       RmsNormKernel<<<grid, kThreads, 0, stream>>>(x, static_cast<const __half*>(w.data), w.cols, eps, out);
       break;
   }
+  LS_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace ls::cuda

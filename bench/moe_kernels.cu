@@ -1,0 +1,429 @@
+// One Stable LatentMoE layer's CUDA kernels at K3-like shapes (d 7168, 896 experts, top-16, f 1024,
+// latent width 1024 and 2048, one shared expert of width 2048) on one GPU, random BF16 weights
+// made on the device: router GEMM and top-K, latent down projection, permute, grouped expert
+// GEMMs, combine, latent norm and up projection, shared expert. Decode batches of 1, 8, 64 and
+// 256 tokens and a 4096-token prefill. Each case is timed with CUDA events (warm-up, median of
+// repeats, rotating over input sets so that the routed experts and activations are not left in
+// L2) and set beside two ceilings measured in the same run: a large device-to-device copy (HBM
+// bandwidth) and a cuBLASLt dense BF16 GEMM of the same FLOPs. Prints one JSON document.
+// Exits with code 77 when there is no CUDA device.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/gemm_cublaslt.h"
+#include "kernels/cuda/moe_scratch.h"
+
+namespace ls::cuda {
+namespace {
+
+constexpr int64_t kD = 7168, kExperts = 896, kF = 1024, kShared = 2048;
+constexpr int32_t kTopK = 16;
+constexpr int kRotations = 4;  // input sets cycled through
+constexpr int kWarmup = 3;
+
+// --- random data made on the device -------------------------------------------------------------
+
+__device__ inline float Uniform(uint64_t seed, int64_t i) {  // in [-1, 1), from a splitmix64 hash
+  uint64_t z = seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (2.f / 16777216.f) - 1.f;
+}
+
+// Uniform values of standard deviation `scale`.
+__global__ void FillBf16(__nv_bfloat16* p, int64_t n, uint64_t seed, float scale) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16_rn(Uniform(seed, i) * scale * 1.7320508f);
+}
+__global__ void FillF32(float* p, int64_t n, uint64_t seed, float scale, float offset) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[i] = offset + Uniform(seed, i) * scale * 1.7320508f;
+}
+
+uint64_t NextSeed() {
+  static uint64_t seed = 0;
+  return ++seed * 0x2545f4914f6cdd1dull;
+}
+
+template <typename T>
+T* Alloc(int64_t n) {
+  void* p = nullptr;
+  LS_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T)));
+  return static_cast<T*>(p);
+}
+uint16_t* RandomBf16(int64_t n, float scale) {
+  auto* p = Alloc<uint16_t>(n);
+  FillBf16<<<1024, 256>>>(reinterpret_cast<__nv_bfloat16*>(p), n, NextSeed(), scale);
+  LS_CUDA_CHECK_LAUNCH();
+  return p;
+}
+float* RandomF32(int64_t n, float scale, float offset = 0.f) {
+  auto* p = Alloc<float>(n);
+  FillF32<<<1024, 256>>>(p, n, NextSeed(), scale, offset);
+  LS_CUDA_CHECK_LAUNCH();
+  return p;
+}
+
+// --- timing ---------------------------------------------------------------------------------------
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+class EventTimer {
+ public:
+  EventTimer() {
+    LS_CUDA_CHECK(cudaEventCreate(&start_));
+    LS_CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  // in_graph: while a graph is captured, as event-record nodes that fire on each replay.
+  void Start(cudaStream_t s, bool in_graph = false) { Record(start_, s, in_graph); }
+  void Stop(cudaStream_t s, bool in_graph = false) { Record(stop_, s, in_graph); }
+  double Ms() {
+    LS_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0.f;
+    LS_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+ private:
+  static void Record(cudaEvent_t e, cudaStream_t s, bool in_graph) {
+    if (in_graph) {
+      LS_CUDA_CHECK(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+    } else {
+      LS_CUDA_CHECK(cudaEventRecord(e, s));
+    }
+  }
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// HBM bandwidth ceiling: a 2 GiB device-to-device copy, counting bytes read plus written.
+double CopyGbps(cudaStream_t s) {
+  const size_t bytes = size_t{2} << 30;
+  void *a = nullptr, *b = nullptr;
+  LS_CUDA_CHECK(cudaMalloc(&a, bytes));
+  LS_CUDA_CHECK(cudaMalloc(&b, bytes));
+  LS_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, s));
+  EventTimer timer;
+  std::vector<double> ms;
+  for (int i = 0; i < kWarmup + 10; ++i) {
+    timer.Start(s);
+    LS_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    timer.Stop(s);
+    if (i >= kWarmup) ms.push_back(timer.Ms());
+  }
+  LS_CUDA_CHECK(cudaFree(a));
+  LS_CUDA_CHECK(cudaFree(b));
+  return 2.0 * bytes / (Median(ms) * 1e-3) / 1e9;
+}
+
+// Matrix-unit ceiling: a square cuBLASLt BF16 GEMM (FP32 output) with about `flops` operations.
+struct DenseResult {
+  int64_t n;
+  double tflops;
+};
+DenseResult DenseGemm(CublasLtGemm& gemm, double flops, cudaStream_t s) {
+  int64_t n = static_cast<int64_t>(std::llround(std::cbrt(flops / 2.0) / 128.0)) * 128;
+  n = std::max<int64_t>(n, 128);
+  uint16_t* x = RandomBf16(n * n, 1.f);
+  uint16_t* w = RandomBf16(n * n, 0.02f);
+  float* y = Alloc<float>(n * n);
+  const Tensor wt{w, DType::kBF16, n, n};
+  LS_CUDA_CHECK(cudaDeviceSynchronize());  // the fills ran on the default stream
+  EventTimer timer;
+  std::vector<double> ms;
+  for (int i = 0; i < kWarmup + 10; ++i) {
+    timer.Start(s);
+    gemm.RunBf16(x, n, wt, y, false, s);
+    timer.Stop(s);
+    if (i >= kWarmup) ms.push_back(timer.Ms());
+  }
+  LS_CUDA_CHECK(cudaFree(x));
+  LS_CUDA_CHECK(cudaFree(w));
+  LS_CUDA_CHECK(cudaFree(y));
+  return {n, 2.0 * n * n * n / (Median(ms) * 1e-3) / 1e12};
+}
+
+// --- the layer ------------------------------------------------------------------------------------
+
+struct LayerWeights {
+  int64_t lat = 0;
+  Tensor router, latent_down, latent_up, shared_gate, shared_up, shared_down, latent_norm;
+  float* bias = nullptr;
+  uint16_t *expert_gate = nullptr, *expert_up = nullptr, *expert_down = nullptr;  // [N, ...] each
+  const uint16_t** table = nullptr;                                               // device [3N]
+  ExpertTable experts;
+  std::vector<void*> memory;
+
+  explicit LayerWeights(int64_t latent) : lat(latent) {
+    auto matmul = [&](int64_t rows, int64_t cols) {
+      uint16_t* p = RandomBf16(rows * cols, 1.f / std::sqrt(static_cast<float>(cols)));
+      memory.push_back(p);
+      return Tensor{p, DType::kBF16, rows, cols};
+    };
+    router = matmul(kExperts, kD);
+    latent_down = matmul(lat, kD);
+    latent_up = matmul(kD, lat);
+    shared_gate = matmul(kShared, kD);
+    shared_up = matmul(kShared, kD);
+    shared_down = matmul(kD, kShared);
+    float* norm = RandomF32(lat, 0.1f, 1.f);
+    bias = RandomF32(kExperts, 0.01f);
+    memory.push_back(norm);
+    memory.push_back(bias);
+    latent_norm = Tensor{norm, DType::kF32, 1, lat};
+    expert_gate = RandomBf16(kExperts * kF * lat, 1.f / std::sqrt(static_cast<float>(lat)));
+    expert_up = RandomBf16(kExperts * kF * lat, 1.f / std::sqrt(static_cast<float>(lat)));
+    expert_down = RandomBf16(kExperts * lat * kF, 1.f / std::sqrt(static_cast<float>(kF)));
+    memory.insert(memory.end(), {expert_gate, expert_up, expert_down});
+    std::vector<const uint16_t*> host(3 * kExperts);
+    for (int64_t e = 0; e < kExperts; ++e) {
+      host[e] = expert_gate + e * kF * lat;
+      host[kExperts + e] = expert_up + e * kF * lat;
+      host[2 * kExperts + e] = expert_down + e * lat * kF;
+    }
+    table = Alloc<const uint16_t*>(3 * kExperts);
+    memory.push_back(table);
+    LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    experts = ExpertTable{table, table + kExperts, table + 2 * kExperts, kF};
+    LS_CUDA_CHECK(cudaDeviceSynchronize());  // the fills ran on the default stream
+  }
+  ~LayerWeights() {
+    for (void* p : memory) cudaFree(p);
+  }
+  // Bytes of everything but the routed experts.
+  double DenseBytes() const { return 2.0 * (kExperts * kD + 2 * lat * kD + 3 * kShared * kD) + 4.0 * (lat + kExperts); }
+  double ExpertBytes() const { return 2.0 * 3 * kF * lat; }
+};
+
+// Activations of one input set (h in, x accumulated into) and the step's intermediates.
+struct Buffers {
+  std::vector<float*> h, x;  // [kRotations] of [T, d]
+  float *logits, *weights, *z, *c, *g, *u, *a;
+  int32_t* ids;
+  std::vector<void*> memory;
+
+  explicit Buffers(int64_t T, int64_t lat) {
+    for (int r = 0; r < kRotations; ++r) {
+      h.push_back(RandomF32(T * kD, 1.f));
+      x.push_back(RandomF32(T * kD, 1.f));
+    }
+    logits = Alloc<float>(T * kExperts);
+    weights = Alloc<float>(T * kTopK);
+    ids = Alloc<int32_t>(T * kTopK);
+    z = Alloc<float>(T * lat);
+    c = Alloc<float>(T * lat);
+    g = Alloc<float>(T * kShared);
+    u = Alloc<float>(T * kShared);
+    a = Alloc<float>(T * kShared);
+    memory.insert(memory.end(), h.begin(), h.end());
+    memory.insert(memory.end(), x.begin(), x.end());
+    memory.insert(memory.end(), {logits, weights, ids, z, c, g, u, a});
+    LS_CUDA_CHECK(cudaDeviceSynchronize());  // the fills ran on the default stream
+  }
+  ~Buffers() {
+    for (void* p : memory) cudaFree(p);
+  }
+};
+
+struct Layer {
+  const LayerWeights& w;
+  Buffers& b;
+  CublasLtGemm& gemm;
+  MoeScratch& scratch;
+  int64_t T;
+  cudaStream_t s;
+
+  MoeParams Moe() const {
+    MoeParams p;
+    p.z = b.z;
+    p.num_tokens = T;
+    p.in_width = w.lat;
+    p.out_width = w.lat;
+    p.topk_ids = b.ids;
+    p.topk_weights = b.weights;
+    p.top_k = kTopK;
+    p.num_experts = kExperts;
+    p.act = Activation::kSiTU;
+    p.out = b.c;
+    return p;
+  }
+
+  void Route(int r) {
+    gemm.Run(b.h[r], T, w.router, b.logits, false, s);
+    RouterParams p;
+    p.logits = b.logits;
+    p.bias = w.bias;
+    p.num_tokens = T;
+    p.num_experts = kExperts;
+    p.top_k = kTopK;
+    p.scoring = ScoringFunc::kSigmoid;
+    p.norm_topk_prob = true;
+    p.routed_scaling_factor = 2.5f;
+    p.topk_ids = b.ids;
+    p.topk_weights = b.weights;
+    Router(p, s);
+  }
+
+  // The whole layer on input set r; the grouped GEMMs between the two events.
+  void Run(int r, EventTimer& grouped, bool in_graph) {
+    Route(r);
+    gemm.Run(b.h[r], T, w.latent_down, b.z, false, s);
+    const MoeParams p = Moe();
+    MoePermute(p, scratch, s);
+    grouped.Start(s, in_graph);
+    MoeGroupedGemms(p, w.experts, scratch, s);
+    grouped.Stop(s, in_graph);
+    MoeCombine(p, scratch, s);
+    RmsNorm(b.c, T, w.latent_norm, 1e-6f, b.c, s);
+    gemm.Run(b.c, T, w.latent_up, b.x[r], true, s);
+    gemm.Run(b.h[r], T, w.shared_gate, b.g, false, s);
+    gemm.Run(b.h[r], T, w.shared_up, b.u, false, s);
+    GluActivation(b.g, b.u, T, kShared, Activation::kSiTU, b.a, s);
+    gemm.Run(b.a, T, w.shared_down, b.x[r], true, s);
+  }
+
+  // The layer on input set r as a graph (scratch memory must already have its size: capture
+  // allows no allocation or synchronisation).
+  cudaGraphExec_t Capture(int r, EventTimer& grouped) {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    LS_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    Run(r, grouped, true);
+    LS_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+    LS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    LS_CUDA_CHECK(cudaGraphDestroy(graph));
+    return exec;
+  }
+
+  // Distinct experts the tokens of input set r are routed to.
+  int64_t ActiveExperts(int r) {
+    Route(r);
+    std::vector<int32_t> ids(T * kTopK);
+    LS_CUDA_CHECK(cudaMemcpyAsync(ids.data(), b.ids, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+    LS_CUDA_CHECK(cudaStreamSynchronize(s));
+    return static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size());
+  }
+};
+
+std::string DeviceName() {
+  cudaDeviceProp prop{};
+  LS_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  return prop.name;
+}
+
+int Main() {
+  if (DeviceCount() == 0) {
+    std::fprintf(stderr, "moe_kernels: no CUDA device; nothing to measure\n");
+    return 77;
+  }
+  LS_CUDA_CHECK(cudaSetDevice(0));
+  cudaStream_t s = nullptr;
+  LS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::string error;
+  auto gemm = CublasLtGemm::Create(&error);
+  if (!gemm) {
+    std::fprintf(stderr, "moe_kernels: %s\n", error.c_str());
+    return 1;
+  }
+  const double copy_gbps = CopyGbps(s);
+  std::fprintf(stderr, "moe_kernels: device-to-device copy %.0f GB/s\n", copy_gbps);
+
+  std::printf("{\n  \"benchmark\": \"moe_kernels\",\n  \"device\": \"%s\",\n", DeviceName().c_str());
+  std::printf("  \"shape\": {\"d\": %lld, \"experts\": %lld, \"top_k\": %d, \"f\": %lld, \"shared_width\": %lld},\n",
+              static_cast<long long>(kD), static_cast<long long>(kExperts), kTopK, static_cast<long long>(kF),
+              static_cast<long long>(kShared));
+  std::printf("  \"copy_gbps\": %.1f,\n", copy_gbps);
+  std::printf(
+      "  \"timing\": \"median over repeats after %d warm-ups, cycling %d input sets; time_ms from CUDA "
+      "graph replays of the layer, eager_time_ms launched op by op\",\n",
+      kWarmup, kRotations);
+  std::printf(
+      "  \"bytes_counted\": \"BF16 weights of the dense projections, the router and the experts routed to "
+      "(distinct over the batch), float32 h read once and x read and written once\",\n");
+  std::printf("  \"cases\": [\n");
+  bool first = true;
+  for (const int64_t lat : {int64_t{1024}, int64_t{2048}}) {
+    LayerWeights w(lat);
+    MoeScratch scratch;
+    for (const int64_t T : {int64_t{1}, int64_t{8}, int64_t{64}, int64_t{256}, int64_t{4096}}) {
+      Buffers b(T, lat);
+      Layer layer{w, b, *gemm, scratch, T, s};
+      EventTimer total, grouped;
+      // Eager: launched op by op, host launch gaps included; this also sizes the scratch memory.
+      std::vector<double> eager_ms, layer_ms, grouped_ms;
+      const int reps = T >= 4096 ? 10 : 30;
+      for (int i = 0; i < kWarmup + reps; ++i) {
+        total.Start(s);
+        layer.Run(i % kRotations, grouped, false);
+        total.Stop(s);
+        if (i >= kWarmup) eager_ms.push_back(total.Ms());
+      }
+      // Graph replays: the kernels back to back.
+      std::vector<cudaGraphExec_t> graphs;
+      for (int r = 0; r < kRotations; ++r) graphs.push_back(layer.Capture(r, grouped));
+      for (int i = 0; i < kWarmup + reps; ++i) {
+        total.Start(s);
+        LS_CUDA_CHECK(cudaGraphLaunch(graphs[i % kRotations], s));
+        total.Stop(s);
+        const double ms = total.Ms(), gms = grouped.Ms();
+        if (i >= kWarmup) {
+          layer_ms.push_back(ms);
+          grouped_ms.push_back(gms);
+        }
+      }
+      for (cudaGraphExec_t g : graphs) LS_CUDA_CHECK(cudaGraphExecDestroy(g));
+      LS_CUDA_CHECK(cudaStreamSynchronize(s));
+      double active = 0;
+      for (int r = 0; r < kRotations; ++r) active += static_cast<double>(layer.ActiveExperts(r)) / kRotations;
+
+      const double t_ms = Median(layer_ms), g_ms = Median(grouped_ms);
+      const double bytes = w.DenseBytes() + active * w.ExpertBytes() + 3.0 * 4.0 * T * kD;
+      const double flops = 2.0 * T * (kExperts * kD + 2.0 * lat * kD + 3.0 * kShared * kD + kTopK * 3.0 * kF * lat);
+      const double expert_flops = 2.0 * T * kTopK * 3.0 * kF * lat;
+      const DenseResult dense = DenseGemm(*gemm, flops, s);
+      const double gbps = bytes / (t_ms * 1e-3) / 1e9, tflops = flops / (t_ms * 1e-3) / 1e12;
+      std::printf(
+          "%s    {\"d_lat\": %lld, \"tokens\": %lld, \"mode\": \"%s\", \"time_ms\": %.4f, "
+          "\"eager_time_ms\": %.4f, "
+          "\"grouped_gemm_ms\": %.4f, \"grouped_gemm_share\": %.3f, \"active_experts\": %.1f, "
+          "\"bytes\": %.4g, \"gbps\": %.1f, \"gbps_fraction_of_copy\": %.3f, \"flops\": %.4g, "
+          "\"tflops\": %.2f, \"dense_gemm_n\": %lld, \"dense_gemm_tflops\": %.2f, "
+          "\"tflops_fraction_of_dense\": %.3f, \"grouped_gemm_weight_gbps\": %.1f, "
+          "\"grouped_gemm_tflops\": %.2f}",
+          first ? "" : ",\n", static_cast<long long>(lat), static_cast<long long>(T), T >= 4096 ? "prefill" : "decode",
+          t_ms, Median(eager_ms), g_ms, g_ms / t_ms, active, bytes, gbps, gbps / copy_gbps, flops, tflops,
+          static_cast<long long>(dense.n), dense.tflops, tflops / dense.tflops,
+          active * w.ExpertBytes() / (g_ms * 1e-3) / 1e9, expert_flops / (g_ms * 1e-3) / 1e12);
+      std::fflush(stdout);
+      first = false;
+      std::fprintf(stderr, "moe_kernels: d_lat %lld T %lld: %.3f ms (grouped GEMMs %.3f ms)\n",
+                   static_cast<long long>(lat), static_cast<long long>(T), t_ms, g_ms);
+    }
+  }
+  std::printf("\n  ]\n}\n");
+  LS_CUDA_CHECK(cudaStreamDestroy(s));
+  return 0;
+}
+
+}  // namespace
+}  // namespace ls::cuda
+
+int main() { return ls::cuda::Main(); }

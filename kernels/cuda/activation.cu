@@ -1,0 +1,35 @@
+// CUDA GLU activation: out = act(gate) · up elementwise, act SiTU or SiLU. Twin of
+// kernels/cpu/activation.cc.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_math.cuh"
+
+namespace ls::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void GluKernel(const float* __restrict__ gate, const float* __restrict__ up, int64_t n, Activation act,
+                          float* __restrict__ out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    out[i] = GluGate(act, gate[i]) * up[i];
+  }
+}
+
+}  // namespace
+
+void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act, float* out,
+                   cudaStream_t stream) {
+  const int64_t n = rows * width;
+  if (n == 0) return;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65536);
+  GluKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gate, up, n, act, out);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ls::cuda

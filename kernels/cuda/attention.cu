@@ -1,0 +1,155 @@
+// CUDA paged attention over the float32 KV cache [num_blocks, block_size, Hkv, hd]: first the
+// step's new K/V go into their cache slots, then one block per (new token, KV head) serves that
+// head's query group with a causal online softmax over the sequence's cached positions, in tiles
+// of kTile positions. Prefill chunks and single-token decodes alike. Twin of
+// kernels/cpu/attention.cc.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace ls::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTile = 32;  // cached positions per online-softmax step
+
+// Element offset of (position, KV head 0) in the cache, through the sequence's block table.
+__device__ inline int64_t SlotOffset(const int32_t* table, int32_t pos, int32_t block_size, int32_t kv_width) {
+  return (static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size) * kv_width;
+}
+
+// Grid: one block per new token.
+__global__ void WriteKvKernel(const float* __restrict__ k_new, const float* __restrict__ v_new,
+                              const AttentionToken* __restrict__ tokens, const int32_t* __restrict__ tables,
+                              int32_t kv_width, int32_t block_size, float* __restrict__ k_cache,
+                              float* __restrict__ v_cache) {
+  const AttentionToken tok = tokens[blockIdx.x];
+  const int64_t slot = SlotOffset(tables + tok.table, tok.pos, block_size, kv_width);
+  const int64_t src = static_cast<int64_t>(tok.row) * kv_width;
+  for (int32_t j = threadIdx.x; j < kv_width; j += kThreads) {
+    k_cache[slot + j] = k_new[src + j];
+    v_cache[slot + j] = v_new[src + j];
+  }
+}
+
+// Grid: (new tokens, KV heads). Dynamic shared memory, floats:
+//   q [group, hd] | acc [group, hd] | scores [group, kTile] | max [group] | sum [group] | rescale [group]
+__global__ void AttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                                const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
+                                const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
+                                int32_t block_size, float scale, float* __restrict__ out) {
+  extern __shared__ float smem[];
+  const int32_t group = num_heads / num_kv_heads;
+  const int32_t kv_width = num_kv_heads * hd;
+  const int32_t group_width = group * hd;
+  float* sq = smem;
+  float* acc = sq + group_width;
+  float* sc = acc + group_width;
+  float* run_max = sc + group * kTile;
+  float* run_sum = run_max + group;
+  float* rescale = run_sum + group;
+
+  const AttentionToken tok = tokens[blockIdx.x];
+  const int32_t kvh = blockIdx.y;
+  const int32_t* table = tables + tok.table;
+  const int64_t head0 = (static_cast<int64_t>(tok.row) * num_heads + static_cast<int64_t>(kvh) * group) * hd;
+  for (int32_t i = threadIdx.x; i < group_width; i += kThreads) {
+    sq[i] = q[head0 + i];
+    acc[i] = 0.f;
+  }
+  for (int32_t g = threadIdx.x; g < group; g += kThreads) {
+    run_max[g] = -INFINITY;
+    run_sum[g] = 0.f;
+  }
+  __syncthreads();
+
+  const int32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int32_t ctx = tok.pos + 1;  // causal: positions 0 .. pos
+  for (int32_t start = 0; start < ctx; start += kTile) {
+    const int32_t n = min(kTile, ctx - start);
+    // Scores: one warp per (query head, position), lanes across the head dimension.
+    for (int32_t pair = warp; pair < group * n; pair += kWarps) {
+      const int32_t g = pair / n, j = pair % n;
+      const float* k = k_cache + SlotOffset(table, start + j, block_size, kv_width) + kvh * hd;
+      float dot = 0.f;
+      for (int32_t d = lane; d < hd; d += 32) dot += sq[g * hd + d] * k[d];
+      for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      if (lane == 0) sc[g * kTile + j] = dot * scale;
+    }
+    __syncthreads();
+    // Online softmax: new running max, probabilities of this tile, rescale of what came before.
+    for (int32_t g = threadIdx.x; g < group; g += kThreads) {
+      float* s = sc + g * kTile;
+      float mx = run_max[g];
+      for (int32_t j = 0; j < n; ++j) mx = fmaxf(mx, s[j]);
+      const float r = expf(run_max[g] - mx);  // 0 on the first tile (max was -inf)
+      float sum = 0.f;
+      for (int32_t j = 0; j < n; ++j) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+      }
+      run_sum[g] = run_sum[g] * r + sum;
+      run_max[g] = mx;
+      rescale[g] = r;
+    }
+    __syncthreads();
+    // acc = acc · rescale + Σ_j p_j · v_j, threads across (query head, dimension).
+    for (int32_t i = threadIdx.x; i < group_width; i += kThreads) {
+      const int32_t g = i / hd, d = i % hd;
+      const float* s = sc + g * kTile;
+      float a = acc[i] * rescale[g];
+      for (int32_t j = 0; j < n; ++j)
+        a += s[j] * v_cache[SlotOffset(table, start + j, block_size, kv_width) + kvh * hd + d];
+      acc[i] = a;
+    }
+    __syncthreads();
+  }
+  for (int32_t i = threadIdx.x; i < group_width; i += kThreads) out[head0 + i] = acc[i] / run_sum[i / hd];
+}
+
+}  // namespace
+
+void FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens, std::vector<int32_t>* tables) {
+  tokens->clear();
+  tables->clear();
+  for (int32_t si = 0; si < p.num_seqs; ++si) {
+    const AttentionSeq& s = p.seqs[si];
+    const int32_t table = static_cast<int32_t>(tables->size());
+    if (s.num_blocks > 0) tables->insert(tables->end(), s.block_table, s.block_table + s.num_blocks);
+    for (int32_t i = 0; i < s.num_tokens; ++i) tokens->push_back({s.token_offset + i, s.start_pos + i, table});
+  }
+}
+
+void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                    const int32_t* block_tables, cudaStream_t stream) {
+  if (num_tokens == 0) return;
+  LS_CUDA_REQUIRE(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
+                  "PagedAttention: num_heads must be a multiple of num_kv_heads");
+  const int32_t kv_width = p.num_kv_heads * p.head_dim;
+  WriteKvKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
+      p.k_new, p.v_new, tokens, block_tables, kv_width, p.cache.block_size, p.cache.k, p.cache.v);
+  LS_CUDA_CHECK_LAUNCH();
+
+  const int32_t group = p.num_heads / p.num_kv_heads;
+  const size_t smem =
+      (2 * static_cast<size_t>(group) * p.head_dim + static_cast<size_t>(group) * kTile + 3 * group) * sizeof(float);
+  if (smem > 48 * 1024) {
+    int device = 0, limit = 0;
+    LS_CUDA_CHECK(cudaGetDevice(&device));
+    LS_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    LS_CUDA_REQUIRE(smem <= static_cast<size_t>(limit), "PagedAttention: query group too large for shared memory");
+    LS_CUDA_CHECK(
+        cudaFuncSetAttribute(AttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  }
+  const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_kv_heads));
+  AttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
+                                                    p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, p.out);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ls::cuda

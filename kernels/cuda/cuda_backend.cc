@@ -1,0 +1,269 @@
+// CudaBackend: forwards each Backend op to its kernels/cuda implementation on the backend's
+// stream, uploading the host metadata an op needs first (see cuda_backend.h).
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <new>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm_cublaslt.h"
+#include "kernels/cuda/host_uploader.h"
+#include "kernels/cuda/moe_scratch.h"
+
+namespace ls {
+
+namespace {
+
+constexpr size_t kMaxExpertTables = 1024;
+
+void SetError(std::string* error, std::string message) {
+  if (error) *error = std::move(message);
+}
+
+}  // namespace
+
+std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error) {
+  const int count = cuda::DeviceCount();
+  if (count == 0) {
+    SetError(error, "no CUDA device: the driver reports none, or there is no driver");
+    return nullptr;
+  }
+  if (device < 0 || device >= count) {
+    SetError(error,
+             "CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " device(s))");
+    return nullptr;
+  }
+  if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+    SetError(error, "cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(e));
+    return nullptr;
+  }
+  cudaDeviceProp prop{};
+  if (const cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess) {
+    SetError(error, std::string("cudaGetDeviceProperties: ") + cudaGetErrorString(e));
+    return nullptr;
+  }
+  if (prop.major < 9) {
+    SetError(error, std::string("CUDA device ") + prop.name + " is sm_" + std::to_string(prop.major) +
+                        std::to_string(prop.minor) + "; the kernels are built for sm_90 (Hopper) and later");
+    return nullptr;
+  }
+  cudaStream_t stream = nullptr;
+  if (const cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
+    SetError(error, std::string("cudaStreamCreate: ") + cudaGetErrorString(e));
+    return nullptr;
+  }
+  std::string gemm_error;
+  auto gemm = cuda::CublasLtGemm::Create(&gemm_error);
+  if (!gemm) {
+    cudaStreamDestroy(stream);
+    SetError(error, gemm_error);
+    return nullptr;
+  }
+  return std::unique_ptr<CudaBackend>(new CudaBackend(device, stream, std::move(gemm)));
+}
+
+CudaBackend::CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::CublasLtGemm> gemm)
+    : device_(device),
+      stream_(stream),
+      gemm_(std::move(gemm)),
+      uploader_(std::make_unique<cuda::HostUploader>(stream)),
+      moe_(std::make_unique<cuda::MoeScratch>()) {
+  LS_CUDA_CHECK(cudaEventCreateWithFlags(&counts_ready_, cudaEventDisableTiming));
+}
+
+CudaBackend::~CudaBackend() {
+  // No checks here: a destructor may run after a device fault.
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(stream_);
+  gemm_.reset();
+  uploader_.reset();
+  moe_.reset();
+  for (auto& [key, entry] : expert_tables_) cudaFree(entry.device);
+  if (counts_host_) cudaFreeHost(counts_host_);
+  cudaEventDestroy(counts_ready_);
+  cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::Activate() const { LS_CUDA_CHECK(cudaSetDevice(device_)); }
+
+void CudaBackend::Synchronize() {
+  Activate();
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void* CudaBackend::Allocate(size_t bytes) {
+  Activate();
+  void* p = nullptr;
+  if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) != cudaSuccess) {
+    cudaGetLastError();  // out of memory is not sticky; clear it
+    throw std::bad_alloc();
+  }
+  return p;
+}
+
+void CudaBackend::Free(void* p) {
+  if (!p) return;
+  Activate();
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued work may still use p
+  LS_CUDA_CHECK(cudaFree(p));
+}
+
+void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  Activate();
+  LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be reused as soon as this returns
+}
+
+void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  Activate();
+  LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
+  return use == WeightUse::kMatmul ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
+}
+
+Tensor CudaBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
+  LS_CUDA_REQUIRE(w.layout == Layout::kRowMajor, "PrepareWeight: host weights must be row-major");
+  if (use == WeightUse::kMatmul && w.dtype != DType::kBF16) {
+    std::vector<uint16_t> bf16(static_cast<size_t>(w.numel()));
+    for (int64_t i = 0; i < w.numel(); ++i) bf16[static_cast<size_t>(i)] = F32ToBf16(LoadAsF32(w.data, w.dtype, i));
+    CopyToDevice(dst, bf16.data(), bf16.size() * sizeof(uint16_t));
+  } else {
+    CopyToDevice(dst, w.data, w.bytes());
+  }
+  const DType dtype = use == WeightUse::kMatmul ? DType::kBF16 : w.dtype;
+  return Tensor{dst, dtype, w.rows, w.cols, Layout::kRowMajor};
+}
+
+void CudaBackend::Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) {
+  if (num_tokens == 0) return;
+  Activate();
+  const int32_t* d_ids = uploader_->Upload(ids, static_cast<size_t>(num_tokens));
+  cuda::Embedding(d_ids, num_tokens, table, out, stream_);
+}
+
+void CudaBackend::RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) {
+  Activate();
+  cuda::RmsNorm(x, rows, w, eps, out, stream_);
+}
+
+void CudaBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
+  Activate();
+  gemm_->Run(x, M, w, y, accumulate, stream_);
+}
+
+void CudaBackend::Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
+                       float theta) {
+  if (num_tokens == 0 || head_dim < 2) return;
+  Activate();
+  inv_freq_.resize(static_cast<size_t>(head_dim / 2));
+  cuda::RopeInverseFrequencies(theta, head_dim, inv_freq_.data());
+  const int32_t* d_positions = uploader_->Upload(positions, static_cast<size_t>(num_tokens));
+  const float* d_inv_freq = uploader_->Upload(inv_freq_.data(), inv_freq_.size());
+  cuda::Rope(x, num_tokens, num_heads, head_dim, d_positions, d_inv_freq, stream_);
+}
+
+void CudaBackend::PagedAttention(const AttentionParams& p) {
+  Activate();
+  cuda::FlattenAttentionSeqs(p, &attention_tokens_, &attention_tables_);
+  if (attention_tokens_.empty()) return;
+  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
+  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
+  cuda::PagedAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+}
+
+void CudaBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+                                float* out) {
+  Activate();
+  cuda::GluActivation(gate, up, rows, width, act, out, stream_);
+}
+
+void CudaBackend::Router(const RouterParams& p) {
+  Activate();
+  cuda::Router(p, stream_);
+}
+
+const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
+  const int32_t N = p.num_experts;
+  std::vector<const void*> host(static_cast<size_t>(3 * N));
+  for (int32_t e = 0; e < N; ++e) {
+    host[e] = p.gate[e].data;
+    host[N + e] = p.up[e].data;
+    host[2 * N + e] = p.down[e].data;
+  }
+  const auto key = std::make_tuple(p.gate, p.up, p.down, N);
+  if (expert_tables_.size() >= kMaxExpertTables && !expert_tables_.count(key)) {
+    // Arrays come and go (expert placements are rebuilt): drop the old tables at some point.
+    LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (auto& [k, old] : expert_tables_) LS_CUDA_CHECK(cudaFree(old.device));
+    expert_tables_.clear();
+  }
+  ExpertTableEntry& entry = expert_tables_[key];
+  if (entry.device && entry.host == host) return entry.table;
+
+  // New or changed array: check every expert, then upload its pointers.
+  int64_t width = 0;
+  for (int32_t e = 0; e < N && width == 0; ++e)
+    if (p.gate[e].data) width = p.gate[e].rows;
+  for (int32_t e = 0; e < N; ++e) {
+    if (!p.gate[e].data) continue;  // an empty slot: never routed to
+    for (const Tensor* t : {&p.gate[e], &p.up[e], &p.down[e]})
+      LS_CUDA_REQUIRE(t->dtype == DType::kBF16 && t->layout == Layout::kRowMajor && t->data,
+                      "MoeExperts: expert weights must be prepared for WeightUse::kMatmul");
+    LS_CUDA_REQUIRE(p.gate[e].rows == width && p.gate[e].cols == p.in_width && p.up[e].rows == width &&
+                        p.up[e].cols == p.in_width && p.down[e].rows == p.out_width && p.down[e].cols == width,
+                    "MoeExperts: expert weight shapes disagree with each other or with in_width/out_width");
+  }
+  if (!entry.device) LS_CUDA_CHECK(cudaMalloc(&entry.device, std::max<size_t>(host.size() * sizeof(void*), 1)));
+  LS_CUDA_CHECK(
+      cudaMemcpyAsync(entry.device, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice, stream_));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // rare: at first use and when the array changes
+  entry.host = std::move(host);
+  const auto* table = static_cast<const uint16_t* const*>(entry.device);
+  entry.table = cuda::ExpertTable{table, table + N, table + 2 * N, width};
+  return entry.table;
+}
+
+void CudaBackend::MoeExperts(const MoeParams& p) {
+  if (p.num_tokens == 0) return;
+  Activate();
+  const cuda::ExpertTable& table = ExpertTableFor(p);
+  cuda::MoePermute(p, *moe_, stream_);
+  if (p.tokens_per_expert) {
+    const size_t n = static_cast<size_t>(p.num_experts);
+    if (n > counts_capacity_) {
+      if (counts_host_) LS_CUDA_CHECK(cudaFreeHost(counts_host_));
+      counts_host_ = nullptr;
+      LS_CUDA_CHECK(cudaHostAlloc(&counts_host_, n * sizeof(int32_t), cudaHostAllocDefault));
+      counts_capacity_ = n;
+    }
+    LS_CUDA_CHECK(cudaMemcpyAsync(counts_host_, moe_->counts, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    LS_CUDA_CHECK(cudaEventRecord(counts_ready_, stream_));
+  }
+  cuda::MoeGroupedGemms(p, table, *moe_, stream_);
+  cuda::MoeCombine(p, *moe_, stream_);
+  if (p.tokens_per_expert) {
+    // The one wait inside a step: for the counts only, while the GEMMs run on.
+    LS_CUDA_CHECK(cudaEventSynchronize(counts_ready_));
+    for (int32_t e = 0; e < p.num_experts; ++e) p.tokens_per_expert[e] += counts_host_[e];
+  }
+}
+
+void CudaBackend::CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                                       float* out) {
+  Activate();
+  cuda::CombineExpertOutputs(y, nullptr, weights, T, K, width, out, stream_);
+}
+
+void CudaBackend::Add(float* x, const float* y, int64_t n) {
+  Activate();
+  cuda::Add(x, y, n, stream_);
+}
+
+}  // namespace ls

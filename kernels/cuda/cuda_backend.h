@@ -1,0 +1,97 @@
+// CudaBackend: the Backend on one CUDA device and one stream, running the kernels/cuda ops.
+// Activations, prepared weights and router outputs are device memory; the step's host metadata
+// (token ids, positions, attention sequences and block tables) is uploaded through a ring of
+// pinned staging buffers. Ops are queued on the stream without waiting, except CopyToDevice,
+// CopyToHost, Free and MoeExperts with tokens_per_expert, which wait for it. Matmul weights are
+// kept as BF16 row-major; the GEMMs use BF16 operands with FP32 accumulation.
+// Plain C++ (no CUDA headers). Used by one thread at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/cuda_ops.h"
+
+typedef struct CUevent_st* cudaEvent_t;
+
+namespace ls {
+namespace cuda {
+class CublasLtGemm;
+class HostUploader;
+struct MoeScratch;
+}  // namespace cuda
+
+class CudaBackend final : public Backend {
+ public:
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  // Waits for every op queued so far.
+  void Synchronize();
+
+  void* Allocate(size_t bytes) override;
+  void Free(void* p) override;
+  void CopyToDevice(void* dst, const void* src, size_t bytes) override;
+  void CopyToHost(void* dst, const void* src, size_t bytes) override;
+
+  // kMatmul: BF16 row-major (F32 and F16 weights are converted on the host); kOther: as stored.
+  size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
+  Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
+
+  void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
+  void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
+  void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
+  void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
+            float theta) override;
+  void PagedAttention(const AttentionParams& p) override;
+  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+                     float* out) override;
+  void Router(const RouterParams& p) override;
+  // With p.tokens_per_expert (host memory), the per-expert counts are copied back and added
+  // before it returns: the one wait for the device inside a step.
+  void MoeExperts(const MoeParams& p) override;
+  void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                            float* out) override;
+  void Add(float* x, const float* y, int64_t n) override;
+
+ private:
+  friend std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);
+  CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::CublasLtGemm> gemm);
+
+  // The device pointer tables of one expert array (MoeParams gate/up/down), uploaded on first use
+  // and again whenever the array holds other pointers than last time.
+  struct ExpertTableEntry {
+    std::vector<const void*> host;  // [3N]: gate pointers, up pointers, down pointers
+    void* device = nullptr;         // the same [3N] in device memory
+    cuda::ExpertTable table;
+  };
+  const cuda::ExpertTable& ExpertTableFor(const MoeParams& p);
+  void Activate() const;  // makes this backend's device current for the calling thread
+
+  int device_;
+  cudaStream_t stream_;
+  std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  std::unique_ptr<cuda::HostUploader> uploader_;
+  std::unique_ptr<cuda::MoeScratch> moe_;
+  std::map<std::tuple<const Tensor*, const Tensor*, const Tensor*, int32_t>, ExpertTableEntry> expert_tables_;
+  std::vector<cuda::AttentionToken> attention_tokens_;
+  std::vector<int32_t> attention_tables_;
+  std::vector<float> inv_freq_;
+  int32_t* counts_host_ = nullptr;  // pinned [counts_capacity_]
+  size_t counts_capacity_ = 0;
+  cudaEvent_t counts_ready_ = nullptr;
+};
+
+// A backend on CUDA device `device`, or nullptr with *error saying why (no driver or device, a
+// device index out of range, a device older than sm_90, cuBLASLt unavailable).
+std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);
+
+}  // namespace ls

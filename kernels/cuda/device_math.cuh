@@ -1,0 +1,32 @@
+// Device-side scalar helpers shared by the CUDA kernels: loads of F32/BF16/F16 values as float32
+// (twins of LoadAsF32 in kernels/dtype.h) and the GLU gate functions (twins of cpu::SiTU/SiLU).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+#include "kernels/ops.h"
+
+namespace ls::cuda {
+
+template <typename W>
+__device__ inline float ToF32(W v) {
+  if constexpr (std::is_same_v<W, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<W, __nv_bfloat16>) {
+    return __bfloat162float(v);
+  } else {
+    return __half2float(v);
+  }
+}
+
+__device__ inline float Sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+// act(g): SiTU(g) = sigmoid(g) · tanh(g), or SiLU(g) = g · sigmoid(g).
+__device__ inline float GluGate(Activation act, float g) {
+  return act == Activation::kSiTU ? Sigmoid(g) * tanhf(g) : g * Sigmoid(g);
+}
+
+}  // namespace ls::cuda

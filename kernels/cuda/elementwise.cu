@@ -1,0 +1,46 @@
+// Small elementwise CUDA ops: the residual add (x += y) and the float32 → BF16 conversion that
+// turns activations into GEMM operands.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace ls::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned GridFor(int64_t n) { return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536)); }
+
+__global__ void AddKernel(float* __restrict__ x, const float* __restrict__ y, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    x[i] += y[i];
+  }
+}
+
+__global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, __nv_bfloat16* __restrict__ out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    out[i] = __float2bfloat16_rn(x[i]);
+  }
+}
+
+}  // namespace
+
+void Add(float* x, const float* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  AddKernel<<<GridFor(n), kThreads, 0, stream>>>(x, y, n);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void ConvertToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream) {
+  if (n == 0) return;
+  ToBf16Kernel<<<GridFor(n), kThreads, 0, stream>>>(x, n, reinterpret_cast<__nv_bfloat16*>(out));
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ls::cuda

@@ -1,0 +1,44 @@
+// CUDA embedding lookup: one block per token copies its table row, converted to float32.
+// Twin of kernels/cpu/embedding.cc.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_math.cuh"
+
+namespace ls::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename W>
+__global__ void EmbeddingKernel(const int32_t* __restrict__ ids, const W* __restrict__ table, int64_t d,
+                                float* __restrict__ out) {
+  const W* row = table + static_cast<int64_t>(ids[blockIdx.x]) * d;
+  float* o = out + static_cast<int64_t>(blockIdx.x) * d;
+  for (int64_t i = threadIdx.x; i < d; i += kThreads) o[i] = ToF32(row[i]);
+}
+
+}  // namespace
+
+void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out, cudaStream_t stream) {
+  if (num_tokens == 0) return;
+  const dim3 grid(static_cast<unsigned>(num_tokens));
+  switch (table.dtype) {
+    case DType::kF32:
+      EmbeddingKernel<<<grid, kThreads, 0, stream>>>(ids, static_cast<const float*>(table.data), table.cols, out);
+      break;
+    case DType::kBF16:
+      EmbeddingKernel<<<grid, kThreads, 0, stream>>>(ids, static_cast<const __nv_bfloat16*>(table.data), table.cols,
+                                                     out);
+      break;
+    case DType::kF16:
+      EmbeddingKernel<<<grid, kThreads, 0, stream>>>(ids, static_cast<const __half*>(table.data), table.cols, out);
+      break;
+  }
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ls::cuda

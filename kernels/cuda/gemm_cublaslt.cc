@@ -1,0 +1,154 @@
+// CublasLtGemm (see gemm_cublaslt.h). In cuBLASLt's column-major terms the row-major product
+// y[M, N] = x[M, K] · w[N, K]ᵀ is yᵀ[N, M] = op(w)[N, K] · xᵀ[K, M] with op = transpose: w is a
+// K × N column-major matrix (ld K), x a K × M one (ld K), y an N × M one (ld N).
+#include "kernels/cuda/gemm_cublaslt.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_scratch.h"
+
+#define LS_CUBLAS_CHECK(expr)                                                          \
+  do {                                                                                 \
+    const cublasStatus_t ls_status = (expr);                                           \
+    if (ls_status != CUBLAS_STATUS_SUCCESS)                                            \
+      ::ls::cuda::Fail(#expr, cublasLtGetStatusString(ls_status), __FILE__, __LINE__); \
+  } while (0)
+
+namespace ls::cuda {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's recommendation for Hopper
+constexpr size_t kMaxPlans = 4096;                    // the cache is cleared when it grows past this
+
+// Largest power of two (up to 256) dividing the address: the alignment cuBLASLt may assume.
+uint32_t AlignmentOf(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+
+  void Destroy() {
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (w) cublasLtMatrixLayoutDestroy(w);
+    if (x) cublasLtMatrixLayoutDestroy(x);
+    if (y) cublasLtMatrixLayoutDestroy(y);
+  }
+};
+
+// M, N, K and the alignments of w, x and y.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
+
+}  // namespace
+
+struct CublasLtGemm::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  DeviceScratch x_bf16;
+  std::map<PlanKey, Plan> plans;
+
+  ~Impl() {
+    for (auto& [key, plan] : plans) plan.Destroy();
+    if (workspace) cudaFree(workspace);
+    if (handle) cublasLtDestroy(handle);
+  }
+
+  const Plan& GetPlan(int64_t M, int64_t N, int64_t K, const void* w, const void* x, const void* y) {
+    const PlanKey key{M, N, K, AlignmentOf(w), AlignmentOf(x), AlignmentOf(y)};
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
+    if (plans.size() >= kMaxPlans) {
+      for (auto& [k, plan] : plans) plan.Destroy();
+      plans.clear();
+    }
+    Plan plan;
+    LS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+    LS_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+    LS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)));
+    LS_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&plan.w, CUDA_R_16BF, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
+    LS_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&plan.x, CUDA_R_16BF, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K));
+    LS_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(&plan.y, CUDA_R_32F, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    LS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t workspace_bytes = kWorkspaceBytes;
+    LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &workspace_bytes, sizeof(workspace_bytes)));
+    const uint32_t align_w = std::get<3>(key), align_x = std::get<4>(key), align_y = std::get<5>(key);
+    LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_w,
+                                                         sizeof(align_w)));
+    LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_x,
+                                                         sizeof(align_x)));
+    LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_y,
+                                                         sizeof(align_y)));
+    LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_y,
+                                                         sizeof(align_y)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    LS_CUBLAS_CHECK(
+        cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.w, plan.x, plan.y, plan.y, pref, 1, &result, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    LS_CUDA_REQUIRE(found > 0, "cuBLASLt has no algorithm for this BF16 GEMM shape");
+    plan.algo = result.algo;
+    return plans.emplace(key, plan).first->second;
+  }
+};
+
+CublasLtGemm::CublasLtGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CublasLtGemm::~CublasLtGemm() = default;
+
+std::unique_ptr<CublasLtGemm> CublasLtGemm::Create(std::string* error) {
+  auto impl = std::make_unique<Impl>();
+  if (const cublasStatus_t s = cublasLtCreate(&impl->handle); s != CUBLAS_STATUS_SUCCESS) {
+    impl->handle = nullptr;
+    *error = std::string("cublasLtCreate failed: ") + cublasLtGetStatusString(s);
+    return nullptr;
+  }
+  if (const cudaError_t e = cudaMalloc(&impl->workspace, kWorkspaceBytes); e != cudaSuccess) {
+    impl->workspace = nullptr;
+    *error = std::string("cuBLASLt workspace allocation failed: ") + cudaGetErrorString(e);
+    return nullptr;
+  }
+  return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(std::move(impl)));
+}
+
+void CublasLtGemm::Run(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate, cudaStream_t stream) {
+  if (M == 0 || w.rows == 0) return;
+  uint16_t* xb = impl_->x_bf16.As<uint16_t>(static_cast<size_t>(M * w.cols), stream);
+  ConvertToBf16(x, M * w.cols, xb, stream);
+  RunBf16(xb, M, w, y, accumulate, stream);
+}
+
+void CublasLtGemm::RunBf16(const uint16_t* x, int64_t M, const Tensor& w, float* y, bool accumulate,
+                           cudaStream_t stream) {
+  LS_CUDA_REQUIRE(w.dtype == DType::kBF16 && w.layout == Layout::kRowMajor,
+                  "Gemm: weights must be prepared for WeightUse::kMatmul (BF16 row-major)");
+  const int64_t N = w.rows, K = w.cols;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate) LS_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(M * N) * sizeof(float), stream));
+    return;
+  }
+  const Plan& plan = impl_->GetPlan(M, N, K, w.data, x, y);
+  const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
+  LS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, plan.desc, &alpha, w.data, plan.w, x, plan.x, &beta, y, plan.y, y,
+                                 plan.y, &plan.algo, impl_->workspace, kWorkspaceBytes, stream));
+}
+
+}  // namespace ls::cuda

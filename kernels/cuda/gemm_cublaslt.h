@@ -1,0 +1,36 @@
+// CublasLtGemm: the CUDA backend's dense GEMM, y[M, N] (+)= x[M, K] · w[N, K]ᵀ with BF16 operands
+// (float32 x is converted to BF16 first), FP32 accumulation and FP32 output, through cuBLASLt.
+// Owns the cuBLASLt handle, its workspace, the BF16 copy of x and a cache of plans (descriptors
+// and the heuristic's algorithm) by shape and alignment. Not thread-safe; one per backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/tensor.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace ls::cuda {
+
+class CublasLtGemm {
+ public:
+  // nullptr with *error set when cuBLASLt cannot be initialised on the current device.
+  static std::unique_ptr<CublasLtGemm> Create(std::string* error);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // x: float32 [M, w.cols]; w: BF16 row-major [N, K]; y: float32 [M, N]; device memory.
+  void Run(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate, cudaStream_t stream);
+  // As Run, with x already BF16 (raw bits) [M, w.cols].
+  void RunBf16(const uint16_t* x, int64_t M, const Tensor& w, float* y, bool accumulate, cudaStream_t stream);
+
+ private:
+  struct Impl;
+  explicit CublasLtGemm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ls::cuda

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# GPU check of the CUDA kernels, run from the repository root on a machine with an NVIDIA GPU, the
+# CUDA toolkit, CMake, Ninja and python3 but none of the server's libraries: configures the
+# kernels-only build (LATENTSERVE_KERNELS_ONLY), builds it, runs the CUDA tests (label cuda) and
+# the MoE kernel benchmark, and ends with a short summary table. Everything it writes goes under
+# $OUT (default /tmp/gpu-check-out), at most 8 files:
+#   gpu_check.log    this script's whole output      build.log          configure and build
+#   cuda_tests.log   ctest output                    cuda_tests.xml     ctest results as JUnit XML
+#   moe_kernels.json benchmark results               moe_kernels.log    benchmark progress
+# Needs .gpu_deps/googletest, made by tools/gpu_prepare.sh (git-ignored: bring it along).
+# Takes under 8 minutes; exits non-zero when a step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-check-out}
+BUILD=${BUILD_DIR:-build-gpu}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT"
+start=$SECONDS
+step() { echo; echo "== $* ($((SECONDS - start)) s)"; }
+join() { local IFS=';'; echo "$*"; }
+
+# The whole check; its output also goes to gpu_check.log.
+check() {
+status=0
+
+step "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv || status=1
+nvcc --version | tail -2
+cmake --version | head -1
+
+step "configure"
+if [ ! -f .gpu_deps/googletest/CMakeLists.txt ]; then
+  echo "missing .gpu_deps/googletest: run tools/gpu_prepare.sh first and bring .gpu_deps along" >&2
+  return 1
+fi
+# cuBLASLt and NCCL outside the toolkit (e.g. from Python wheels): hint where they are.
+lib_hints=() inc_hints=()
+for name in libcublasLt.so libnccl.so; do
+  if ! ls /usr/local/cuda/lib64/$name* >/dev/null 2>&1; then
+    f=$(find /usr/local /opt /usr/lib -name "$name*" 2>/dev/null | head -1)
+    [ -n "$f" ] && lib_hints+=("$(dirname "$f")")
+  fi
+done
+for name in cublasLt.h nccl.h; do
+  if [ ! -f /usr/local/cuda/include/$name ]; then
+    f=$(find /usr/local /opt /usr/include -name "$name" 2>/dev/null | head -1)
+    [ -n "$f" ] && inc_hints+=("$(dirname "$f")")
+  fi
+done
+echo "library hints: ${lib_hints[*]:-none}; include hints: ${inc_hints[*]:-none}"
+timeout 60 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLATENTSERVE_KERNELS_ONLY=ON \
+  -DLATENTSERVE_CUDA=ON -DLS_GTEST_SOURCE_DIR="$PWD/.gpu_deps/googletest" \
+  -DLS_CUDA_LIBRARY_HINTS="$(join "${lib_hints[@]}")" -DLS_CUDA_INCLUDE_HINTS="$(join "${inc_hints[@]}")" \
+  >"$OUT/build.log" 2>&1
+configured=$?
+tail -5 "$OUT/build.log"
+
+built=1
+if [ $configured -eq 0 ]; then
+  step "build"
+  timeout 210 cmake --build "$BUILD" -j"$JOBS" >>"$OUT/build.log" 2>&1
+  built=$?
+  grep -E "warning|error" "$OUT/build.log" | head -20
+  tail -3 "$OUT/build.log"
+else
+  echo "configure failed: see build.log"
+fi
+[ $built -eq 0 ] || status=1
+
+if [ $built -eq 0 ]; then
+  step "CUDA tests"
+  timeout 100 ctest --test-dir "$BUILD" -L cuda -j4 --output-on-failure --timeout 90 \
+    --output-junit "$OUT/cuda_tests.xml" >"$OUT/cuda_tests.log" 2>&1 || status=1
+  grep -E "Passed|Failed|Skipped|\*\*\*|tests passed|Total Test time" "$OUT/cuda_tests.log" | tail -40
+
+  step "MoE kernel benchmark"
+  timeout 100 "$BUILD/bin/moe_kernels" >"$OUT/moe_kernels.json" 2>"$OUT/moe_kernels.log" || status=1
+  tail -12 "$OUT/moe_kernels.log"
+fi
+
+step "summary"
+python3 - "$OUT" <<'PY'
+import json, os, re, sys
+out = sys.argv[1]
+log = os.path.join(out, "cuda_tests.log")
+if os.path.exists(log):
+    text = open(log).read()
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
+    skipped = text.count("***Skipped")
+    print("CUDA tests:", m.group(0) if m else "no ctest summary", f"({skipped} skipped)")
+    for line in text.splitlines():
+        if "***Failed" in line or "***Exception" in line or "***Timeout" in line:
+            print("  FAILED", line.strip())
+path = os.path.join(out, "moe_kernels.json")
+try:
+    bench = json.load(open(path))
+except Exception as e:
+    print("moe_kernels: no results:", e)
+    sys.exit(0)
+print(f"moe_kernels on {bench['device']}: copy {bench['copy_gbps']:.0f} GB/s")
+print(f"{'d_lat':>5} {'tokens':>6} {'ms':>8} {'eager ms':>8} {'grouped':>7} {'GB/s':>7} {'of copy':>7} "
+      f"{'TFLOP/s':>8} {'of dense':>8}")
+for c in bench["cases"]:
+    print(f"{c['d_lat']:>5} {c['tokens']:>6} {c['time_ms']:>8.3f} {c['eager_time_ms']:>8.3f} "
+          f"{c['grouped_gemm_share']:>7.0%} {c['gbps']:>7.0f} {c['gbps_fraction_of_copy']:>7.0%} "
+          f"{c['tflops']:>8.1f} {c['tflops_fraction_of_dense']:>8.0%}")
+PY
+echo "gpu_check: $((SECONDS - start)) s, status $status"
+return $status
+}
+
+check 2>&1 | tee "$OUT/gpu_check.log"
+exit "${PIPESTATUS[0]}"
