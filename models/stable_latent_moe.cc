@@ -120,13 +120,17 @@ void StableLatentMoe::SetPlacedExperts(std::shared_ptr<const PlacedExperts> plac
   device_rows_.assign(placed_ ? static_cast<size_t>(config_.num_hidden_layers) * placed_->num_devices() : 0, 0);
 }
 
-void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* ids,
-                                const float* weights, int64_t T, float* out) {
+void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* topk_ids,
+                                const float* weights, int64_t T, float* out, int64_t* tokens_per_expert) {
   const ModelConfig& c = config_;
   const int64_t K = c.num_experts_per_tok, w = c.expert_width();
   const int32_t D = pl.placement.num_devices, S = pl.placement.slots_per_device;
-  // Dispatch: the physical slot of every routed pair, grouped by device.
-  const std::vector<int32_t> slots = DispatchSlots(pl.placement, ids, T * K);
+  // The routing decisions travel to the host, which plans the dispatch: the physical slot of
+  // every routed pair, grouped by device.
+  std::vector<int32_t> ids(T * K);
+  backend_->CopyToHost(ids.data(), topk_ids, ids.size() * sizeof(int32_t));
+  for (int32_t e : ids) ++tokens_per_expert[e];
+  const std::vector<int32_t> slots = DispatchSlots(pl.placement, ids.data(), T * K);
   std::vector<std::vector<int64_t>> pairs(D);
   for (int64_t i = 0; i < T * K; ++i) pairs[pl.placement.device_of(slots[i])].push_back(i);
   float* y = dy_.as<float>(T * K * w);  // [T * K, w] unweighted expert outputs, pair order
@@ -136,23 +140,27 @@ void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const floa
     if (n == 0) continue;
     // Each row is sent to device d with its local slot; the device runs its experts with unit
     // weights, so its output rows are the experts' outputs as they are.
-    float* zd = dz_.as<float>(n * w);
-    int32_t* local = dids_.as<int32_t>(n);
-    float* unit = dw_.as<float>(n);
+    std::vector<int64_t> tokens(n);
+    std::vector<int32_t> local(n);
+    const std::vector<float> unit(n, 1.f);
     for (int64_t r = 0; r < n; ++r) {
-      const int64_t pair = pairs[d][r];
-      backend_->CopyToDevice(zd + r * w, z + (pair / K) * w, w * sizeof(float));
-      local[r] = slots[pair] - d * S;
-      unit[r] = 1.f;
+      tokens[r] = pairs[d][r] / K;
+      local[r] = slots[pairs[d][r]] - d * S;
     }
+    float* zd = dz_.as<float>(n * w);
+    int32_t* local_ids = dids_.as<int32_t>(n);
+    float* unit_weights = dw_.as<float>(n);
+    backend_->GatherRows(z, tokens.data(), n, w, zd);
+    backend_->CopyToDevice(local_ids, local.data(), n * sizeof(int32_t));
+    backend_->CopyToDevice(unit_weights, unit.data(), n * sizeof(float));
     float* yd = rows_.as<float>(n * w);
     MoeParams m;
     m.z = zd;
     m.num_tokens = n;
     m.in_width = w;
     m.out_width = w;
-    m.topk_ids = local;
-    m.topk_weights = unit;
+    m.topk_ids = local_ids;
+    m.topk_weights = unit_weights;
     m.top_k = 1;
     m.num_experts = S;
     m.gate = pl.gate.data() + d * S;
@@ -162,7 +170,7 @@ void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const floa
     m.out = yd;
     backend_->MoeExperts(m);
     // Combine, part 1: results travel back to their pairs.
-    for (int64_t r = 0; r < n; ++r) backend_->CopyToHost(y + pairs[d][r] * w, yd + r * w, w * sizeof(float));
+    backend_->ScatterRows(yd, pairs[d].data(), n, w, y);
   }
   // Combine, part 2: weighted sum over each token's K pairs in pair order, as the single-device op.
   backend_->CombineExpertOutputs(y, weights, T, static_cast<int32_t>(K), w, out);
@@ -288,8 +296,7 @@ void StableLatentMoe::MoeFfn(const LayerWeights& L, int32_t layer, int64_t T) {
   m.tokens_per_expert = expert_tokens_.data() + static_cast<size_t>(layer) * N;
   timer.emplace(profile_, StepPart::kExperts);
   if (const PlacedLayer* pl = placed_ ? placed_->layer(layer) : nullptr) {
-    for (int64_t i = 0; i < T * K; ++i) ++m.tokens_per_expert[r.topk_ids[i]];
-    PlacedMoe(*pl, layer, z, r.topk_ids, r.topk_weights, T, m.out);
+    PlacedMoe(*pl, layer, z, r.topk_ids, r.topk_weights, T, m.out, m.tokens_per_expert);
   } else {
     backend_->MoeExperts(m);
   }

@@ -74,9 +74,10 @@ class StableLatentMoe {
   void DenseFfn(const LayerWeights& L, int64_t T);
   void MoeFfn(const LayerWeights& L, int32_t layer, int64_t T);
   void SharedGlu(const GluWeights& w, const float* h, int64_t T, int64_t width);
-  // Routed experts over the placed devices: dispatch, per-device compute, combine. out: [T, w]
-  void PlacedMoe(const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* ids, const float* weights,
-                 int64_t T, float* out);
+  // Routed experts over the placed devices: dispatch, per-device compute, combine. out: [T, w];
+  // adds the routed tokens to tokens_per_expert (host).
+  void PlacedMoe(const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* topk_ids, const float* weights,
+                 int64_t T, float* out, int64_t* tokens_per_expert);
 
   ModelConfig config_;
   std::unique_ptr<WeightStore> store_;

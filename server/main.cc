@@ -137,9 +137,6 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   RaiseFileLimit();
 
-  if (absl::GetFlag(FLAGS_devices) > 0 && absl::GetFlag(FLAGS_backend) != "cpu")
-    return Fail("--devices runs its device workers on the cpu backend only; with --backend " +
-                absl::GetFlag(FLAGS_backend) + " leave --devices at 0");
   std::string backend_error;
   std::unique_ptr<ls::Backend> backend = ls::CreateBackend(
       {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device)}, &backend_error);

@@ -57,5 +57,11 @@ void CpuBackend::CombineExpertOutputs(const float* y, const float* weights, int6
 void CpuBackend::Add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
+void CpuBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * width, src + rows[i] * width, width * sizeof(float));
+}
+void CpuBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + rows[i] * width, src + i * width, width * sizeof(float));
+}
 
 }  // namespace ls

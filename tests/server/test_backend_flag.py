@@ -1,5 +1,5 @@
 """The --backend switch of the server: unknown names and backends this build or machine cannot
-provide fail at start with a message naming the backend; --devices refuses non-CPU backends."""
+provide fail at start with a message naming the backend."""
 import subprocess
 
 from conftest import BIN, MODEL
@@ -27,8 +27,3 @@ def test_cuda_backend_fails_clearly_without_kernels_or_device():
         return
     assert p.returncode != 0
     assert "--backend cuda" in err and ("no CUDA kernels" in err or "device" in err), err
-
-
-def test_devices_need_the_cpu_backend():
-    r = start("--backend", "cuda", "--devices", "2")
-    assert r.returncode != 0 and "--devices runs its device workers on the cpu backend only" in r.stderr
