@@ -7,7 +7,8 @@
 #   gpu_check.log    this script's whole output      build.log          configure and build
 #   cuda_tests.log   ctest output                    cuda_tests.xml     ctest results as JUnit XML
 #   moe_kernels.json benchmark results               moe_kernels.log    benchmark progress
-# Needs .gpu_deps/googletest, made by tools/gpu_prepare.sh (git-ignored: bring it along).
+# Needs .gpu_deps (googletest; abseil and nlohmann_json for the end-to-end model test), made by
+# tools/gpu_prepare.sh (git-ignored: bring it along).
 # Takes under 8 minutes; exits non-zero when a step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,8 +50,15 @@ for name in cublasLt.h nccl.h; do
   fi
 done
 echo "library hints: ${lib_hints[*]:-none}; include hints: ${inc_hints[*]:-none}"
+# With abseil and nlohmann_json sources along, the end-to-end model test is built too.
+model_test_deps=()
+if [ -f .gpu_deps/abseil-cpp/CMakeLists.txt ] && [ -f .gpu_deps/include/nlohmann/json.hpp ]; then
+  model_test_deps=(-DLS_ABSL_SOURCE_DIR="$PWD/.gpu_deps/abseil-cpp" -DLS_JSON_INCLUDE_DIR="$PWD/.gpu_deps/include")
+else
+  echo "no .gpu_deps/abseil-cpp: the end-to-end model test (cuda_model_test) is not built"
+fi
 timeout 60 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLATENTSERVE_KERNELS_ONLY=ON \
-  -DLATENTSERVE_CUDA=ON -DLS_GTEST_SOURCE_DIR="$PWD/.gpu_deps/googletest" \
+  -DLATENTSERVE_CUDA=ON -DLS_GTEST_SOURCE_DIR="$PWD/.gpu_deps/googletest" "${model_test_deps[@]}" \
   -DLS_CUDA_LIBRARY_HINTS="$(join "${lib_hints[@]}")" -DLS_CUDA_INCLUDE_HINTS="$(join "${inc_hints[@]}")" \
   >"$OUT/build.log" 2>&1
 configured=$?
