@@ -266,4 +266,16 @@ void CudaBackend::Add(float* x, const float* y, int64_t n) {
   cuda::Add(x, y, n, stream_);
 }
 
+void CudaBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
+  if (n == 0) return;
+  Activate();
+  cuda::GatherRows(src, uploader_->Upload(rows, static_cast<size_t>(n)), n, width, dst, stream_);
+}
+
+void CudaBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
+  if (n == 0) return;
+  Activate();
+  cuda::ScatterRows(src, uploader_->Upload(rows, static_cast<size_t>(n)), n, width, dst, stream_);
+}
+
 }  // namespace ls

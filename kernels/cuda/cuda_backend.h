@@ -61,6 +61,8 @@ class CudaBackend final : public Backend {
   void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
                             float* out) override;
   void Add(float* x, const float* y, int64_t n) override;
+  void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
+  void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
 
  private:
   friend std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);

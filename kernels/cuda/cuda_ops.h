@@ -38,6 +38,9 @@ void GluActivation(const float* gate, const float* up, int64_t rows, int64_t wid
 
 // x[i] += y[i].
 void Add(float* x, const float* y, int64_t n, cudaStream_t stream);
+// dst[i] = src[rows[i]] / dst[rows[i]] = src[i] for i < n, rows of `width` floats; rows: device.
+void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream);
+void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream);
 
 // out[i] = x[i] rounded to BF16 (nearest even), as raw BF16 bits.
 void ConvertToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);

@@ -15,9 +15,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// x and out may be the same rows (in place), so neither is __restrict__.
 template <typename W>
-__global__ void RmsNormKernel(const float* __restrict__ x, const W* __restrict__ w, int64_t width, float eps,
-                              float* __restrict__ out) {
+__global__ void RmsNormKernel(const float* x, const W* __restrict__ w, int64_t width, float eps, float* out) {
   using Reduce = cub::BlockReduce<float, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   __shared__ float inv;
