@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/exp_avx512.h"
@@ -13,20 +14,43 @@
 namespace ls::cpu::internal {
 namespace {
 
+// The four horizontal sums of a0..a3, in order: pairs of 128-bit quarters are added across the
+// four vectors first, so four dot products share one reduction.
+inline __m128 Sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 x0 = _mm512_add_ps(_mm512_shuffle_f32x4(a0, a1, 0x44), _mm512_shuffle_f32x4(a0, a1, 0xEE));
+  const __m512 x1 = _mm512_add_ps(_mm512_shuffle_f32x4(a2, a3, 0x44), _mm512_shuffle_f32x4(a2, a3, 0xEE));
+  // Quarter i now holds four partial sums of a_i.
+  const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, 0x88), _mm512_shuffle_f32x4(x0, x1, 0xDD));
+  const __m512 z = _mm512_add_ps(y, _mm512_permute_ps(y, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512 w = _mm512_add_ps(z, _mm512_permute_ps(z, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), w));
+}
+
+template <int HV>
+inline __m512 DotPartial(const __m512 (&q)[HV], const float* k) {
+  __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
+  for (int j = 1; j < HV; ++j) acc = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(k + j * 16), acc);
+  return acc;
+}
+
 template <int HV>  // head_dim / 16
 void Attend(const AttendArgs& a) {
   const int32_t G = a.group, ctx = a.ctx;
-  // Scores: s[g][pos] = scale · q_g · k_pos.
+  // Cache offsets of the positions, looked up once for every query head and both passes.
+  thread_local std::vector<int64_t> offsets;
+  offsets.resize(ctx);
+  a.ForEachPosition([&](int32_t pos, int64_t off) { offsets[pos] = off; });
+  // Scores: s[g][pos] = scale · q_g · k_pos, four positions per reduction.
   for (int32_t g = 0; g < G; ++g) {
     __m512 q[HV];
     for (int j = 0; j < HV; ++j) q[j] = _mm512_mul_ps(_mm512_loadu_ps(a.q + g * HV * 16 + j * 16), _mm512_set1_ps(a.scale));
     float* s = a.scores + static_cast<int64_t>(g) * ctx;
-    a.ForEachPosition([&](int32_t pos, int64_t off) {
-      const float* k = a.k + off;
-      __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
-      for (int j = 1; j < HV; ++j) acc = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(k + j * 16), acc);
-      s[pos] = _mm512_reduce_add_ps(acc);
-    });
+    int32_t pos = 0;
+    for (; pos + 4 <= ctx; pos += 4) {
+      _mm_storeu_ps(s + pos, Sum4(DotPartial<HV>(q, a.k + offsets[pos]), DotPartial<HV>(q, a.k + offsets[pos + 1]),
+                                  DotPartial<HV>(q, a.k + offsets[pos + 2]), DotPartial<HV>(q, a.k + offsets[pos + 3])));
+    }
+    for (; pos < ctx; ++pos) s[pos] = _mm512_reduce_add_ps(DotPartial<HV>(q, a.k + offsets[pos]));
   }
   // Softmax numerators and their sums, per query head.
   std::fill_n(a.sums, G, 0.f);
@@ -52,11 +76,11 @@ void Attend(const AttendArgs& a) {
     const float* s = a.scores + static_cast<int64_t>(g) * ctx;
     __m512 acc[HV];
     for (int j = 0; j < HV; ++j) acc[j] = _mm512_setzero_ps();
-    a.ForEachPosition([&](int32_t pos, int64_t off) {
-      const float* v = a.v + off;
+    for (int32_t pos = 0; pos < ctx; ++pos) {
+      const float* v = a.v + offsets[pos];
       const __m512 p = _mm512_set1_ps(s[pos]);
       for (int j = 0; j < HV; ++j) acc[j] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * 16), acc[j]);
-    });
+    }
     const __m512 inv = _mm512_set1_ps(1.f / a.sums[g]);
     for (int j = 0; j < HV; ++j) _mm512_storeu_ps(a.out + g * HV * 16 + j * 16, _mm512_mul_ps(acc[j], inv));
   }
