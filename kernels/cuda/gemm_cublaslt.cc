@@ -99,13 +99,27 @@ struct CublasLtGemm::Impl {
                                                          sizeof(align_y)));
     LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_y,
                                                          sizeof(align_y)));
-    cublasLtMatmulHeuristicResult_t result{};
+    constexpr int kCandidates = 16;
+    cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
     int found = 0;
-    LS_CUBLAS_CHECK(
-        cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.w, plan.x, plan.y, plan.y, pref, 1, &result, &found));
+    LS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.w, plan.x, plan.y, plan.y, pref, kCandidates,
+                                                   results, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     LS_CUDA_REQUIRE(found > 0, "cuBLASLt has no algorithm for this BF16 GEMM shape");
-    plan.algo = result.algo;
+    // Batch invariance: prefer the best algorithm that does not split K, so that every output
+    // element is summed over k in one order whatever M is (split-K's count and partial-sum
+    // reduction change with the shape).
+    plan.algo = results[0].algo;
+    for (int i = 0; i < found; ++i) {
+      int32_t splits = 1;
+      size_t written = 0;
+      if (cublasLtMatmulAlgoConfigGetAttribute(&results[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                               sizeof(splits), &written) == CUBLAS_STATUS_SUCCESS &&
+          splits <= 1) {
+        plan.algo = results[i].algo;
+        break;
+      }
+    }
     return plans.emplace(key, plan).first->second;
   }
 };

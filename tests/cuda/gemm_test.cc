@@ -46,6 +46,35 @@ TEST(CudaGemm, MatchesCpuOnTheSameBf16Weights) {
   }
 }
 
+// Batch invariance: a row's result is the same, bit for bit, whether it is computed alone or
+// among many rows (the plan avoids split-K algorithms, whose reduction changes with M).
+TEST(CudaGemm, RowResultIndependentOfBatchSize) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string error;
+  auto gemm = cuda::CublasLtGemm::Create(&error);
+  ASSERT_NE(gemm, nullptr) << error;
+  const int64_t N = 4096, K = 1024;
+  std::mt19937 rng(14);
+  const std::vector<uint16_t> w = cuda_test::RandomBf16(N * K, rng, 0.05f);
+  DeviceArray<uint16_t> dw(w);
+  const Tensor wt{dw.get(), DType::kBF16, N, K};
+  for (int64_t M : {64, 256}) {
+    const std::vector<float> x = cuda_test::RandomFloats(M * K, rng);
+    DeviceArray<float> dx(x), all(M * N);
+    all.Poison();
+    gemm->Run(dx.get(), M, wt, all.get(), false, nullptr);
+    const std::vector<float> together = all.Download();
+    for (int64_t m : {int64_t{0}, M / 2, M - 1}) {
+      DeviceArray<float> row(std::vector<float>(x.begin() + m * K, x.begin() + (m + 1) * K)), one(N);
+      one.Poison();
+      gemm->Run(row.get(), 1, wt, one.get(), false, nullptr);
+      const std::vector<float> alone = one.Download();
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(alone[n], together[m * N + n]) << "M " << M << " row " << m << " col " << n;
+    }
+  }
+}
+
 TEST(CudaGemm, HandlesOperandsAtUnalignedOffsets) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   std::string error;
