@@ -40,17 +40,16 @@ Weights MakeWeights(DType dt, int64_t n, int64_t k, std::mt19937& rng) {
 
 class GemmShapes : public ::testing::TestWithParam<std::tuple<DType, int, int, int>> {};
 
-TEST_P(GemmShapes, MatchesDoubleReference) {
-  auto [dt, M, N, K] = GetParam();
-  std::mt19937 rng(M * 131 + N * 7 + K);
-  Weights w = MakeWeights(dt, N, K, rng);
+// Gemm with `t` (w's weights, in any layout) against the double-precision product, writing over
+// and accumulating into y.
+void ExpectMatchesDoubleReference(const Weights& w, const Tensor& t, int M, int N, int K, std::mt19937& rng) {
   std::vector<float> x(M * K);
   std::normal_distribution<float> nd;
   for (auto& v : x) v = nd(rng);
   ThreadPool pool(2);
-  std::vector<float> y(M * N, 1.f), y_acc(M * N, 1.f);
-  Gemm(pool, x.data(), M, w.t, y.data(), false);
-  Gemm(pool, x.data(), M, w.t, y_acc.data(), true);
+  std::vector<float> y(M * N, 7.f), y_acc(M * N, 1.f);
+  Gemm(pool, x.data(), M, t, y.data(), false);
+  Gemm(pool, x.data(), M, t, y_acc.data(), true);
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       double ref = 0;
@@ -60,6 +59,13 @@ TEST_P(GemmShapes, MatchesDoubleReference) {
       ASSERT_NEAR(y_acc[m * N + n], ref + 1.0, tol) << "accumulate, m=" << m << " n=" << n;
     }
   }
+}
+
+TEST_P(GemmShapes, MatchesDoubleReference) {
+  auto [dt, M, N, K] = GetParam();
+  std::mt19937 rng(M * 131 + N * 7 + K);
+  Weights w = MakeWeights(dt, N, K, rng);
+  ExpectMatchesDoubleReference(w, w.t, M, N, K, rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -120,22 +126,7 @@ TEST_P(PackedGemmShapes, MatchesDoubleReference) {
   Packed p = Pack(w.t);
   ASSERT_EQ(p.t.layout, Layout::kPanels);
   ASSERT_EQ(p.t.stored_rows() % kPanelRows, 0);
-  std::vector<float> x(M * K);
-  std::normal_distribution<float> nd;
-  for (auto& v : x) v = nd(rng);
-  ThreadPool pool(2);
-  std::vector<float> y(M * N, 7.f), y_acc(M * N, 1.f);
-  Gemm(pool, x.data(), M, p.t, y.data(), false);
-  Gemm(pool, x.data(), M, p.t, y_acc.data(), true);
-  for (int m = 0; m < M; ++m) {
-    for (int n = 0; n < N; ++n) {
-      double ref = 0;
-      for (int k = 0; k < K; ++k) ref += static_cast<double>(x[m * K + k]) * w.exact[n * K + k];
-      const double tol = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
-      ASSERT_NEAR(y[m * N + n], ref, tol) << "m=" << m << " n=" << n;
-      ASSERT_NEAR(y_acc[m * N + n], ref + 1.0, tol) << "accumulate, m=" << m << " n=" << n;
-    }
-  }
+  ExpectMatchesDoubleReference(w, p.t, M, N, K, rng);
 }
 
 // Row counts cover every tile height (1-12) and a remainder after full tiles; column counts

@@ -3,6 +3,7 @@
 // balance the experts better than zero biases.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +84,39 @@ TEST(TinyModel, FrozenBiasesBalanceExpertsBetterThanZeroBiases) {
   double mean_frozen = 0, mean_zero = 0;
   for (size_t i = 0; i < frozen.size(); ++i) mean_frozen += frozen[i], mean_zero += zero[i];
   EXPECT_LT(mean_frozen, mean_zero) << "mean over layers of max/mean expert load";
+}
+
+}  // namespace
+}  // namespace ls
+
+namespace ls {
+namespace {
+
+// The step profile times every part of the tiny model's layers (all present: latent MoE with a
+// shared expert), and its parts add up to no more than the step itself.
+TEST(TinyModel, StepProfileTimesEveryPart) {
+  CpuBackend backend(2);
+  auto model = StableLatentMoe::Load(TinyDir(), &backend);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<int32_t> ids(48);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(3 + i * 37 % 4000);
+  StepProfile profile;
+  (*model)->SetProfile(&profile);
+  std::vector<float> logits;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*model)->ForwardSequence(ids, false, &logits).ok());
+  const double step = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (*model)->SetProfile(nullptr);
+  double sum = 0;
+  for (size_t i = 0; i < profile.seconds.size(); ++i) {
+    EXPECT_GT(profile.seconds[i], 0) << kStepPartNames[i];
+    sum += profile.seconds[i];
+  }
+  EXPECT_LE(sum, step);
+  // Detached: a further step adds nothing.
+  const StepProfile before = profile;
+  ASSERT_TRUE((*model)->ForwardSequence(ids, false, &logits).ok());
+  EXPECT_EQ(profile.seconds, before.seconds);
 }
 
 }  // namespace
