@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
@@ -66,6 +67,13 @@ class Backend {
   // gather dst[i] = src[rows[i]], scatter dst[rows[i]] = src[i], for i < n.
   virtual void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;
   virtual void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;
+  // The transport between expert-parallel devices: rows grouped by destination device
+  // (rows_per_device[d] of them for device d, in device order) move from `send` to `recv` in the
+  // same layout. Every device worker of a run lives in this process, so the CPU backend copies;
+  // the CUDA backend runs an NCCL all-to-all where each worker is a rank of its own GPU (on one
+  // GPU: a single worker), and copies on the device otherwise.
+  virtual void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
+                            float* recv) = 0;
 };
 
 }  // namespace ls

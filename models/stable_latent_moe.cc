@@ -133,45 +133,59 @@ void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const floa
   const std::vector<int32_t> slots = DispatchSlots(pl.placement, ids.data(), T * K);
   std::vector<std::vector<int64_t>> pairs(D);
   for (int64_t i = 0; i < T * K; ++i) pairs[pl.placement.device_of(slots[i])].push_back(i);
-  float* y = dy_.as<float>(T * K * w);  // [T * K, w] unweighted expert outputs, pair order
+  // Dispatch: every device's rows, grouped by device, gathered from the token rows and sent over
+  // the devices' transport; each device then sees its rows, with its local slots.
+  std::vector<int64_t> rows_per_device(D), tokens, pair_order;
+  std::vector<int32_t> local;
+  tokens.reserve(T * K);
+  pair_order.reserve(T * K);
+  local.reserve(T * K);
   for (int32_t d = 0; d < D; ++d) {
-    const int64_t n = static_cast<int64_t>(pairs[d].size());
-    device_rows_[static_cast<size_t>(layer) * D + d] += n;
-    if (n == 0) continue;
-    // Each row is sent to device d with its local slot; the device runs its experts with unit
-    // weights, so its output rows are the experts' outputs as they are.
-    std::vector<int64_t> tokens(n);
-    std::vector<int32_t> local(n);
-    const std::vector<float> unit(n, 1.f);
-    for (int64_t r = 0; r < n; ++r) {
-      tokens[r] = pairs[d][r] / K;
-      local[r] = slots[pairs[d][r]] - d * S;
+    rows_per_device[d] = static_cast<int64_t>(pairs[d].size());
+    device_rows_[static_cast<size_t>(layer) * D + d] += rows_per_device[d];
+    for (int64_t pair : pairs[d]) {
+      tokens.push_back(pair / K);
+      pair_order.push_back(pair);
+      local.push_back(slots[pair] - d * S);
     }
-    float* zd = dz_.as<float>(n * w);
-    int32_t* local_ids = dids_.as<int32_t>(n);
-    float* unit_weights = dw_.as<float>(n);
-    backend_->GatherRows(z, tokens.data(), n, w, zd);
-    backend_->CopyToDevice(local_ids, local.data(), n * sizeof(int32_t));
-    backend_->CopyToDevice(unit_weights, unit.data(), n * sizeof(float));
-    float* yd = rows_.as<float>(n * w);
+  }
+  const int64_t rows = T * K;
+  float* send = dz_.as<float>(2 * rows * w);  // [rows, w] to send, then [rows, w] received
+  float* recv = send + rows * w;
+  int32_t* local_ids = dids_.as<int32_t>(rows);
+  float* unit_weights = dw_.as<float>(rows);
+  const std::vector<float> unit(rows, 1.f);
+  backend_->GatherRows(z, tokens.data(), rows, w, send);
+  backend_->ExchangeRows(send, rows_per_device, w, recv);
+  backend_->CopyToDevice(local_ids, local.data(), rows * sizeof(int32_t));
+  backend_->CopyToDevice(unit_weights, unit.data(), rows * sizeof(float));
+  // Each device runs its experts over its rows with unit weights, so its output rows are the
+  // experts' outputs as they are.
+  float* out_rows = rows_.as<float>(2 * rows * w);  // [rows, w] computed, then [rows, w] returned
+  float* back = out_rows + rows * w;
+  int64_t first = 0;  // the device's first row
+  for (int32_t d = 0; d < D; first += rows_per_device[d], ++d) {
+    if (rows_per_device[d] == 0) continue;
     MoeParams m;
-    m.z = zd;
-    m.num_tokens = n;
+    m.z = recv + first * w;
+    m.num_tokens = rows_per_device[d];
     m.in_width = w;
     m.out_width = w;
-    m.topk_ids = local_ids;
-    m.topk_weights = unit_weights;
+    m.topk_ids = local_ids + first;
+    m.topk_weights = unit_weights + first;
     m.top_k = 1;
     m.num_experts = S;
     m.gate = pl.gate.data() + d * S;
     m.up = pl.up.data() + d * S;
     m.down = pl.down.data() + d * S;
     m.act = c.hidden_act;
-    m.out = yd;
+    m.out = out_rows + first * w;
     backend_->MoeExperts(m);
-    // Combine, part 1: results travel back to their pairs.
-    backend_->ScatterRows(yd, pairs[d].data(), n, w, y);
   }
+  // Combine, part 1: results travel back over the transport and return to their pairs.
+  backend_->ExchangeRows(out_rows, rows_per_device, w, back);
+  float* y = dy_.as<float>(rows * w);  // [T * K, w] unweighted expert outputs, pair order
+  backend_->ScatterRows(back, pair_order.data(), rows, w, y);
   // Combine, part 2: weighted sum over each token's K pairs in pair order, as the single-device op.
   backend_->CombineExpertOutputs(y, weights, T, static_cast<int32_t>(K), w, out);
 }

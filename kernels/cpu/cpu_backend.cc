@@ -60,6 +60,12 @@ void CpuBackend::Add(float* x, const float* y, int64_t n) {
 void CpuBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * width, src + rows[i] * width, width * sizeof(float));
 }
+void CpuBackend::ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
+                              float* recv) {
+  int64_t rows = 0;
+  for (int64_t n : rows_per_device) rows += n;
+  if (rows > 0 && send != recv) std::memcpy(recv, send, static_cast<size_t>(rows * width) * sizeof(float));
+}
 void CpuBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + rows[i] * width, src + i * width, width * sizeof(float));
 }

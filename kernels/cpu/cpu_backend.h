@@ -40,6 +40,8 @@ class CpuBackend final : public Backend {
   void Add(float* x, const float* y, int64_t n) override;
   void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
   void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
+  void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
+                    float* recv) override;
 
  private:
   ThreadPool pool_;

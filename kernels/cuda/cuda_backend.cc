@@ -8,6 +8,11 @@
 #include <new>
 
 #include "kernels/cuda/cuda_check.h"
+#if defined(LS_HAVE_NCCL)
+#include <nccl.h>
+
+#include "kernels/cuda/expert_all_to_all.h"
+#endif
 #include "kernels/cuda/gemm_cublaslt.h"
 #include "kernels/cuda/host_uploader.h"
 #include "kernels/cuda/moe_scratch.h"
@@ -82,6 +87,9 @@ CudaBackend::~CudaBackend() {
   moe_.reset();
   for (auto& [key, entry] : expert_tables_) cudaFree(entry.device);
   if (counts_host_) cudaFreeHost(counts_host_);
+#if defined(LS_HAVE_NCCL)
+  if (expert_comm_) ncclCommDestroy(expert_comm_);
+#endif
   cudaEventDestroy(counts_ready_);
   cudaStreamDestroy(stream_);
 }
@@ -276,6 +284,29 @@ void CudaBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, 
   if (n == 0) return;
   Activate();
   cuda::ScatterRows(src, uploader_->Upload(rows, static_cast<size_t>(n)), n, width, dst, stream_);
+}
+
+void CudaBackend::ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
+                               float* recv) {
+  int64_t rows = 0;
+  for (int64_t n : rows_per_device) rows += n;
+  if (rows == 0) return;
+  Activate();
+#if defined(LS_HAVE_NCCL)
+  if (rows_per_device.size() == 1) {  // the one worker is this GPU's rank: an all-to-all with itself
+    if (!expert_comm_) {
+      const ncclResult_t r = ncclCommInitAll(&expert_comm_, 1, &device_);
+      LS_CUDA_REQUIRE(r == ncclSuccess, ncclGetErrorString(r));
+    }
+    const std::string error = cuda::AllToAllRows(send, rows_per_device, recv, rows_per_device, width, expert_comm_,
+                                                 stream_);
+    LS_CUDA_REQUIRE(error.empty(), error.c_str());
+    return;
+  }
+#endif
+  if (send != recv)
+    LS_CUDA_CHECK(cudaMemcpyAsync(recv, send, static_cast<size_t>(rows * width) * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream_));
 }
 
 }  // namespace ls

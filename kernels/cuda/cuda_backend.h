@@ -17,6 +17,7 @@
 #include "kernels/cuda/cuda_ops.h"
 
 typedef struct CUevent_st* cudaEvent_t;
+typedef struct ncclComm* ncclComm_t;
 
 namespace ls {
 namespace cuda {
@@ -63,6 +64,8 @@ class CudaBackend final : public Backend {
   void Add(float* x, const float* y, int64_t n) override;
   void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
   void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
+  void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
+                    float* recv) override;
 
  private:
   friend std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);
@@ -90,6 +93,7 @@ class CudaBackend final : public Backend {
   int32_t* counts_host_ = nullptr;  // pinned [counts_capacity_]
   size_t counts_capacity_ = 0;
   cudaEvent_t counts_ready_ = nullptr;
+  ncclComm_t expert_comm_ = nullptr;  // one rank on this GPU, made on first use (builds with NCCL)
 };
 
 // A backend on CUDA device `device`, or nullptr with *error saying why (no driver or device, a
