@@ -130,8 +130,24 @@ TEST(CudaTinyModel, BatchedDecodeMatchesCpuBackend) {
   }
 }
 
-// Expert parallelism on one GPU: two device workers, each holding half of every layer's experts
-// plus replicas of experts 0-3 (so dispatch splits rows over replicas), give the logits of the
+// A placement of N experts on D device workers: expert e on worker e % D, plus (with D > 1)
+// replicas of experts 0-3 on another worker, so that dispatch splits rows over replicas.
+ExpertPlacement SpreadExperts(int32_t N, int32_t D) {
+  const int32_t S = (N + D - 1) / D + (D > 1 ? 4 : 0);
+  ExpertPlacement p;
+  p.num_experts = N;
+  p.num_devices = D;
+  p.slots_per_device = S;
+  p.slot_expert.assign(static_cast<size_t>(D) * S, -1);
+  for (int32_t e = 0; e < N; ++e) p.slot_expert[(e % D) * S + e / D] = e;
+  if (D > 1)
+    for (int32_t e = 0; e < 4; ++e) p.slot_expert[((e + 1) % D) * S + (N + D - 1) / D + e] = e;
+  p.Index();
+  return p;
+}
+
+// Expert parallelism on one GPU: one device worker (dispatch and combine as an NCCL all-to-all
+// of the GPU's single rank with itself) and two workers (device copies) give the logits of the
 // unplaced CUDA model up to rounding (the same kernels on regrouped rows).
 TEST(CudaTinyModel, PlacedExpertsOnOneGpuMatchUnplaced) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
@@ -141,31 +157,26 @@ TEST(CudaTinyModel, PlacedExpertsOnOneGpuMatchUnplaced) {
   auto model = StableLatentMoe::Load(dir, gpu.get());
   ASSERT_TRUE(model.ok()) << model.status();
   const ModelConfig& c = (*model)->config();
-  const int32_t N = static_cast<int32_t>(c.n_routed_experts), S = N / 2 + 4;
-  ExpertPlacement p;
-  p.num_experts = N;
-  p.num_devices = 2;
-  p.slots_per_device = S;
-  p.slot_expert.assign(2 * S, -1);
-  for (int32_t e = 0; e < N; ++e) p.slot_expert[(e % 2) * S + e / 2] = e;
-  for (int32_t e = 0; e < 4; ++e) p.slot_expert[((e + 1) % 2) * S + N / 2 + e] = e;  // replicas on the other device
-  p.Index();
-  ASSERT_TRUE(p.Validate().ok());
-  std::vector<std::pair<int32_t, ExpertPlacement>> placements;
-  for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) placements.emplace_back(l, p);
   const auto want = RunBatch(**model);
-  auto placed = (*model)->BuildPlacedExperts(placements);
-  ASSERT_TRUE(placed.ok()) << placed.status();
-  (*model)->SetPlacedExperts(*placed);
-  const auto got = RunBatch(**model);
-  for (size_t s = 0; s < want.size(); ++s) {
-    const Agreement a = Compare(got[s], want[s], c.vocab_size);
-    EXPECT_LE(a.worst_relative_error, 1e-3) << "step " << s;
-    EXPECT_EQ(a.top_agreement, 1.0) << "step " << s;
+  for (int32_t D : {1, 2}) {
+    const ExpertPlacement p = SpreadExperts(static_cast<int32_t>(c.n_routed_experts), D);
+    ASSERT_TRUE(p.Validate().ok());
+    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+    for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) placements.emplace_back(l, p);
+    auto placed = (*model)->BuildPlacedExperts(placements);
+    ASSERT_TRUE(placed.ok()) << placed.status();
+    (*model)->SetPlacedExperts(*placed);
+    const auto got = RunBatch(**model);
+    for (size_t s = 0; s < want.size(); ++s) {
+      const Agreement a = Compare(got[s], want[s], c.vocab_size);
+      EXPECT_LE(a.worst_relative_error, 1e-3) << D << " device(s), step " << s;
+      EXPECT_EQ(a.top_agreement, 1.0) << D << " device(s), step " << s;
+    }
+    int64_t rows = 0;
+    for (int64_t r : (*model)->device_row_counts()) rows += r;
+    EXPECT_GT(rows, 0);
+    (*model)->SetPlacedExperts(nullptr);
   }
-  int64_t rows = 0;
-  for (int64_t r : (*model)->device_row_counts()) rows += r;
-  EXPECT_GT(rows, 0);
 }
 
 }  // namespace
