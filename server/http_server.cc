@@ -266,6 +266,15 @@ class Session {
     int32_t finished = 0;
     bool ok = true;
     std::string error;
+    // A choice's final output: its usage, latencies and error count towards the request's.
+    auto finish = [&](const RequestOutput& o) {
+      ++finished;
+      usage.completion_tokens += o.completion_tokens;
+      usage.cached_tokens = o.cached_prompt_tokens;
+      log.queue_s = std::max(log.queue_s, o.queue_seconds);
+      log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
+      if (o.finish_reason == FinishReason::kError) error = o.error;
+    };
     if (r.stream) {
       http::response<http::empty_body> head{http::status::ok, req.version()};
       head.set(http::field::server, "latentserve");
@@ -283,14 +292,7 @@ class Session {
         std::string data;
         for (auto& [i, o] : batch) {
           Choice delta{o.token_ids, o.text, o.logprobs, o.finished() ? o.finish_reason : FinishReason::kNone};
-          if (o.finished()) {
-            ++finished;
-            usage.completion_tokens += o.completion_tokens;
-            usage.cached_tokens = o.cached_prompt_tokens;
-            log.queue_s = std::max(log.queue_s, o.queue_seconds);
-            log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
-            if (o.finish_reason == FinishReason::kError) error = o.error;
-          }
+          if (o.finished()) finish(o);
           if (delta.text.empty() && delta.logprobs.empty() && delta.finish == FinishReason::kNone && !first[i]) continue;
           if (o.finish_reason == FinishReason::kError) {
             absl::StrAppend(&data, "data: ", ErrorBody(Err(500, o.error, "", "server_error")).dump(), "\n\n");
@@ -325,13 +327,8 @@ class Session {
           c.text += o.text;
           for (auto& lp : o.logprobs) c.logprobs.push_back(std::move(lp));
           if (o.finished()) {
-            ++finished;
+            finish(o);
             c.finish = o.finish_reason;
-            usage.completion_tokens += o.completion_tokens;
-            usage.cached_tokens = o.cached_prompt_tokens;
-            log.queue_s = std::max(log.queue_s, o.queue_seconds);
-            log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
-            if (o.finish_reason == FinishReason::kError) error = o.error;
             if (o.finish_reason == FinishReason::kCancelled) ok = false;
           }
         }
