@@ -2,6 +2,7 @@
 // its header, give an error (or, for a flip that leaves a consistent file, a clean load) — never a
 // crash. Runs the loader on real files, as a server would.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,22 +18,28 @@
 namespace ls {
 namespace {
 
+// A path in the temporary directory of this process alone: ctest runs the tests of this file as
+// concurrent processes, which must not write each other's files.
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ls_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
 std::string SmallFile() {
   SafetensorsWriter w;
   w.Add("a", {2, 3}, {1, 2, 3, 4, 5, 6}, DType::kF32);
   w.Add("b.weight", {4}, {1, 2, 3, 4}, DType::kBF16);
   w.Add("c", {3, 1}, {7, 8, 9}, DType::kF16);
-  const std::string path = (std::filesystem::temp_directory_path() / "ls_small.safetensors").string();
+  const std::string path = TempPath("small.safetensors");
   EXPECT_TRUE(w.Write(path).ok());
-  std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
-  ss << in.rdbuf();
+  ss << std::ifstream(path, std::ios::binary).rdbuf();
+  std::filesystem::remove(path);
   return ss.str();
 }
 
 TEST(ModelFileFaults, EveryTruncationPointIsAnErrorNotACrash) {
   const std::string file = SmallFile();
-  const std::string path = (std::filesystem::temp_directory_path() / "ls_trunc.safetensors").string();
+  const std::string path = TempPath("trunc.safetensors");
   for (size_t n = 0; n < file.size(); ++n) {
     std::ofstream(path, std::ios::binary | std::ios::trunc).write(file.data(), static_cast<std::streamsize>(n));
     auto f = SafetensorsFile::Open(path);
@@ -41,6 +48,7 @@ TEST(ModelFileFaults, EveryTruncationPointIsAnErrorNotACrash) {
   }
   std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
   EXPECT_TRUE(SafetensorsFile::Open(path).ok());
+  std::filesystem::remove(path);
 }
 
 TEST(ModelFileFaults, RandomHeaderByteFlipsNeverCrash) {
