@@ -8,11 +8,13 @@
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
 # src/libllama.so); MODEL_OUTDIR holds peer.gguf and latentserve/.
 set -euo pipefail
-src=${1:?peer source tree}
-model=${2:?directory written by peer_model.py}
+src=$(realpath "${1:?peer source tree}")
+model=$(realpath "${2:?directory written by peer_model.py}")
 peer=$src/build
 here=$(cd "$(dirname "$0")/.." && pwd)
-greedy=$(mktemp -d)/peer_greedy
+work=$(mktemp -d)
+cd "$work"  # the peer writes its log file into the working directory
+greedy=$work/peer_greedy
 g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" "$here/bench/peer_greedy.cc" -L"$peer/src" \
   -L"$peer/ggml/src" -lllama -lggml -Wl,-rpath,"$peer/src:$peer/ggml/src" -o "$greedy"
 echo "== greedy tokens, 32 per prompt"
