@@ -7,9 +7,11 @@
 #   gpu_check.log    this script's whole output      build.log          configure and build
 #   cuda_tests.log   ctest output                    cuda_tests.xml     ctest results as JUnit XML
 #   moe_kernels.json benchmark results               moe_kernels.log    benchmark progress
+#   memcheck.log     compute-sanitizer on the tests that failed (only when some did)
 # Needs .gpu_deps (googletest; abseil and nlohmann_json for the end-to-end model test), made by
 # tools/gpu_prepare.sh (git-ignored: bring it along).
-# Takes under 8 minutes; exits non-zero when a step failed.
+# Takes under 8 minutes when the tests pass (a memcheck of failed tests adds up to 2); exits
+# non-zero when a step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check-out}
@@ -81,6 +83,18 @@ if [ $built -eq 0 ]; then
   timeout 100 ctest --test-dir "$BUILD" -L cuda -j4 --output-on-failure --timeout 90 \
     --output-junit "$OUT/cuda_tests.xml" >"$OUT/cuda_tests.log" 2>&1 || status=1
   grep -E "Passed|Failed|Skipped|\*\*\*|tests passed|Total Test time" "$OUT/cuda_tests.log" | tail -40
+  # Failed tests run again under compute-sanitizer's memcheck (out-of-bounds and misaligned
+  # accesses, API errors), which the plain run cannot tell from wrong arithmetic.
+  failed=$(grep -oP 'Test +#\d+: \K\S+(?=.*\*\*\*(Failed|Exception))' "$OUT/cuda_tests.log" | sort -u | paste -sd: -)
+  if [ -n "$failed" ] && command -v compute-sanitizer >/dev/null; then
+    step "memcheck of the failed tests"
+    for bin in cuda_test cuda_model_test; do
+      [ -x "$BUILD/bin/$bin" ] || continue
+      timeout 60 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/bin/$bin" --gtest_filter="$failed" \
+        >>"$OUT/memcheck.log" 2>&1
+    done
+    grep -E "ERROR SUMMARY|Invalid|misaligned|out of bounds" "$OUT/memcheck.log" | head -20
+  fi
 
   step "MoE kernel benchmark"
   timeout 100 "$BUILD/bin/moe_kernels" >"$OUT/moe_kernels.json" 2>"$OUT/moe_kernels.log" || status=1
