@@ -115,7 +115,8 @@ size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 }  // namespace
 
-ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, DeviceBuffer* storage) {
+ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, DeviceBuffer* storage,
+                                 std::vector<Tensor>* copied) {
   ModelWeights out = host;
   for (LayerWeights& L : out.layers)
     L.router_bias_view = L.router_bias.empty() ? Tensor{}
@@ -130,6 +131,7 @@ ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, Dev
   ForEachTensor(out, [&](Tensor& t, WeightUse use) {
     if (t.empty()) return;
     const size_t bytes = backend->PreparedWeightBytes(t, use);
+    if (bytes && copied && use == WeightUse::kMatmul) copied->push_back(t);
     t = backend->PrepareWeight(t, use, bytes ? next : nullptr);
     next += Aligned(bytes);
   });

@@ -52,7 +52,9 @@ absl::StatusOr<ModelWeights> BindModelWeights(const ModelConfig& config, const W
 // The weights as `backend`'s ops read them: every tensor through Backend::PrepareWeight (GEMM
 // weights for WeightUse::kMatmul, the rest kOther), stored in `storage`, which must outlive the
 // result, as must `host` where the backend reads tensors in place.
-ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, DeviceBuffer* storage);
+// `copied` (optional) receives the host tensors the backend made copies of.
+ModelWeights PrepareModelWeights(const ModelWeights& host, Backend* backend, DeviceBuffer* storage,
+                                 std::vector<Tensor>* copied = nullptr);
 
 // Points layer.router_bias_view at the current router_bias: re-pointed when the backend reads it
 // in place, else copied into the backend memory the view already holds.

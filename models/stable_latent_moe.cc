@@ -26,11 +26,15 @@ StableLatentMoe::StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore
       store_(std::move(store)),
       host_weights_(std::move(weights)),
       backend_(backend),
-      weights_(PrepareModelWeights(host_weights_, backend_, &weight_storage_)),
+      weights_(PrepareModelWeights(host_weights_, backend_, &weight_storage_, &copied_weights_)),
       expert_tokens_(static_cast<size_t>(config_.num_hidden_layers) * config_.n_routed_experts, 0) {
   for (DeviceBuffer* b : {&x_, &h_, &q_, &k_, &v_, &attn_, &gate_, &up_, &act_, &router_logits_, &topk_w_,
                           &topk_ids_, &z_, &c_, &dz_, &dy_, &dids_, &dw_, &rows_})
     *b = DeviceBuffer(backend_);
+  // The backend reads its own copies of these: their mapped file pages need not stay resident
+  // (otherwise a packed model would hold its GEMM weights twice).
+  for (const Tensor& t : copied_weights_) WeightStore::ReleaseResidentPages(t);
+  copied_weights_ = {};
 }
 
 absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits) {

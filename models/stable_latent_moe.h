@@ -84,6 +84,7 @@ class StableLatentMoe {
   ModelWeights host_weights_;  // views into store_
   Backend* backend_;
   DeviceBuffer weight_storage_;  // the backend's prepared copies (packed GEMM weights on the CPU)
+  std::vector<Tensor> copied_weights_;  // host GEMM weights the backend copied (their pages are released)
   ModelWeights weights_;         // as the ops read them: host_weights_ or weight_storage_
   std::vector<int64_t> expert_tokens_;
   std::vector<std::vector<float>>* router_sink_ = nullptr;

@@ -1,6 +1,11 @@
 // WeightStore: single-file and sharded checkpoints, shape checks with precise messages.
 #include "models/loader/weight_store.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -89,6 +94,13 @@ size_t WeightStore::total_bytes() const {
   for (const auto& f : files_)
     for (const auto& [name, e] : f->entries()) n += e.bytes;
   return n;
+}
+
+void WeightStore::ReleaseResidentPages(const Tensor& t) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.bytes()) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace ls

@@ -25,6 +25,10 @@ class WeightStore {
   std::vector<std::pair<std::string, const TensorEntry*>> Entries() const;
   // Total bytes of every tensor in the store.
   size_t total_bytes() const;
+  // Hints that a tensor's bytes will not be read again soon (the backend keeps its own copy):
+  // the whole pages inside it leave the process's resident memory; a later read maps them in
+  // again from the file.
+  static void ReleaseResidentPages(const Tensor& t);
 
  private:
   WeightStore() = default;
