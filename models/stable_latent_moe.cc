@@ -81,18 +81,19 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
 
   // Final norm and LM head over the rows whose logits were asked for.
   PartTimer lm_head_timer(profile_, StepPart::kLmHead);
-  const int64_t rows = batch.num_logit_rows();
-  float* sel = h_.as<float>(std::max<int64_t>(std::max(T, rows), 1) * d);
-  int64_t r = 0;
+  std::vector<int64_t> wanted;  // token rows whose logits were asked for, in sequence order
+  wanted.reserve(batch.num_logit_rows());
   for (const auto& s : seqs) {
     const StepSequence& want = batch.seqs[&s - seqs.data()];
     if (!want.want_logits) continue;
-    const int32_t first = want.all_logits ? 0 : s.num_tokens - 1;
-    for (int32_t i = first; i < s.num_tokens; ++i, ++r)
-      backend_->RmsNorm(x + (s.token_offset + i) * d, 1, weights_.final_norm, c.rms_norm_eps, sel + r * d);
+    for (int32_t i = want.all_logits ? 0 : s.num_tokens - 1; i < s.num_tokens; ++i) wanted.push_back(s.token_offset + i);
   }
+  const int64_t rows = static_cast<int64_t>(wanted.size());
   logits->resize(static_cast<size_t>(rows * c.vocab_size));
   if (rows == 0) return absl::OkStatus();
+  float* sel = h_.as<float>(rows * d);
+  backend_->GatherRows(x, wanted.data(), rows, d, sel);
+  backend_->RmsNorm(sel, rows, weights_.final_norm, c.rms_norm_eps, sel);
   float* out = act_.as<float>(rows * c.vocab_size);
   backend_->Gemm(sel, rows, weights_.lm_head, out, false);
   backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
