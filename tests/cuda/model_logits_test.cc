@@ -55,21 +55,34 @@ std::unique_ptr<Backend> Gpu() {
   return b;
 }
 
+// One model directory loaded on the CPU backend and on the CUDA backend.
+struct BothBackends {
+  explicit BothBackends(const std::string& dir) : gpu(Gpu()) {
+    if (!gpu) return;
+    auto c = StableLatentMoe::Load(dir, &cpu);
+    auto g = StableLatentMoe::Load(dir, gpu.get());
+    EXPECT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (c.ok() && g.ok()) cpu_model = std::move(*c), gpu_model = std::move(*g);
+  }
+  bool ok() const { return cpu_model && gpu_model; }
+
+  CpuBackend cpu{2};
+  std::unique_ptr<Backend> gpu;
+  std::unique_ptr<StableLatentMoe> cpu_model, gpu_model;
+};
+
 class CudaFixtureLogits : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaFixtureLogits, MatchGoldensAndCpuBackend) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const std::string dir = testing::FixtureDir(GetParam());
   const testing::Golden g = testing::LoadGolden(dir);
-  CpuBackend cpu(2);
-  auto gpu = Gpu();
-  ASSERT_TRUE(gpu);
-  auto cpu_model = StableLatentMoe::Load(dir, &cpu);
-  auto gpu_model = StableLatentMoe::Load(dir, gpu.get());
-  ASSERT_TRUE(cpu_model.ok() && gpu_model.ok()) << gpu_model.status();
+  BothBackends b(dir);
+  ASSERT_TRUE(b.ok());
   const std::vector<int> chunks = {5, 11, 16};
-  const std::vector<float> want_cpu = testing::RunGolden(**cpu_model, g, chunks);
-  const std::vector<float> got = testing::RunGolden(**gpu_model, g, chunks);
+  const std::vector<float> want_cpu = testing::RunGolden(*b.cpu_model, g, chunks);
+  const std::vector<float> got = testing::RunGolden(*b.gpu_model, g, chunks);
   ASSERT_EQ(got.size(), g.logits.size());
   for (const auto* want : {&g.logits, &want_cpu}) {
     const Agreement a = Compare(got, *want, g.vocab);
@@ -114,17 +127,12 @@ std::vector<std::vector<float>> RunBatch(StableLatentMoe& model) {
 
 TEST(CudaTinyModel, BatchedDecodeMatchesCpuBackend) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  const std::string dir = testing::DataDir() + "/../../models/tiny";
-  CpuBackend cpu(2);
-  auto gpu = Gpu();
-  ASSERT_TRUE(gpu);
-  auto cpu_model = StableLatentMoe::Load(dir, &cpu);
-  auto gpu_model = StableLatentMoe::Load(dir, gpu.get());
-  ASSERT_TRUE(cpu_model.ok() && gpu_model.ok()) << gpu_model.status();
-  const auto want = RunBatch(**cpu_model), got = RunBatch(**gpu_model);
+  BothBackends b(testing::DataDir() + "/../../models/tiny");
+  ASSERT_TRUE(b.ok());
+  const auto want = RunBatch(*b.cpu_model), got = RunBatch(*b.gpu_model);
   ASSERT_EQ(want.size(), got.size());
   for (size_t s = 0; s < want.size(); ++s) {
-    const Agreement a = Compare(got[s], want[s], (*cpu_model)->config().vocab_size);
+    const Agreement a = Compare(got[s], want[s], b.cpu_model->config().vocab_size);
     EXPECT_LE(a.worst_relative_error, kMaxRelativeError) << "step " << s;
     EXPECT_GE(a.top_agreement, 0.75) << "step " << s;  // 4 rows per step: at most one may differ
   }

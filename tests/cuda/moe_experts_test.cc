@@ -78,26 +78,34 @@ struct MoeRun {
   std::vector<int64_t> counts;
 };
 
-MoeRun RunCpu(const MoeShape& s, const std::vector<float>& z, const std::vector<int32_t>& ids,
-              const std::vector<float>& w, const Experts& x) {
-  MoeRun r{std::vector<float>(s.T * s.dout), std::vector<int64_t>(s.N, 5)};
+// The op's parameters for a shape, on the given (host or device) arrays; the expert arrays hold
+// one Tensor per expert. Counts go to a host array either way.
+MoeParams Params(const MoeShape& s, const float* z, const int32_t* ids, const float* w, const Tensor* gate,
+                 const Tensor* up, const Tensor* down, float* out, int64_t* counts) {
   MoeParams p;
-  p.z = z.data();
+  p.z = z;
   p.num_tokens = s.T;
   p.in_width = s.din;
   p.out_width = s.dout;
-  p.topk_ids = ids.data();
-  p.topk_weights = w.data();
+  p.topk_ids = ids;
+  p.topk_weights = w;
   p.top_k = s.K;
   p.num_experts = s.N;
-  p.gate = x.gate.data();
-  p.up = x.up.data();
-  p.down = x.down.data();
+  p.gate = gate;
+  p.up = up;
+  p.down = down;
   p.act = s.act;
-  p.out = r.out.data();
-  p.tokens_per_expert = r.counts.data();
+  p.out = out;
+  p.tokens_per_expert = counts;
+  return p;
+}
+
+MoeRun RunCpu(const MoeShape& s, const std::vector<float>& z, const std::vector<int32_t>& ids,
+              const std::vector<float>& w, const Experts& x) {
+  MoeRun r{std::vector<float>(s.T * s.dout), std::vector<int64_t>(s.N, 5)};
   ThreadPool pool(2);
-  cpu::MoeExperts(pool, p);
+  cpu::MoeExperts(pool, Params(s, z.data(), ids.data(), w.data(), x.gate.data(), x.up.data(), x.down.data(),
+                               r.out.data(), r.counts.data()));
   return r;
 }
 
@@ -107,22 +115,8 @@ MoeRun RunCuda(CudaBackend& gpu, const MoeShape& s, const std::vector<float>& z,
   cuda_test::DeviceArray<int32_t> dids(ids);
   dout.Poison();
   MoeRun r{std::vector<float>(), std::vector<int64_t>(s.N, 5)};
-  MoeParams p;
-  p.z = dz.get();
-  p.num_tokens = s.T;
-  p.in_width = s.din;
-  p.out_width = s.dout;
-  p.topk_ids = dids.get();
-  p.topk_weights = dw.get();
-  p.top_k = s.K;
-  p.num_experts = s.N;
-  p.gate = x.dgate.data();
-  p.up = x.dup.data();
-  p.down = x.ddown.data();
-  p.act = s.act;
-  p.out = dout.get();
-  p.tokens_per_expert = r.counts.data();
-  gpu.MoeExperts(p);
+  gpu.MoeExperts(Params(s, dz.get(), dids.get(), dw.get(), x.dgate.data(), x.dup.data(), x.ddown.data(), dout.get(),
+                        r.counts.data()));
   gpu.Synchronize();
   r.out = dout.Download();
   return r;

@@ -30,21 +30,26 @@ struct Result {
   std::vector<float> weights;
 };
 
-Result RunCpu(const std::vector<float>& logits, const std::vector<float>& bias, int64_t T, const Case& c) {
-  ThreadPool pool(2);
-  Result r{std::vector<int32_t>(T * c.top_k), std::vector<float>(T * c.top_k)};
+// The router's parameters for a case, on the given (host or device) arrays.
+RouterParams Params(const Case& c, int64_t T, const float* logits, const float* bias, int32_t* ids, float* weights) {
   RouterParams p;
-  p.logits = logits.data();
-  p.bias = c.bias ? bias.data() : nullptr;
+  p.logits = logits;
+  p.bias = c.bias ? bias : nullptr;
   p.num_tokens = T;
   p.num_experts = c.experts;
   p.top_k = c.top_k;
   p.scoring = c.scoring;
   p.norm_topk_prob = c.norm;
   p.routed_scaling_factor = c.scale;
-  p.topk_ids = r.ids.data();
-  p.topk_weights = r.weights.data();
-  cpu::Router(pool, p);
+  p.topk_ids = ids;
+  p.topk_weights = weights;
+  return p;
+}
+
+Result RunCpu(const std::vector<float>& logits, const std::vector<float>& bias, int64_t T, const Case& c) {
+  ThreadPool pool(2);
+  Result r{std::vector<int32_t>(T * c.top_k), std::vector<float>(T * c.top_k)};
+  cpu::Router(pool, Params(c, T, logits.data(), bias.data(), r.ids.data(), r.weights.data()));
   return r;
 }
 
@@ -53,18 +58,7 @@ Result RunCuda(const std::vector<float>& logits, const std::vector<float>& bias,
   DeviceArray<int32_t> dids(T * c.top_k);
   dids.Poison();
   dweights.Poison();
-  RouterParams p;
-  p.logits = dlogits.get();
-  p.bias = c.bias ? dbias.get() : nullptr;
-  p.num_tokens = T;
-  p.num_experts = c.experts;
-  p.top_k = c.top_k;
-  p.scoring = c.scoring;
-  p.norm_topk_prob = c.norm;
-  p.routed_scaling_factor = c.scale;
-  p.topk_ids = dids.get();
-  p.topk_weights = dweights.get();
-  cuda::Router(p, nullptr);
+  cuda::Router(Params(c, T, dlogits.get(), dbias.get(), dids.get(), dweights.get()), nullptr);
   return Result{dids.Download(), dweights.Download()};
 }
 
