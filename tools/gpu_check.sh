@@ -69,7 +69,7 @@ tail -5 "$OUT/build.log"
 built=1
 if [ $configured -eq 0 ]; then
   step "build"
-  timeout 210 cmake --build "$BUILD" -j"$JOBS" >>"$OUT/build.log" 2>&1
+  timeout 210 cmake --build "$BUILD" -j"$JOBS" -- -k 0 >>"$OUT/build.log" 2>&1
   built=$?
   grep -E "warning|error" "$OUT/build.log" | head -20
   tail -3 "$OUT/build.log"
