@@ -1,19 +1,21 @@
-// Decode throughput of the CPU engine per batch size, on a random d=1024, 4-layer, 64-expert
-// top-8, d_lat=256, f=512 BF16 model or on a given model directory, with the weight-read
-// bandwidth it achieves and the machine's memory copy bandwidth measured in the same run.
-// Prints JSON.
+// Decode throughput of the model step per batch size, on the CPU backend (default) or the CUDA
+// one, on a random BF16 model (d=1024, 4 layers, 64 experts top-8, d_lat=256, f=512; or, with
+// --large, d=2048, 8 layers, f=1024, d_lat=512) or on a given model directory, with the
+// weight-read bandwidth it achieves and, on the CPU, the machine's memory copy bandwidth measured
+// in the same run. Prints JSON.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/random_model.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/create_backend.h"
 #include "models/kv_cache.h"
 #include "models/stable_latent_moe.h"
 
@@ -110,33 +112,56 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
 
 }  // namespace
 
-// decode_bench [--token0] [threads [model_dir [batch ...]]]: without a model directory, a random
-// d=1024 model and batches 1 and 16; with one (e.g. the peer model of the CPU comparison), the
-// given batches (default 1 8 32), each after a 64-token prefill per sequence. --token0 runs the
-// peer benchmark's workload (token 0 everywhere) beside the distinct-token one.
+// decode_bench [--token0] [--large] [--backend cpu|cuda] [threads [model_dir [batch ...]]]: without
+// a model directory, a random model and batches 1 and 16 (1 to 256 on CUDA); with one (e.g. the
+// peer model of the CPU comparison), the given batches (default 1 8 32), each after a 64-token
+// prefill per sequence. --token0 runs the peer benchmark's workload (token 0 everywhere) beside
+// the distinct-token one.
 int main(int argc, char** argv) {
-  bool token0 = false;
-  if (argc > 1 && std::string(argv[1]) == "--token0") {
-    token0 = true;
-    --argc;
-    ++argv;
+  bool token0 = false, large = false;
+  ls::BackendOptions options;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--token0") {
+      token0 = true;
+    } else if (a == "--large") {
+      large = true;
+    } else if (a == "--backend" && i + 1 < argc) {
+      options.name = argv[++i];
+    } else {
+      args.push_back(a);
+    }
   }
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
-  const bool own_model = argc <= 2;
+  options.threads = !args.empty() ? std::atoi(args[0].c_str()) : 0;
+  const bool own_model = args.size() < 2;
   const std::string dir = own_model ? (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string()
-                                    : std::string(argv[2]);
+                                    : args[1];
+  const bool cpu = options.name == "cpu";
   std::vector<int> batches;
-  for (int i = 3; i < argc; ++i) batches.push_back(std::atoi(argv[i]));
-  if (batches.empty()) batches = own_model ? std::vector<int>{1, 16} : std::vector<int>{1, 8, 32};
+  for (size_t i = 2; i < args.size(); ++i) batches.push_back(std::atoi(args[i].c_str()));
+  if (batches.empty()) {
+    if (!own_model) batches = {1, 8, 32};
+    else batches = cpu ? std::vector<int>{1, 16} : std::vector<int>{1, 8, 32, 128, 256};
+  }
   ls::bench::RandomModelSpec spec;
+  if (large) {
+    spec.d = 2048, spec.layers = 8, spec.heads = 32, spec.kv_heads = 8, spec.f = 1024, spec.d_lat = 512;
+    spec.vocab = 32768;
+  }
   if (own_model) {
     if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 1;
     }
   }
-  ls::CpuBackend backend(threads);
-  auto model = ls::StableLatentMoe::Load(dir, &backend);
+  std::string error;
+  std::unique_ptr<ls::Backend> backend = ls::CreateBackend(options, &error);
+  if (!backend) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 1;
+  }
+  auto model = ls::StableLatentMoe::Load(dir, backend.get());
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
@@ -148,22 +173,25 @@ int main(int argc, char** argv) {
   std::vector<Result> same;
   if (token0)
     for (int b : batches) same.push_back(RunDecode(**model, b, b == 1 ? 64 : 32, true));
-  const double copy = CopyBandwidth(backend.pool().num_threads());
-  std::printf("{\n  \"benchmark\": \"decode\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, \"layers\": %d, "
-              "\"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n  \"threads\": %d,\n"
-              "  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n  \"results\": [\n",
-              own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size), c.num_hidden_layers,
-              c.n_routed_experts, c.num_experts_per_tok, static_cast<long long>(c.moe_latent_size),
-              static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size),
-              backend.pool().num_threads(), ls::cpu::GemmUsesAvx512() ? "true" : "false", kPrefill, copy / 1e9);
+  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  // The GPU's copy bandwidth is measured by bench/moe_kernels; here only the host's.
+  const double copy = cpu ? CopyBandwidth(threads) : 0;
+  std::printf("{\n  \"benchmark\": \"decode\",\n  \"backend\": \"%s\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, "
+              "\"layers\": %d, \"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n"
+              "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
+              "  \"results\": [\n",
+              options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
+              c.num_hidden_layers, c.n_routed_experts, c.num_experts_per_tok, static_cast<long long>(c.moe_latent_size),
+              static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size), threads,
+              ls::cpu::GemmUsesAvx512() ? "true" : "false", kPrefill, copy / 1e9);
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
                 "\"weight_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f,\n"
                 "     \"parts_ms_per_step\": %s}%s\n",
                 r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms,
-                r.weight_bytes_per_step / 1e6, r.weight_gbps, r.weight_gbps * 1e9 / copy, PartsJson(r).c_str(),
-                i + 1 < results.size() ? "," : "");
+                r.weight_bytes_per_step / 1e6, r.weight_gbps, copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0,
+                PartsJson(r).c_str(), i + 1 < results.size() ? "," : "");
   }
   std::printf("  ]");
   if (token0) {

@@ -44,6 +44,29 @@ Golden LoadGolden(const std::string& dir) {
   return g;
 }
 
+LogitsAgreement CompareLogits(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab) {
+  LogitsAgreement a;
+  const size_t rows = want.size() / static_cast<size_t>(vocab);
+  size_t same_top = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    double diff = 0, norm = 0;
+    size_t top_got = 0, top_want = 0;
+    for (size_t v = 0; v < static_cast<size_t>(vocab); ++v) {
+      const size_t i = r * static_cast<size_t>(vocab) + v;
+      const double g = got[i], w = want[i];
+      if (!std::isfinite(g)) return {1e30, 0};
+      diff += (g - w) * (g - w);
+      norm += w * w;
+      if (got[i] > got[r * static_cast<size_t>(vocab) + top_got]) top_got = v;
+      if (want[i] > want[r * static_cast<size_t>(vocab) + top_want]) top_want = v;
+    }
+    a.worst_relative_error = std::max(a.worst_relative_error, std::sqrt(diff / std::max(norm, 1e-30)));
+    same_top += top_got == top_want;
+  }
+  a.top_agreement = rows == 0 ? 1.0 : static_cast<double>(same_top) / static_cast<double>(rows);
+  return a;
+}
+
 float MaxAbsDiff(const float* a, const float* b, size_t n) {
   float m = 0.f;
   for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));

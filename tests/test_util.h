@@ -24,6 +24,15 @@ Golden LoadGolden(const std::string& dir);
 // its decode ids one step at a time; returns all rows of logits ([prompt + decode, V]).
 std::vector<float> RunGolden(StableLatentMoe& model, const Golden& g, const std::vector<int>& chunks);
 
+// How well two sets of logits rows ([rows, vocab]) agree: the worst row's relative L2 error
+// ‖got − want‖ / ‖want‖ (1e30 when got holds a non-finite value) and the share of rows whose
+// largest logit is at the same index.
+struct LogitsAgreement {
+  double worst_relative_error = 0;
+  double top_agreement = 0;
+};
+LogitsAgreement CompareLogits(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab);
+
 // Max |a - b| over two equally long arrays.
 float MaxAbsDiff(const float* a, const float* b, size_t n);
 

@@ -8,6 +8,8 @@
 #   cuda_tests.log   ctest output                    cuda_tests.xml     ctest results as JUnit XML
 #   moe_kernels.json benchmark results               moe_kernels.log    benchmark progress
 #   memcheck.log     compute-sanitizer on the tests that failed (only when some did)
+#   decode_bench.json the model's decode step on the CUDA backend, batches 1 to 256, on a random
+#                    d=1024 and a d=2048 model (a JSON array of the two runs)
 # Needs .gpu_deps (googletest; abseil and nlohmann_json for the end-to-end model test), made by
 # tools/gpu_prepare.sh (git-ignored: bring it along).
 # Takes under 8 minutes when the tests pass (a memcheck of failed tests adds up to 2); exits
@@ -103,6 +105,17 @@ if [ -x "$BUILD/bin/moe_kernels" ]; then
   tail -12 "$OUT/moe_kernels.log"
 fi
 
+if [ -x "$BUILD/bin/decode_bench" ]; then
+  step "decode benchmark"
+  {
+    echo "["
+    timeout 60 "$BUILD/bin/decode_bench" --backend cuda || status=1
+    echo ","
+    timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large || status=1
+    echo "]"
+  } >"$OUT/decode_bench.json"
+fi
+
 step "summary"
 python3 - "$OUT" <<'PY'
 import json, os, re, sys
@@ -122,7 +135,20 @@ try:
 except Exception as e:
     print("moe_kernels: no results:", e)
     sys.exit(0)
-print(f"moe_kernels on {bench['device']}: copy {bench['copy_gbps']:.0f} GB/s")
+copy = bench['copy_gbps']
+try:
+    runs = json.load(open(os.path.join(out, "decode_bench.json")))
+except Exception as e:
+    runs = []
+    print("decode_bench: no results:", e)
+for run in runs:
+    m = run["model"]
+    print(f"decode, d={m['d']} layers={m['layers']} experts={m['experts']} top-{m['top_k']} f={m['f']} d_lat={m['d_lat']}:")
+    print(f"{'batch':>6} {'tok/s':>10} {'x b=1':>6} {'step ms':>8} {'MB/step':>8} {'GB/s':>7} {'of copy':>7}")
+    for r in run["results"]:
+        print(f"{r['batch']:>6} {r['tokens_per_s']:>10.0f} {r['over_batch1']:>6.2f} {r['step_ms']:>8.3f} "
+              f"{r['weight_mb_per_step']:>8.1f} {r['weight_read_gbps']:>7.0f} {r['weight_read_gbps'] / copy:>7.1%}")
+print(f"moe_kernels on {bench['device']}: copy {copy:.0f} GB/s")
 print(f"{'d_lat':>5} {'tokens':>6} {'ms':>8} {'eager ms':>8} {'grouped':>7} {'GB/s':>7} {'of copy':>7} "
       f"{'TFLOP/s':>8} {'of dense':>8}")
 for c in bench["cases"]:

@@ -1,0 +1,96 @@
+// Bf16ActivationsBackend: the CPU backend with the CUDA backend's rounding. The CUDA backend
+// keeps every GEMM weight in BF16 and rounds a GEMM's (or the routed experts') float32 input to
+// BF16 before multiplying; this wrapper does the same around a CpuBackend, so that a model on it
+// follows the GPU's numerics while every op is still the CPU reference. Tests compare the GPU
+// with it at a tolerance fit for accumulation order alone, where a comparison with the plain CPU
+// backend would also see rounding's effects amplified (a router choice or a sharp attention
+// softmax flipping).
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/dtype.h"
+
+namespace ls::testing {
+
+class Bf16ActivationsBackend final : public Backend {
+ public:
+  explicit Bf16ActivationsBackend(int num_threads = 2) : cpu_(num_threads) {}
+
+  std::string_view name() const override { return "cpu-bf16-activations"; }
+  void* Allocate(size_t bytes) override { return cpu_.Allocate(bytes); }
+  void Free(void* p) override { cpu_.Free(p); }
+  void CopyToDevice(void* dst, const void* src, size_t bytes) override { cpu_.CopyToDevice(dst, src, bytes); }
+  void CopyToHost(void* dst, const void* src, size_t bytes) override { cpu_.CopyToHost(dst, src, bytes); }
+
+  size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override {
+    if (use != WeightUse::kMatmul) return cpu_.PreparedWeightBytes(w, use);
+    Tensor b = w;
+    b.dtype = DType::kBF16;
+    return cpu_.PreparedWeightBytes(b, use);
+  }
+  Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override {
+    if (use != WeightUse::kMatmul || w.dtype == DType::kBF16) return cpu_.PrepareWeight(w, use, dst);
+    std::vector<uint16_t> bf16(static_cast<size_t>(w.numel()));
+    for (int64_t i = 0; i < w.numel(); ++i) bf16[static_cast<size_t>(i)] = F32ToBf16(LoadAsF32(w.data, w.dtype, i));
+    Tensor b = w;
+    b.data = bf16.data();
+    b.dtype = DType::kBF16;
+    return cpu_.PrepareWeight(b, use, dst);
+  }
+
+  void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override {
+    cpu_.Embedding(ids, num_tokens, table, out);
+  }
+  void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override {
+    cpu_.RmsNorm(x, rows, w, eps, out);
+  }
+  void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override {
+    cpu_.Gemm(Rounded(x, M * w.cols), M, w, y, accumulate);
+  }
+  void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
+            float theta) override {
+    cpu_.Rope(x, num_tokens, num_heads, head_dim, positions, theta);
+  }
+  void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }
+  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+                     float* out) override {
+    cpu_.GluActivation(gate, up, rows, width, act, out);
+  }
+  void Router(const RouterParams& p) override { cpu_.Router(p); }
+  void MoeExperts(const MoeParams& p) override {
+    MoeParams q = p;
+    q.z = Rounded(p.z, p.num_tokens * p.in_width);
+    cpu_.MoeExperts(q);
+  }
+  void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                            float* out) override {
+    cpu_.CombineExpertOutputs(y, weights, T, K, width, out);
+  }
+  void Add(float* x, const float* y, int64_t n) override { cpu_.Add(x, y, n); }
+  void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override {
+    cpu_.GatherRows(src, rows, n, width, dst);
+  }
+  void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override {
+    cpu_.ScatterRows(src, rows, n, width, dst);
+  }
+  void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
+                    float* recv) override {
+    cpu_.ExchangeRows(send, rows_per_device, width, recv);
+  }
+
+ private:
+  // x rounded to the nearest BF16 value, element by element, in a buffer of this backend.
+  const float* Rounded(const float* x, int64_t n) {
+    rounded_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) rounded_[static_cast<size_t>(i)] = Bf16ToF32(F32ToBf16(x[i]));
+    return rounded_.data();
+  }
+
+  CpuBackend cpu_;
+  std::vector<float> rounded_;
+};
+
+}  // namespace ls::testing
