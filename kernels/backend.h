@@ -31,6 +31,9 @@ class Backend {
   virtual void Free(void* p) = 0;
   virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  // Waits until every op queued so far has finished and the host results it promises (the counts
+  // of MoeParams::tokens_per_expert) are in place. CopyToHost does the same before it returns.
+  virtual void Synchronize() {}
 
   // A model hands each weight (row-major, host memory) to the backend once, at load.
   // PreparedWeightBytes: the backend memory it needs for `use`; 0 means the ops read the host

@@ -70,7 +70,9 @@ struct MoeParams {
   const Tensor* down = nullptr;  // [N] of [out_width, f]
   Activation act = Activation::kSiTU;
   float* out = nullptr;              // [T, out_width]
-  int64_t* tokens_per_expert = nullptr;  // [N] incremented by the rows routed to each (optional)
+  // [N] host counters incremented by the rows routed to each expert (optional), by the time the
+  // backend next synchronizes (Backend::CopyToHost or Synchronize).
+  int64_t* tokens_per_expert = nullptr;
 };
 
 }  // namespace ls

@@ -90,7 +90,10 @@ absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, st
   }
   const int64_t rows = static_cast<int64_t>(wanted.size());
   logits->resize(static_cast<size_t>(rows * c.vocab_size));
-  if (rows == 0) return absl::OkStatus();
+  if (rows == 0) {
+    backend_->Synchronize();  // the step's expert counts are in place when it returns
+    return absl::OkStatus();
+  }
   float* sel = h_.as<float>(rows * d);
   backend_->GatherRows(x, wanted.data(), rows, d, sel);
   backend_->RmsNorm(sel, rows, weights_.final_norm, c.rms_norm_eps, sel);

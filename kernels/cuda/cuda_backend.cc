@@ -74,9 +74,7 @@ CudaBackend::CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::
       stream_(stream),
       gemm_(std::move(gemm)),
       uploader_(std::make_unique<cuda::HostUploader>(stream)),
-      moe_(std::make_unique<cuda::MoeScratch>()) {
-  LS_CUDA_CHECK(cudaEventCreateWithFlags(&counts_ready_, cudaEventDisableTiming));
-}
+      moe_(std::make_unique<cuda::MoeScratch>()) {}
 
 CudaBackend::~CudaBackend() {
   // No checks here: a destructor may run after a device fault.
@@ -86,11 +84,10 @@ CudaBackend::~CudaBackend() {
   uploader_.reset();
   moe_.reset();
   for (auto& [key, entry] : expert_tables_) cudaFree(entry.device);
-  if (counts_host_) cudaFreeHost(counts_host_);
+  for (int32_t* b : counts_buffers_) cudaFreeHost(b);
 #if defined(LS_HAVE_NCCL)
   if (expert_comm_) ncclCommDestroy(expert_comm_);
 #endif
-  cudaEventDestroy(counts_ready_);
   cudaStreamDestroy(stream_);
 }
 
@@ -99,6 +96,36 @@ void CudaBackend::Activate() const { LS_CUDA_CHECK(cudaSetDevice(device_)); }
 void CudaBackend::Synchronize() {
   Activate();
   LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  AddPendingCounts();
+}
+
+void CudaBackend::AddPendingCounts() {
+  for (size_t i = 0; i < pending_counts_.size(); ++i) {
+    const PendingCounts& p = pending_counts_[i];
+    for (int32_t e = 0; e < p.n; ++e) p.dst[e] += counts_buffers_[i][e];
+  }
+  pending_counts_.clear();
+}
+
+int32_t* CudaBackend::PendingCountsBuffer(size_t n) {
+  // Bounded: after many MoE calls without a synchronization, wait once and start over.
+  constexpr size_t kMaxPending = 256;
+  if (n > counts_capacity_ || pending_counts_.size() >= kMaxPending) {
+    LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    AddPendingCounts();
+  }
+  if (n > counts_capacity_) {
+    for (int32_t* b : counts_buffers_) LS_CUDA_CHECK(cudaFreeHost(b));
+    counts_buffers_.clear();
+    counts_capacity_ = n;
+  }
+  const size_t i = pending_counts_.size();
+  if (i == counts_buffers_.size()) {
+    void* b = nullptr;
+    LS_CUDA_CHECK(cudaHostAlloc(&b, counts_capacity_ * sizeof(int32_t), cudaHostAllocDefault));
+    counts_buffers_.push_back(static_cast<int32_t*>(b));
+  }
+  return counts_buffers_[i];
 }
 
 void* CudaBackend::Allocate(size_t bytes) {
@@ -115,6 +142,7 @@ void CudaBackend::Free(void* p) {
   if (!p) return;
   Activate();
   LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued work may still use p
+  AddPendingCounts();
   LS_CUDA_CHECK(cudaFree(p));
 }
 
@@ -123,6 +151,7 @@ void CudaBackend::CopyToDevice(void* dst, const void* src, size_t bytes) {
   Activate();
   LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be reused as soon as this returns
+  AddPendingCounts();
 }
 
 void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
@@ -130,6 +159,7 @@ void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
   Activate();
   LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  AddPendingCounts();
 }
 
 size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
@@ -245,22 +275,12 @@ void CudaBackend::MoeExperts(const MoeParams& p) {
   cuda::MoePermute(p, *moe_, stream_);
   if (p.tokens_per_expert) {
     const size_t n = static_cast<size_t>(p.num_experts);
-    if (n > counts_capacity_) {
-      if (counts_host_) LS_CUDA_CHECK(cudaFreeHost(counts_host_));
-      counts_host_ = nullptr;
-      LS_CUDA_CHECK(cudaHostAlloc(&counts_host_, n * sizeof(int32_t), cudaHostAllocDefault));
-      counts_capacity_ = n;
-    }
-    LS_CUDA_CHECK(cudaMemcpyAsync(counts_host_, moe_->counts, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-    LS_CUDA_CHECK(cudaEventRecord(counts_ready_, stream_));
+    int32_t* buffer = PendingCountsBuffer(n);
+    LS_CUDA_CHECK(cudaMemcpyAsync(buffer, moe_->counts, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    pending_counts_.push_back({p.tokens_per_expert, p.num_experts});
   }
   cuda::MoeGroupedGemms(p, table, *moe_, stream_);
   cuda::MoeCombine(p, *moe_, stream_);
-  if (p.tokens_per_expert) {
-    // The one wait inside a step: for the counts only, while the GEMMs run on.
-    LS_CUDA_CHECK(cudaEventSynchronize(counts_ready_));
-    for (int32_t e = 0; e < p.num_experts; ++e) p.tokens_per_expert[e] += counts_host_[e];
-  }
 }
 
 void CudaBackend::CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,

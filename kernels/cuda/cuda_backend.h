@@ -2,7 +2,8 @@
 // Activations, prepared weights and router outputs are device memory; the step's host metadata
 // (token ids, positions, attention sequences and block tables) is uploaded through a ring of
 // pinned staging buffers. Ops are queued on the stream without waiting, except CopyToDevice,
-// CopyToHost, Free and MoeExperts with tokens_per_expert, which wait for it. Matmul weights are
+// CopyToHost, Free and Synchronize, which wait for it; MoeExperts' per-expert counts come back
+// through pinned buffers and are added to the host counters at the next of those. Matmul weights are
 // kept as BF16 row-major; the GEMMs use BF16 operands with FP32 accumulation.
 // Plain C++ (no CUDA headers). Used by one thread at a time.
 #pragma once
@@ -36,7 +37,7 @@ class CudaBackend final : public Backend {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   // Waits for every op queued so far.
-  void Synchronize();
+  void Synchronize() override;
 
   void* Allocate(size_t bytes) override;
   void Free(void* p) override;
@@ -56,8 +57,8 @@ class CudaBackend final : public Backend {
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override;
   void Router(const RouterParams& p) override;
-  // With p.tokens_per_expert (host memory), the per-expert counts are copied back and added
-  // before it returns: the one wait for the device inside a step.
+  // With p.tokens_per_expert (host memory), the per-expert counts are copied back without a
+  // wait and added at the next synchronization.
   void MoeExperts(const MoeParams& p) override;
   void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
                             float* out) override;
@@ -80,6 +81,11 @@ class CudaBackend final : public Backend {
   };
   const cuda::ExpertTable& ExpertTableFor(const MoeParams& p);
   void Activate() const;  // makes this backend's device current for the calling thread
+  // Adds the expert counts copied back since the last call to their host counters; the stream
+  // must have been synchronized since those copies were queued.
+  void AddPendingCounts();
+  // A pinned buffer of counts_capacity_ counts for the next pending copy.
+  int32_t* PendingCountsBuffer(size_t n);
 
   int device_;
   cudaStream_t stream_;
@@ -90,9 +96,14 @@ class CudaBackend final : public Backend {
   std::vector<cuda::AttentionToken> attention_tokens_;
   std::vector<int32_t> attention_tables_;
   std::vector<float> inv_freq_;
-  int32_t* counts_host_ = nullptr;  // pinned [counts_capacity_]
+  // Expert counts on their way back: pinned buffer i holds the copy for pending_counts_[i].
+  struct PendingCounts {
+    int64_t* dst;
+    int32_t n;
+  };
+  std::vector<int32_t*> counts_buffers_;  // pinned, counts_capacity_ each
   size_t counts_capacity_ = 0;
-  cudaEvent_t counts_ready_ = nullptr;
+  std::vector<PendingCounts> pending_counts_;
   ncclComm_t expert_comm_ = nullptr;  // one rank on this GPU, made on first use (builds with NCCL)
 };
 

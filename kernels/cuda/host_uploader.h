@@ -15,7 +15,8 @@ namespace ls::cuda {
 
 class HostUploader {
  public:
-  static constexpr int kSlots = 8;
+  // About six uploads per layer: the host can queue ten layers ahead of the device.
+  static constexpr int kSlots = 64;
 
   explicit HostUploader(cudaStream_t stream);
   ~HostUploader();

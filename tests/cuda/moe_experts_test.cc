@@ -3,10 +3,12 @@
 // GLU outputs are rounded to BF16 on the device only), per-expert token counts added exactly.
 // Shapes cover decode, groups over several 64-row tiles, experts nobody routes to, widths that
 // are not multiples of the 64-wide tiles, and rows that are not 16-byte aligned. The device table
-// of expert pointers follows an array whose contents change. Reports SKIPPED without a device.
+// of expert pointers follows an array whose contents change; counts of many calls queued together
+// arrive at the next synchronization. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -172,6 +174,35 @@ TEST(CudaMoeExperts, FollowsAnExpertArrayWhoseContentsChange) {
   EXPECT_LE(RelNormError(second.out, RunCpu(s, z, ids, w, b).out), 1e-2);
   FreeExperts(*gpu, a);
   FreeExperts(*gpu, b);
+}
+
+// Expert counts come back without a wait: many MoE calls (more than the backend keeps pending)
+// before one Synchronize all add into their host counters, each call's own counts.
+TEST(CudaMoeExperts, CountsOfCallsQueuedTogetherArriveAtSynchronize) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string error;
+  auto gpu = CreateCudaBackend(0, &error);
+  ASSERT_NE(gpu, nullptr) << error;
+  const MoeShape s{6, 64, 64, 64, 2, 5, 5, Activation::kSiTU};
+  std::mt19937 rng(21);
+  Experts x;
+  MakeExperts(s, rng, *gpu, &x);
+  const std::vector<float> z = cuda_test::RandomFloats(s.T * s.din, rng);
+  const std::vector<float> w = cuda_test::RandomFloats(s.T * s.K, rng, 0.5f);
+  cuda_test::DeviceArray<float> dz(z), dw(w), dout(s.T * s.dout);
+  constexpr int kCalls = 300, kLayers = 3;
+  std::vector<std::vector<int64_t>> got(kLayers, std::vector<int64_t>(s.N, 0)), want = got;
+  std::vector<std::unique_ptr<cuda_test::DeviceArray<int32_t>>> ids;  // alive until the calls ran
+  for (int c = 0; c < kCalls; ++c) {
+    const std::vector<int32_t> routing = RandomRouting(s, rng);
+    for (int32_t id : routing) ++want[c % kLayers][id];
+    ids.push_back(std::make_unique<cuda_test::DeviceArray<int32_t>>(routing));
+    gpu->MoeExperts(Params(s, dz.get(), ids.back()->get(), dw.get(), x.dgate.data(), x.dup.data(), x.ddown.data(),
+                           dout.get(), got[c % kLayers].data()));
+  }
+  gpu->Synchronize();
+  EXPECT_EQ(got, want);
+  FreeExperts(*gpu, x);
 }
 
 }  // namespace
