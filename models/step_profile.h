@@ -1,12 +1,16 @@
 // StepProfile: where a forward step's wall time goes, by part of the layer, for benchmarks.
 // Attached to a model with StableLatentMoe::SetProfile; each part is timed around its ops on the
-// calling thread, so the figures are exact for backends whose ops return when done (the CPU).
+// calling thread, so the figures are exact for backends whose ops return when done (the CPU). For
+// a backend that queues work (CUDA), set wait_for: each part then waits for the device at its
+// start and end, and measures the device's time for it (at the price of a slower step).
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <string_view>
+
+#include "kernels/backend.h"
 
 namespace ls {
 
@@ -29,6 +33,7 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(StepPart::kCou
 
 struct StepProfile {
   std::array<double, static_cast<size_t>(StepPart::kCount)> seconds{};
+  Backend* wait_for = nullptr;  // when set, parts synchronize with this backend
   void Reset() { seconds.fill(0); }
 };
 
@@ -36,12 +41,15 @@ struct StepProfile {
 class PartTimer {
  public:
   PartTimer(StepProfile* profile, StepPart part) : profile_(profile), part_(part) {
-    if (profile_) start_ = std::chrono::steady_clock::now();
+    if (!profile_) return;
+    if (profile_->wait_for) profile_->wait_for->Synchronize();
+    start_ = std::chrono::steady_clock::now();
   }
   ~PartTimer() {
-    if (profile_)
-      profile_->seconds[static_cast<size_t>(part_)] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!profile_) return;
+    if (profile_->wait_for) profile_->wait_for->Synchronize();
+    profile_->seconds[static_cast<size_t>(part_)] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
   PartTimer(const PartTimer&) = delete;
   PartTimer& operator=(const PartTimer&) = delete;

@@ -123,7 +123,7 @@ out = sys.argv[1]
 log = os.path.join(out, "cuda_tests.log")
 if os.path.exists(log):
     text = open(log).read()
-    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
+    m = re.search(r"(\d+)% tests passed(, \d+ tests failed)? out of (\d+)", text)
     skipped = text.count("***Skipped")
     print("CUDA tests:", m.group(0) if m else "no ctest summary", f"({skipped} skipped)")
     for line in text.splitlines():
@@ -148,6 +148,7 @@ for run in runs:
     for r in run["results"]:
         print(f"{r['batch']:>6} {r['tokens_per_s']:>10.0f} {r['over_batch1']:>6.2f} {r['step_ms']:>8.3f} "
               f"{r['weight_mb_per_step']:>8.1f} {r['weight_read_gbps']:>7.0f} {r['weight_read_gbps'] / copy:>7.1%}")
+        print("       device ms per step:", ", ".join(f"{k} {v:.3f}" for k, v in r["parts_ms_per_step"].items() if v))
 print(f"moe_kernels on {bench['device']}: copy {copy:.0f} GB/s")
 print(f"{'d_lat':>5} {'tokens':>6} {'ms':>8} {'eager ms':>8} {'grouped':>7} {'GB/s':>7} {'of copy':>7} "
       f"{'TFLOP/s':>8} {'of dense':>8}")
