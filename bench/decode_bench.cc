@@ -59,28 +59,28 @@ std::string PartsJson(const Result& r) {
   return out + "}";
 }
 
-constexpr int kPrefill = 64;  // prompt tokens per sequence before the timed decode steps
+int prefill_tokens = 64;  // prompt tokens per sequence before the timed decode steps (--prefill)
 
-// Prefills `batch` sequences of kPrefill tokens, then times `steps` decode steps.
+// Prefills `batch` sequences of prefill_tokens tokens, then times `steps` decode steps.
 // With token0, every sequence feeds token 0 at every position (the workload of llama.cpp's
 // batched bench, where all sequences route to the same experts).
 // With sync_parts, every part of the step waits for the backend, so that the parts add up to the
 // device's time (for backends that queue work); the step time is then not representative.
 Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 = false, bool sync_parts = false) {
   const auto& c = model.config();
-  const int block = 16, blocks_per_seq = (kPrefill + steps + block) / block + 1;
+  const int block = 16, blocks_per_seq = (prefill_tokens + steps + block) / block + 1;
   ls::KvCache cache(model.backend(), c, batch * blocks_per_seq, block);
   std::vector<ls::StepSequence> seqs(batch);
   ls::StepBatch pre;
   for (int i = 0; i < batch; ++i) {
     for (int b = 0; b < blocks_per_seq; ++b) seqs[i].block_table.push_back(i * blocks_per_seq + b);
-    seqs[i].num_tokens = kPrefill;
-    for (int t = 0; t < kPrefill; ++t) pre.tokens.push_back(token0 ? 0 : (i * 131 + t * 17) % c.vocab_size);
+    seqs[i].num_tokens = prefill_tokens;
+    for (int t = 0; t < prefill_tokens; ++t) pre.tokens.push_back(token0 ? 0 : (i * 131 + t * 17) % c.vocab_size);
   }
   pre.seqs = seqs;
   std::vector<float> logits;
   (void)model.Forward(pre, cache, &logits);
-  for (auto& s : seqs) s.start_pos = kPrefill, s.num_tokens = 1;
+  for (auto& s : seqs) s.start_pos = prefill_tokens, s.num_tokens = 1;
 
   // Bytes of weights one step reads: everything dense, plus each expert used at least once.
   const double bf = 2.0;
@@ -115,11 +115,11 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
 
 }  // namespace
 
-// decode_bench [--token0] [--large] [--backend cpu|cuda] [threads [model_dir [batch ...]]]: without
-// a model directory, a random model and batches 1 and 16 (1 to 256 on CUDA); with one (e.g. the
-// peer model of the CPU comparison), the given batches (default 1 8 32), each after a 64-token
-// prefill per sequence. --token0 runs the peer benchmark's workload (token 0 everywhere) beside
-// the distinct-token one.
+// decode_bench [--token0] [--large] [--prefill N] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
+// without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
+// CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
+// given; each after a prefill of N tokens per sequence (default 64). --token0 runs the peer
+// benchmark's workload (token 0 everywhere) beside the distinct-token one.
 int main(int argc, char** argv) {
   bool token0 = false, large = false;
   ls::BackendOptions options;
@@ -130,6 +130,8 @@ int main(int argc, char** argv) {
       token0 = true;
     } else if (a == "--large") {
       large = true;
+    } else if (a == "--prefill" && i + 1 < argc) {
+      prefill_tokens = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--backend" && i + 1 < argc) {
       options.name = argv[++i];
     } else {
@@ -137,7 +139,7 @@ int main(int argc, char** argv) {
     }
   }
   options.threads = !args.empty() ? std::atoi(args[0].c_str()) : 0;
-  const bool own_model = args.size() < 2;
+  const bool own_model = args.size() < 2 || args[1] == "-";
   const std::string dir = own_model ? (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string()
                                     : args[1];
   const bool cpu = options.name == "cpu";
@@ -193,7 +195,7 @@ int main(int argc, char** argv) {
               options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
               c.num_hidden_layers, c.n_routed_experts, c.num_experts_per_tok, static_cast<long long>(c.moe_latent_size),
               static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size), threads,
-              ls::cpu::GemmUsesAvx512() ? "true" : "false", kPrefill, copy / 1e9,
+              ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
               cpu ? "host, as the step runs" : "device, each part synchronized in a separate run");
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];

@@ -1,8 +1,14 @@
 // CUDA paged attention over the float32 KV cache [num_blocks, block_size, Hkv, hd]: first the
 // step's new K/V go into their cache slots, then one block per (new token, KV head) serves that
-// head's query group with a causal online softmax over the sequence's cached positions, in tiles
-// of kTile positions. Prefill chunks and single-token decodes alike. Twin of
-// kernels/cpu/attention.cc.
+// head's query group with a causal online softmax over the sequence's cached positions. Prefill
+// chunks and single-token decodes alike. Two kernels:
+//   - WarpAttentionKernel, for query groups of up to 8 heads of up to 256 dims: each warp takes
+//     every fourth position, reads its K and V rows once for the whole group, keeps the group's
+//     queries, running max, sum and output in registers (lanes across the head dimension), and
+//     the four warps' partial softmaxes are merged at the end;
+//   - TiledAttentionKernel, for larger groups: the group's state in shared memory, positions in
+//     tiles of kTile.
+// Twin of kernels/cpu/attention.cc.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -39,7 +45,7 @@ __global__ void WriteKvKernel(const float* __restrict__ k_new, const float* __re
 
 // Grid: (new tokens, KV heads). Dynamic shared memory, floats:
 //   q [group, hd] | acc [group, hd] | scores [group, kTile] | max [group] | sum [group] | rescale [group]
-__global__ void AttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+__global__ void TiledAttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
                                 const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
                                 const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
                                 int32_t block_size, float scale, float* __restrict__ out) {
@@ -112,6 +118,130 @@ __global__ void AttentionKernel(const float* __restrict__ q, const float* __rest
   for (int32_t i = threadIdx.x; i < group_width; i += kThreads) out[head0 + i] = acc[i] / run_sum[i / hd];
 }
 
+
+// Grid: (new tokens, KV heads). kDims: head dimensions per lane (hd <= 32 kDims); kGroup: query
+// heads per KV head, at most (the group is num_heads / num_kv_heads).
+template <int kDims, int kGroup>
+__global__ void __launch_bounds__(kThreads)
+    WarpAttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                        const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
+                        const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
+                        int32_t block_size, float scale, float* __restrict__ out) {
+  __shared__ float part_max[kWarps][kGroup], part_sum[kWarps][kGroup];
+  __shared__ float part_acc[kWarps][kGroup][kDims * 32];
+  const int32_t group = num_heads / num_kv_heads;
+  const int32_t kv_width = num_kv_heads * hd;
+  const AttentionToken tok = tokens[blockIdx.x];
+  const int32_t kvh = blockIdx.y;
+  const int32_t* table = tables + tok.table;
+  const int64_t head0 = (static_cast<int64_t>(tok.row) * num_heads + static_cast<int64_t>(kvh) * group) * hd;
+  const int32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  // Lane holds dimensions lane + 32 i of every head of the group; the query is pre-scaled.
+  float qr[kGroup][kDims], acc[kGroup][kDims], run_max[kGroup], run_sum[kGroup];
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g) {
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) {
+      const int32_t d = lane + 32 * i;
+      qr[g][i] = g < group && d < hd ? q[head0 + g * hd + d] * scale : 0.f;
+      acc[g][i] = 0.f;
+    }
+    run_max[g] = -INFINITY;
+    run_sum[g] = 0.f;
+  }
+
+  const int32_t ctx = tok.pos + 1;  // causal: positions 0 .. pos
+  // K and V rows of a position; the next position's are loaded while this one is used.
+  auto load = [&](int32_t pos, float (&kr)[kDims], float (&vr)[kDims]) {
+    const int64_t off = SlotOffset(table, pos, block_size, kv_width) + static_cast<int64_t>(kvh) * hd;
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) {
+      const int32_t d = lane + 32 * i;
+      kr[i] = d < hd ? k_cache[off + d] : 0.f;
+      vr[i] = d < hd ? v_cache[off + d] : 0.f;
+    }
+  };
+  float kr[kDims], vr[kDims];
+  if (warp < ctx) load(warp, kr, vr);
+  for (int32_t pos = warp; pos < ctx; pos += kWarps) {
+    float kn[kDims], vn[kDims];
+    if (pos + kWarps < ctx) load(pos + kWarps, kn, vn);
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      if (g >= group) break;  // uniform across the block
+      float dot = 0.f;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) dot += qr[g][i] * kr[i];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      const float m = fmaxf(run_max[g], dot);
+      const float rescale = expf(run_max[g] - m);  // 0 at the first position (max was -inf)
+      const float prob = expf(dot - m);
+      run_sum[g] = run_sum[g] * rescale + prob;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) acc[g][i] = acc[g][i] * rescale + prob * vr[i];
+      run_max[g] = m;
+    }
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) {
+      kr[i] = kn[i];
+      vr[i] = vn[i];
+    }
+  }
+
+  // Merge the warps' partial softmaxes (a warp that saw no position has max -inf and sum 0).
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g) {
+    if (g >= group) break;
+    if (lane == 0) {
+      part_max[warp][g] = run_max[g];
+      part_sum[warp][g] = run_sum[g];
+    }
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) part_acc[warp][g][lane + 32 * i] = acc[g][i];
+  }
+  __syncthreads();
+  for (int32_t idx = threadIdx.x; idx < group * hd; idx += kThreads) {
+    const int32_t g = idx / hd, d = idx % hd;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, part_max[w][g]);
+    float sum = 0.f, a = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = expf(part_max[w][g] - m);
+      sum += part_sum[w][g] * f;
+      a += part_acc[w][g][d] * f;
+    }
+    out[head0 + idx] = a / sum;
+  }
+}
+
+using AttentionKernelFn = void (*)(const float*, const float*, const float*, const AttentionToken*, const int32_t*,
+                                   int32_t, int32_t, int32_t, int32_t, float, float*);
+
+// The WarpAttentionKernel instance for a query group and head size, or null where registers
+// would not hold the group's state (more than 32 values per lane for queries and outputs each).
+template <int kDims>
+AttentionKernelFn WarpKernelFor(int32_t group) {
+  if (group <= 1) return WarpAttentionKernel<kDims, 1>;
+  if (group <= 2) return WarpAttentionKernel<kDims, 2>;
+  if (group <= 4) return WarpAttentionKernel<kDims, 4>;
+  if constexpr (kDims <= 4) {
+    if (group <= 8) return WarpAttentionKernel<kDims, 8>;
+  }
+  return nullptr;
+}
+
+AttentionKernelFn WarpKernelFor(int32_t group, int32_t hd) {
+  if (hd <= 32) return WarpKernelFor<1>(group);
+  if (hd <= 64) return WarpKernelFor<2>(group);
+  if (hd <= 128) return WarpKernelFor<4>(group);
+  if (hd <= 256) return WarpKernelFor<8>(group);
+  return nullptr;
+}
+
 }  // namespace
 
 void FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens, std::vector<int32_t>* tables) {
@@ -136,6 +266,13 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
   LS_CUDA_CHECK_LAUNCH();
 
   const int32_t group = p.num_heads / p.num_kv_heads;
+  const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_kv_heads));
+  if (AttentionKernelFn warp_kernel = WarpKernelFor(group, p.head_dim)) {
+    warp_kernel<<<grid, kThreads, 0, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
+                                               p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, p.out);
+    LS_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const size_t smem =
       (2 * static_cast<size_t>(group) * p.head_dim + static_cast<size_t>(group) * kTile + 3 * group) * sizeof(float);
   if (smem > 48 * 1024) {
@@ -144,10 +281,9 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
     LS_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     LS_CUDA_REQUIRE(smem <= static_cast<size_t>(limit), "PagedAttention: query group too large for shared memory");
     LS_CUDA_CHECK(
-        cudaFuncSetAttribute(AttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+        cudaFuncSetAttribute(TiledAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
-  const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_kv_heads));
-  AttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
+  TiledAttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
                                                     p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, p.out);
   LS_CUDA_CHECK_LAUNCH();
 }
