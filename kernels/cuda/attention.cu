@@ -5,7 +5,9 @@
 //   - WarpAttentionKernel, for query groups of up to 8 heads of up to 256 dims: each warp takes
 //     every fourth position, reads its K and V rows once for the whole group, keeps the group's
 //     queries, running max, sum and output in registers (lanes across the head dimension), and
-//     the four warps' partial softmaxes are merged at the end;
+//     the four warps' partial softmaxes are merged at the end. When a step has too few tokens to
+//     fill the device, each context is split into ranges of positions, one block each, whose
+//     partial softmaxes MergeSplitsKernel combines;
 //   - TiledAttentionKernel, for larger groups: the group's state in shared memory, positions in
 //     tiles of kTile.
 // Twin of kernels/cpu/attention.cc.
@@ -119,14 +121,24 @@ __global__ void TiledAttentionKernel(const float* __restrict__ q, const float* _
 }
 
 
-// Grid: (new tokens, KV heads). kDims: head dimensions per lane (hd <= 32 kDims); kGroup: query
-// heads per KV head, at most (the group is num_heads / num_kv_heads).
+// Where the blocks of a split context leave their partial softmaxes: for block (token t, KV head
+// h, split z), acc[((t · Hkv + h) · splits + z) · group · hd + g · hd + d] is Σ_j e^(s_j − m) v_j
+// and max_sum[((t · Hkv + h) · splits + z) · group + g] is (m, Σ_j e^(s_j − m)), for query head
+// g of the group; a split past the token's context writes nothing.
+struct SplitPartials {
+  int32_t len = 0;  // positions per split; 0: no split (the kernel writes out)
+  float* acc = nullptr;
+  float2* max_sum = nullptr;
+};
+
+// Grid: (new tokens, KV heads, splits). kDims: head dimensions per lane (hd <= 32 kDims); kGroup:
+// query heads per KV head, at most (the group is num_heads / num_kv_heads).
 template <int kDims, int kGroup>
 __global__ void __launch_bounds__(kThreads)
     WarpAttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
                         const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
                         const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
-                        int32_t block_size, float scale, float* __restrict__ out) {
+                        int32_t block_size, float scale, SplitPartials split, float* __restrict__ out) {
   __shared__ float part_max[kWarps][kGroup], part_sum[kWarps][kGroup];
   __shared__ float part_acc[kWarps][kGroup][kDims * 32];
   const int32_t group = num_heads / num_kv_heads;
@@ -151,7 +163,13 @@ __global__ void __launch_bounds__(kThreads)
     run_sum[g] = 0.f;
   }
 
-  const int32_t ctx = tok.pos + 1;  // causal: positions 0 .. pos
+  // Causal: positions 0 .. pos, or this block's range of them.
+  int32_t begin = 0, end = tok.pos + 1;
+  if (split.len > 0) {
+    begin = static_cast<int32_t>(blockIdx.z) * split.len;
+    if (begin >= end) return;  // the whole block: nothing of this token's context here
+    end = min(end, begin + split.len);
+  }
   // K and V rows of a position; the next position's are loaded while this one is used.
   auto load = [&](int32_t pos, float (&kr)[kDims], float (&vr)[kDims]) {
     const int64_t off = SlotOffset(table, pos, block_size, kv_width) + static_cast<int64_t>(kvh) * hd;
@@ -163,10 +181,10 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
   float kr[kDims], vr[kDims];
-  if (warp < ctx) load(warp, kr, vr);
-  for (int32_t pos = warp; pos < ctx; pos += kWarps) {
+  if (begin + warp < end) load(begin + warp, kr, vr);
+  for (int32_t pos = begin + warp; pos < end; pos += kWarps) {
     float kn[kDims], vn[kDims];
-    if (pos + kWarps < ctx) load(pos + kWarps, kn, vn);
+    if (pos + kWarps < end) load(pos + kWarps, kn, vn);
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
       if (g >= group) break;  // uniform across the block
@@ -190,7 +208,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  // Merge the warps' partial softmaxes (a warp that saw no position has max -inf and sum 0).
+  // Merge the warps' partial softmaxes (a warp that saw no position has max -inf and sum 0; the
+  // block saw at least one).
 #pragma unroll
   for (int g = 0; g < kGroup; ++g) {
     if (g >= group) break;
@@ -214,12 +233,56 @@ __global__ void __launch_bounds__(kThreads)
       sum += part_sum[w][g] * f;
       a += part_acc[w][g][d] * f;
     }
+    if (split.len == 0) {
+      out[head0 + idx] = a / sum;
+      continue;
+    }
+    const int64_t slot = (static_cast<int64_t>(blockIdx.x) * num_kv_heads + kvh) * gridDim.z + blockIdx.z;
+    split.acc[slot * group * hd + idx] = a;
+    if (d == 0) split.max_sum[slot * group + g] = make_float2(m, sum);
+  }
+}
+
+// Grid: (new tokens, KV heads): out = the merge of the token's non-empty splits.
+__global__ void MergeSplitsKernel(const AttentionToken* __restrict__ tokens, int32_t num_heads, int32_t num_kv_heads,
+                                  int32_t hd, int32_t splits, SplitPartials split, float* __restrict__ out) {
+  const int32_t group = num_heads / num_kv_heads;
+  const AttentionToken tok = tokens[blockIdx.x];
+  const int32_t kvh = blockIdx.y;
+  const int32_t used = (tok.pos + split.len) / split.len;  // ceil((pos + 1) / len)
+  const int64_t slot0 = (static_cast<int64_t>(blockIdx.x) * num_kv_heads + kvh) * splits;
+  const int64_t head0 = (static_cast<int64_t>(tok.row) * num_heads + static_cast<int64_t>(kvh) * group) * hd;
+  for (int32_t idx = threadIdx.x; idx < group * hd; idx += kThreads) {
+    const int32_t g = idx / hd;
+    float m = -INFINITY;
+    for (int32_t z = 0; z < used; ++z) m = fmaxf(m, split.max_sum[(slot0 + z) * group + g].x);
+    float sum = 0.f, a = 0.f;
+    for (int32_t z = 0; z < used; ++z) {
+      const float2 ms = split.max_sum[(slot0 + z) * group + g];
+      const float f = expf(ms.x - m);
+      sum += ms.y * f;
+      a += split.acc[(slot0 + z) * group * hd + idx] * f;
+    }
     out[head0 + idx] = a / sum;
   }
 }
 
 using AttentionKernelFn = void (*)(const float*, const float*, const float*, const AttentionToken*, const int32_t*,
-                                   int32_t, int32_t, int32_t, int32_t, float, float*);
+                                   int32_t, int32_t, int32_t, int32_t, float, SplitPartials, float*);
+
+// Splits per context for a step: enough blocks for two per multiprocessor, with at least
+// kMinSplit positions per split. 1: none.
+constexpr int32_t kMinSplit = 64;
+int32_t SplitsFor(int32_t num_tokens, int32_t num_kv_heads, int32_t max_context) {
+  int device = 0, sms = 0;
+  LS_CUDA_CHECK(cudaGetDevice(&device));
+  LS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t blocks = static_cast<int64_t>(num_tokens) * num_kv_heads, want = 2 * static_cast<int64_t>(sms);
+  if (blocks >= want) return 1;
+  const int64_t by_blocks = (want + blocks - 1) / blocks;
+  const int64_t by_context = (max_context + kMinSplit - 1) / kMinSplit;
+  return static_cast<int32_t>(std::max<int64_t>(1, std::min(by_blocks, by_context)));
+}
 
 // The WarpAttentionKernel instance for a query group and head size, or null where registers
 // would not hold the group's state (more than 32 values per lane for queries and outputs each).
@@ -244,19 +307,24 @@ AttentionKernelFn WarpKernelFor(int32_t group, int32_t hd) {
 
 }  // namespace
 
-void FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens, std::vector<int32_t>* tables) {
+int32_t FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens,
+                             std::vector<int32_t>* tables) {
   tokens->clear();
   tables->clear();
+  int32_t max_context = 0;
   for (int32_t si = 0; si < p.num_seqs; ++si) {
     const AttentionSeq& s = p.seqs[si];
     const int32_t table = static_cast<int32_t>(tables->size());
     if (s.num_blocks > 0) tables->insert(tables->end(), s.block_table, s.block_table + s.num_blocks);
     for (int32_t i = 0; i < s.num_tokens; ++i) tokens->push_back({s.token_offset + i, s.start_pos + i, table});
+    if (s.num_tokens > 0) max_context = std::max(max_context, s.start_pos + s.num_tokens);
   }
+  return max_context;
 }
 
 void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
-                    const int32_t* block_tables, cudaStream_t stream) {
+                    const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
+                    cudaStream_t stream) {
   if (num_tokens == 0) return;
   LS_CUDA_REQUIRE(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
                   "PagedAttention: num_heads must be a multiple of num_kv_heads");
@@ -268,9 +336,25 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
   const int32_t group = p.num_heads / p.num_kv_heads;
   const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_kv_heads));
   if (AttentionKernelFn warp_kernel = WarpKernelFor(group, p.head_dim)) {
-    warp_kernel<<<grid, kThreads, 0, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
-                                               p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, p.out);
+    const int32_t splits = split_scratch ? SplitsFor(num_tokens, p.num_kv_heads, max_context) : 1;
+    SplitPartials split;
+    if (splits > 1) {
+      split.len = (max_context + splits - 1) / splits;
+      const int64_t slots = static_cast<int64_t>(num_tokens) * p.num_kv_heads * splits * group;
+      float* mem = split_scratch->As<float>(static_cast<size_t>(slots * (p.head_dim + 2)), stream);
+      split.max_sum = reinterpret_cast<float2*>(mem);  // 8-byte aligned: the scratch is 256-byte aligned
+      split.acc = mem + 2 * slots;
+    }
+    const dim3 split_grid(grid.x, grid.y, static_cast<unsigned>(splits));
+    warp_kernel<<<split_grid, kThreads, 0, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
+                                                     p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, split,
+                                                     p.out);
     LS_CUDA_CHECK_LAUNCH();
+    if (splits > 1) {
+      MergeSplitsKernel<<<grid, kThreads, 0, stream>>>(tokens, p.num_heads, p.num_kv_heads, p.head_dim, splits, split,
+                                                      p.out);
+      LS_CUDA_CHECK_LAUNCH();
+    }
     return;
   }
   const size_t smem =

@@ -209,11 +209,12 @@ void CudaBackend::Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t 
 
 void CudaBackend::PagedAttention(const AttentionParams& p) {
   Activate();
-  cuda::FlattenAttentionSeqs(p, &attention_tokens_, &attention_tables_);
+  const int32_t max_context = cuda::FlattenAttentionSeqs(p, &attention_tokens_, &attention_tables_);
   if (attention_tokens_.empty()) return;
   const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
   const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
-  cuda::PagedAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+  cuda::PagedAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, max_context,
+                       &attention_split_, stream_);
 }
 
 void CudaBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,

@@ -95,6 +95,7 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<const Tensor*, const Tensor*, const Tensor*, int32_t>, ExpertTableEntry> expert_tables_;
   std::vector<cuda::AttentionToken> attention_tokens_;
   std::vector<int32_t> attention_tables_;
+  cuda::DeviceScratch attention_split_;  // partial softmaxes of split contexts
   std::vector<float> inv_freq_;
   // Expert counts on their way back: pinned buffer i holds the copy for pending_counts_[i].
   struct PendingCounts {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cuda/device_scratch.h"
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
 
@@ -61,12 +62,17 @@ struct AttentionToken {
   int32_t table = 0;  // offset of its sequence's block table in the step's concatenated tables
 };
 // Flattens p.seqs and their block tables (host memory) into one entry per new token and the
-// tables laid end to end; both are host vectors the caller uploads.
-void FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens, std::vector<int32_t>* tables);
+// tables laid end to end; both are host vectors the caller uploads. Returns the longest context
+// (positions attended) of any token.
+int32_t FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToken>* tokens,
+                             std::vector<int32_t>* tables);
 // Writes the new K/V into the paged cache, then causal GQA attention for every new token. p.seqs
-// is not read: tokens[num_tokens] and block_tables come from FlattenAttentionSeqs, uploaded.
+// is not read: tokens[num_tokens] and block_tables come from FlattenAttentionSeqs, uploaded, and
+// max_context is what it returned. With `split` scratch, a step of few tokens over long contexts
+// divides each context among several blocks (split-K over positions, as in flash-decoding) and
+// merges their partial softmaxes in a second kernel, so that the whole device works on it.
 void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
-                    const int32_t* block_tables, cudaStream_t stream);
+                    const int32_t* block_tables, int32_t max_context, DeviceScratch* split, cudaStream_t stream);
 
 // One MoE layer's expert weights as the grouped GEMMs read them: device arrays of N device
 // pointers, each to a BF16 row-major matrix.

@@ -3,7 +3,8 @@
 // afterwards is identical (the new K/V in their slots, nothing else touched) and the outputs agree
 // within 1e-5 absolute plus 1e-5 relative (outputs are averages of values of order 1). GQA, MQA
 // and one KV head per query head; head sizes that are not multiples of 32; contexts over many
-// softmax tiles. Reports SKIPPED without a device.
+// softmax tiles. Each case runs twice: with split scratch (steps of few tokens divide long
+// contexts among blocks) and without. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,11 +74,19 @@ void CheckAgainstCpu(int32_t H, int32_t Hkv, int32_t hd, int32_t block_size, con
   p.num_seqs = static_cast<int32_t>(seqs.size());
   std::vector<cuda::AttentionToken> tokens;
   std::vector<int32_t> flat_tables;
-  cuda::FlattenAttentionSeqs(p, &tokens, &flat_tables);
+  const int32_t max_context = cuda::FlattenAttentionSeqs(p, &tokens, &flat_tables);
+  int32_t want_max_context = 0;
+  for (const SeqSpec& s : specs) want_max_context = std::max(want_max_context, s.start_pos + s.num_tokens);
+  EXPECT_EQ(max_context, want_max_context);
   ASSERT_EQ(static_cast<int64_t>(tokens.size()), T);
   DeviceArray<cuda::AttentionToken> dtokens(tokens);
   DeviceArray<int32_t> dtables(flat_tables);
-  cuda::PagedAttention(p, dtokens.get(), static_cast<int32_t>(T), dtables.get(), nullptr);
+  // Without splits first: the cache then holds the new K/V, which the second run writes again.
+  cuda::PagedAttention(p, dtokens.get(), static_cast<int32_t>(T), dtables.get(), max_context, nullptr, nullptr);
+  const std::vector<float> unsplit = dout.Download();
+  dout.Poison();
+  cuda::DeviceScratch split;
+  cuda::PagedAttention(p, dtokens.get(), static_cast<int32_t>(T), dtables.get(), max_context, &split, nullptr);
 
   std::vector<float> out(T * H * hd);
   p.q = q.data();
@@ -88,7 +97,8 @@ void CheckAgainstCpu(int32_t H, int32_t Hkv, int32_t hd, int32_t block_size, con
   ThreadPool pool(2);
   cpu::PagedAttention(pool, p);
 
-  EXPECT_TRUE(AllClose(dout.Download(), out, 1e-5, 1e-5)) << "H " << H << " Hkv " << Hkv << " hd " << hd;
+  EXPECT_TRUE(AllClose(unsplit, out, 1e-5, 1e-5)) << "H " << H << " Hkv " << Hkv << " hd " << hd;
+  EXPECT_TRUE(AllClose(dout.Download(), out, 1e-5, 1e-5)) << "split: H " << H << " Hkv " << Hkv << " hd " << hd;
   EXPECT_EQ(dkc.Download(), k_cache);
   EXPECT_EQ(dvc.Download(), v_cache);
 }
@@ -106,6 +116,14 @@ TEST(CudaPagedAttention, MatchesCpuForMultiQueryAttention) {
 TEST(CudaPagedAttention, MatchesCpuForLongContextsWithOneKvHeadPerQueryHead) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   CheckAgainstCpu(4, 4, 128, 16, {{300, 1}, {0, 70}, {517, 3}}, 17);
+}
+
+TEST(CudaPagedAttention, MatchesCpuForFewDecodesOverLongContexts) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  // Six blocks for the device's multiprocessors: each context splits into ranges of about 64
+  // positions, up to 24 of them; the shortest fits in one.
+  CheckAgainstCpu(8, 2, 64, 16, {{1500, 1}, {700, 1}, {33, 1}}, 19);
+  CheckAgainstCpu(12, 3, 24, 7, {{999, 1}, {64, 1}}, 20);
 }
 
 TEST(CudaPagedAttention, MatchesCpuForALargeQueryGroup) {
