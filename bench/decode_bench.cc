@@ -60,6 +60,7 @@ std::string PartsJson(const Result& r) {
 }
 
 int prefill_tokens = 64;  // prompt tokens per sequence before the timed decode steps (--prefill)
+ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype
 
 // Prefills `batch` sequences of prefill_tokens tokens, then times `steps` decode steps.
 // With token0, every sequence feeds token 0 at every position (the workload of llama.cpp's
@@ -69,7 +70,7 @@ int prefill_tokens = 64;  // prompt tokens per sequence before the timed decode 
 Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 = false, bool sync_parts = false) {
   const auto& c = model.config();
   const int block = 16, blocks_per_seq = (prefill_tokens + steps + block) / block + 1;
-  ls::KvCache cache(model.backend(), c, batch * blocks_per_seq, block);
+  ls::KvCache cache(model.backend(), c, batch * blocks_per_seq, block, kv_dtype);
   std::vector<ls::StepSequence> seqs(batch);
   ls::StepBatch pre;
   for (int i = 0; i < batch; ++i) {
@@ -115,7 +116,8 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
 
 }  // namespace
 
-// decode_bench [--token0] [--large] [--prefill N] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
+// decode_bench [--token0] [--large] [--prefill N] [--kv_cache_dtype float32|bfloat16] [--backend cpu|cuda]
+//              [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
 // given; each after a prefill of N tokens per sequence (default 64). --token0 runs the peer
@@ -130,6 +132,8 @@ int main(int argc, char** argv) {
       token0 = true;
     } else if (a == "--large") {
       large = true;
+    } else if (a == "--kv_cache_dtype" && i + 1 < argc) {
+      kv_dtype = std::string(argv[++i]) == "bfloat16" ? ls::DType::kBF16 : ls::DType::kF32;
     } else if (a == "--prefill" && i + 1 < argc) {
       prefill_tokens = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--backend" && i + 1 < argc) {
@@ -191,12 +195,13 @@ int main(int argc, char** argv) {
   std::printf("{\n  \"benchmark\": \"decode\",\n  \"backend\": \"%s\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, "
               "\"layers\": %d, \"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n"
               "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
-              "  \"parts_timing\": \"%s\",\n  \"results\": [\n",
+              "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"results\": [\n",
               options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
               c.num_hidden_layers, c.n_routed_experts, c.num_experts_per_tok, static_cast<long long>(c.moe_latent_size),
               static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size), threads,
               ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
-              cpu ? "host, as the step runs" : "device, each part synchronized in a separate run");
+              cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
+              kv_dtype == ls::DType::kBF16 ? "bfloat16" : "float32");
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "

@@ -1,7 +1,8 @@
 // Engine throughput with 1, 8, 32 and 64 concurrent streams (each: a 32-token prompt, 64 greedy
 // output tokens, ignore_eos), with the share of step time spent outside the model (scheduling,
 // sampling, detokenization, output). Model: a directory given as argument, else a random
-// d=1024 / 64-expert BF16 model. Prints JSON with each level's ratio to one stream.
+// d=1024 / 64-expert BF16 model; a second argument sets the KV cache type (auto, float32 or
+// bfloat16; default auto, as the server). Prints JSON with each level's ratio to one stream.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -49,6 +50,7 @@ Level Run(ls::Engine& engine, int streams, int prompt_len, int max_tokens, int v
 
 int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : "";
+  const std::string kv = argc > 2 ? argv[2] : "auto";
   bool temp = false;
   if (dir.empty()) {
     dir = (std::filesystem::temp_directory_path() / "latentserve_serving_bench_model").string();
@@ -64,15 +66,25 @@ int main(int argc, char** argv) {
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = 64;
   cfg.enable_prefix_caching = false;
+  auto kv_dtype = ls::ParseKvCacheDType(kv);
+  if (!kv_dtype.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(kv_dtype.status().message()).c_str());
+    return 1;
+  }
+  cfg.kv_cache_dtype = *kv_dtype;
   auto engine = ls::Engine::Create(model->get(), nullptr, cfg);
-  if (!engine.ok()) return 1;
+  if (!engine.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
+    return 1;
+  }
   const int vocab = static_cast<int>((*model)->config().vocab_size);
   Run(**engine, 1, 32, 8, vocab);  // warm-up
   std::vector<Level> levels;
   for (int c : {1, 8, 32, 64}) levels.push_back(Run(**engine, c, 32, 64, vocab));
   std::printf("{\n  \"benchmark\": \"serving\",\n  \"model\": \"%s\",\n  \"threads\": %d,\n  \"prompt_tokens\": 32,\n"
-              "  \"output_tokens\": 64,\n  \"levels\": [\n",
-              temp ? "random d=1024 L=4 N=64 K=8 d_lat=256 f=512 BF16" : dir.c_str(), backend.pool().num_threads());
+              "  \"output_tokens\": 64,\n  \"kv_cache_dtype\": \"%s\",\n  \"levels\": [\n",
+              temp ? "random d=1024 L=4 N=64 K=8 d_lat=256 f=512 BF16" : dir.c_str(), backend.pool().num_threads(),
+              ls::KvCacheDTypeName((*engine)->kv_cache_dtype()).c_str());
   for (size_t i = 0; i < levels.size(); ++i) {
     const Level& l = levels[i];
     std::printf("    {\"streams\": %d, \"output_tokens_per_s\": %.1f, \"over_one_stream\": %.2f, "

@@ -40,9 +40,14 @@ struct Engine::Stream {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, const tok::Tokenizer* tokenizer,
                                                        EngineConfig config) {
   const ModelConfig& mc = model->config();
-  int32_t blocks = config.num_kv_blocks;
-  if (blocks <= 0) blocks = static_cast<int32_t>(config.kv_cache_bytes / KvCache::BytesPerBlock(mc, config.block_size));
   if (config.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
+  auto kv_dtype = ChooseKvCacheDType(config.kv_cache_dtype, model->dtype(), *model->backend());
+  if (!kv_dtype.ok()) return kv_dtype.status();
+  config.kv_cache_dtype = *kv_dtype;
+  int32_t blocks = config.num_kv_blocks;
+  if (blocks <= 0)
+    blocks = static_cast<int32_t>(config.kv_cache_bytes /
+                                  KvCache::BytesPerBlock(mc, config.block_size, *config.kv_cache_dtype));
   if (blocks < 2) return absl::InvalidArgumentError("KV cache too small: fewer than 2 blocks");
   if (config.scheduler.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be at least 1");
   if (config.scheduler.max_num_batched_tokens < 1)
@@ -86,7 +91,7 @@ Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineCo
       max_model_len_(config.max_model_len > 0
                          ? std::min<int32_t>(config.max_model_len, model->config().max_position_embeddings)
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
-      cache_(model->backend(), model->config(), num_blocks, config.block_size),
+      cache_(model->backend(), model->config(), num_blocks, config.block_size, *config.kv_cache_dtype),
       blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, &blocks_),
       eos_ids_(model->config().eos_token_ids),

@@ -35,6 +35,9 @@ struct EngineConfig {
   int32_t block_size = 16;
   int32_t num_kv_blocks = 0;                 // 0: kv_cache_bytes decides
   size_t kv_cache_bytes = size_t{512} << 20;
+  // KV cache elements: float32, or BF16 where the backend supports it (the CPU backend). Unset:
+  // BF16 for BF16 checkpoints where supported, else float32.
+  std::optional<DType> kv_cache_dtype;
   bool enable_prefix_caching = true;
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
@@ -78,6 +81,7 @@ class Engine {
   const tok::Tokenizer* tokenizer() const { return tokenizer_; }
   int32_t max_model_len() const { return max_model_len_; }
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
+  DType kv_cache_dtype() const { return cache_.dtype(); }
 
  private:
   struct Stream;

@@ -51,6 +51,8 @@ class Backend {
   // Rotate-half RoPE in place on x[T, num_heads * head_dim] at positions[T].
   virtual void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim,
                     const int32_t* positions, float theta) = 0;
+  // Whether PagedAttention reads and writes a KV cache of this element type (float32 always).
+  virtual bool SupportsKvCacheDType(DType dtype) const { return dtype == DType::kF32; }
   // Writes the new K/V into the cache, then causal GQA attention for every new token.
   virtual void PagedAttention(const AttentionParams& p) = 0;
   // out[r, i] = act(gate[r, i]) · up[r, i] for rows of width `width`.

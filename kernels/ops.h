@@ -20,12 +20,14 @@ struct AttentionSeq {
   int32_t num_blocks = 0;
 };
 
-// One layer of the paged KV cache: [num_blocks, block_size, num_kv_heads, head_dim] each.
+// One layer of the paged KV cache: [num_blocks, block_size, num_kv_heads, head_dim] each, of
+// float32 or (CPU backend) BF16 elements, rounded to nearest even when written.
 struct KvLayer {
-  float* k = nullptr;
-  float* v = nullptr;
+  void* k = nullptr;
+  void* v = nullptr;
   int32_t num_blocks = 0;
   int32_t block_size = 0;
+  DType dtype = DType::kF32;
 };
 
 struct AttentionParams {

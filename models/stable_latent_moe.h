@@ -30,6 +30,8 @@ class StableLatentMoe {
   const ModelConfig& config() const { return config_; }
   Backend* backend() const { return backend_; }
   size_t weight_bytes() const { return store_->total_bytes(); }
+  // The checkpoint's floating-point type (that of its embedding table).
+  DType dtype() const { return weights_.embed.dtype; }
 
   // Runs one step. `logits` receives batch.num_logit_rows() rows of vocab_size floats, in
   // sequence order (all new tokens of a sequence when all_logits, else its last token).

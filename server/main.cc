@@ -38,6 +38,9 @@ ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");
 ABSL_FLAG(int32_t, kv_cache_mb, 512, "KV cache size in MiB");
 ABSL_FLAG(int32_t, block_size, 16, "tokens per KV cache block");
+ABSL_FLAG(std::string, kv_cache_dtype, "auto",
+          "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it: cpu; else "
+          "float32), float32 or bfloat16 (cpu backend only)");
 ABSL_FLAG(bool, enable_prefix_caching, true, "share KV blocks of common prompt prefixes");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit (0: the model's max_position_embeddings)");
 ABSL_FLAG(int32_t, max_waiting, 1024, "waiting-queue limit; requests beyond it get 429 / RESOURCE_EXHAUSTED");
@@ -60,7 +63,7 @@ namespace {
 // Flags that may come from LATENTSERVE_* environment variables.
 const char* const kFlagNames[] = {
     "model", "served_model_name", "host", "http_port", "grpc_port", "backend", "cuda_device", "threads", "http_threads",
-    "max_num_seqs", "max_num_batched_tokens", "kv_cache_mb", "block_size", "enable_prefix_caching",
+    "max_num_seqs", "max_num_batched_tokens", "kv_cache_mb", "block_size", "kv_cache_dtype", "enable_prefix_caching",
     "max_model_len", "max_waiting", "max_body_mb", "api_key_file", "tls_cert", "tls_key", "drain_timeout_s",
     "log_level", "devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
     "expert_placement_dump"};
@@ -157,6 +160,9 @@ int main(int argc, char** argv) {
   cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
   cfg.block_size = absl::GetFlag(FLAGS_block_size);
+  auto kv_dtype = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
+  if (!kv_dtype.ok()) return Fail("--" + std::string(kv_dtype.status().message()));
+  cfg.kv_cache_dtype = *kv_dtype;
   cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
@@ -196,7 +202,8 @@ int main(int argc, char** argv) {
   if (auto s = http_server.Start(); !s.ok()) return Fail(std::string(s.message()));
   ctx.Log(LogLevel::kInfo, "ready",
           absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
-                       grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(),
+                       grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(), ",\"kv_cache_dtype\":\"",
+                       ls::KvCacheDTypeName((*engine)->kv_cache_dtype()), "\"",
                        ",\"auth\":", ctx.keys().enabled() ? "true" : "false"));
 
   int sig = 0;

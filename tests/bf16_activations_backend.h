@@ -54,6 +54,7 @@ class Bf16ActivationsBackend final : public Backend {
             float theta) override {
     cpu_.Rope(x, num_tokens, num_heads, head_dim, positions, theta);
   }
+  bool SupportsKvCacheDType(DType dtype) const override { return cpu_.SupportsKvCacheDType(dtype); }
   void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override {

@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, dump_logits, "", "write the logits of every position to t
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all hardware threads)");
 ABSL_FLAG(bool, stop_at_eos, false, "stop at the model's eos token");
+ABSL_FLAG(std::string, kv_cache_dtype, "auto",
+          "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it, else float32), "
+          "float32 or bfloat16; as the server");
 
 namespace {
 
@@ -69,7 +72,11 @@ int main(int argc, char** argv) {
 
   constexpr int32_t kBlock = 16;
   const int32_t blocks = static_cast<int32_t>((total + kBlock - 1) / kBlock);
-  ls::KvCache cache(backend.get(), cfg, blocks, kBlock);
+  auto kv_requested = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
+  if (!kv_requested.ok()) return Fail("--" + std::string(kv_requested.status().message()));
+  auto kv_dtype = ls::ChooseKvCacheDType(*kv_requested, (*model)->dtype(), *backend);
+  if (!kv_dtype.ok()) return Fail(std::string(kv_dtype.status().message()));
+  ls::KvCache cache(backend.get(), cfg, blocks, kBlock, *kv_dtype);
   ls::StepSequence seq;
   for (int32_t b = 0; b < blocks; ++b) seq.block_table.push_back(b);
 

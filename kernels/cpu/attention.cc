@@ -1,6 +1,7 @@
-// CPU paged attention: stores the step's K/V into their cache slots, then for every new token
-// and query head a causal softmax over all cached positions of its sequence (GQA: query head h
-// reads KV head h / (H / Hkv)). Works for prefill chunks and single-token decode alike.
+// CPU paged attention: stores the step's K/V into their cache slots (float32, or BF16 rounded to
+// nearest even), then for every new token and query head a causal softmax over all cached
+// positions of its sequence (GQA: query head h reads KV head h / (H / Hkv)). Works for prefill
+// chunks and single-token decode alike.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vector_math.h"
+#include "kernels/dtype.h"
 
 namespace ls::cpu {
 namespace {
@@ -21,11 +23,30 @@ inline int64_t SlotOffset(const AttentionSeq& s, const KvLayer& c, int32_t pos, 
   return ((static_cast<int64_t>(block) * c.block_size + in_block) * kv_heads + kvh) * hd;
 }
 
+// x · row and y += w · row for a cache row of float32 or BF16 elements.
+float DotRow(const float* x, const void* row, bool bf16, int32_t n) {
+  if (!bf16) return Dot(x, static_cast<const float*>(row), n);
+  const auto* r = static_cast<const uint16_t*>(row);
+  float s = 0.f;
+  for (int32_t i = 0; i < n; ++i) s += x[i] * Bf16ToF32(r[i]);
+  return s;
+}
+void AxpyRow(float w, const void* row, bool bf16, float* y, int32_t n) {
+  if (!bf16) return Axpy(w, static_cast<const float*>(row), y, n);
+  const auto* r = static_cast<const uint16_t*>(row);
+  for (int32_t i = 0; i < n; ++i) y[i] += w * Bf16ToF32(r[i]);
+}
+const void* RowAt(const void* base, bool bf16, int64_t offset) {
+  return bf16 ? static_cast<const void*>(static_cast<const uint16_t*>(base) + offset)
+              : static_cast<const void*>(static_cast<const float*>(base) + offset);
+}
+
 // The portable attention step (see attention_core.h).
 void AttendPortable(const internal::AttendArgs& a) {
   const int32_t G = a.group, ctx = a.ctx, hd = a.head_dim;
   a.ForEachPosition([&](int32_t pos, int64_t off) {
-    for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = Dot(a.q + g * hd, a.k + off, hd) * a.scale;
+    const void* k = RowAt(a.k, a.bf16, off);
+    for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = DotRow(a.q + g * hd, k, a.bf16, hd) * a.scale;
   });
   for (int32_t g = 0; g < G; ++g) {
     float* sc = a.scores + static_cast<size_t>(g) * ctx;
@@ -36,7 +57,8 @@ void AttendPortable(const internal::AttendArgs& a) {
   }
   std::fill_n(a.out, static_cast<size_t>(G) * hd, 0.f);
   a.ForEachPosition([&](int32_t pos, int64_t off) {
-    for (int32_t g = 0; g < G; ++g) Axpy(a.scores[static_cast<size_t>(g) * ctx + pos], a.v + off, a.out + g * hd, hd);
+    const void* v = RowAt(a.v, a.bf16, off);
+    for (int32_t g = 0; g < G; ++g) AxpyRow(a.scores[static_cast<size_t>(g) * ctx + pos], v, a.bf16, a.out + g * hd, hd);
   });
   for (int32_t g = 0; g < G; ++g)
     for (int32_t j = 0; j < hd; ++j) a.out[g * hd + j] /= a.sums[g];
@@ -48,6 +70,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
   const int32_t H = p.num_heads, Hkv = p.num_kv_heads, hd = p.head_dim;
   const int32_t group = H / Hkv;
   const int64_t kv_width = static_cast<int64_t>(Hkv) * hd;
+  const bool bf16 = p.cache.dtype == DType::kBF16;
 
   // 1. Write the new keys and values.
   for (int32_t si = 0; si < p.num_seqs; ++si) {
@@ -56,8 +79,16 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
       const int64_t row = s.token_offset + i;
       for (int32_t kvh = 0; kvh < Hkv; ++kvh) {
         const int64_t off = SlotOffset(s, p.cache, s.start_pos + i, Hkv, hd, kvh);
-        std::copy_n(p.k_new + row * kv_width + kvh * hd, hd, p.cache.k + off);
-        std::copy_n(p.v_new + row * kv_width + kvh * hd, hd, p.cache.v + off);
+        const float* k = p.k_new + row * kv_width + kvh * hd;
+        const float* v = p.v_new + row * kv_width + kvh * hd;
+        if (bf16) {
+          auto* kc = static_cast<uint16_t*>(p.cache.k) + off;
+          auto* vc = static_cast<uint16_t*>(p.cache.v) + off;
+          for (int32_t j = 0; j < hd; ++j) kc[j] = F32ToBf16(k[j]), vc[j] = F32ToBf16(v[j]);
+        } else {
+          std::copy_n(k, hd, static_cast<float*>(p.cache.k) + off);
+          std::copy_n(v, hd, static_cast<float*>(p.cache.v) + off);
+        }
       }
     }
   }
@@ -80,8 +111,9 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.head_dim = hd;
     a.scale = p.scale;
     a.q = p.q + (row * H + kvh * group) * hd;
-    a.k = p.cache.k + static_cast<int64_t>(kvh) * hd;
-    a.v = p.cache.v + static_cast<int64_t>(kvh) * hd;
+    a.k = RowAt(p.cache.k, bf16, static_cast<int64_t>(kvh) * hd);
+    a.v = RowAt(p.cache.v, bf16, static_cast<int64_t>(kvh) * hd);
+    a.bf16 = bf16;
     a.block_table = s.block_table;
     a.block_size = p.cache.block_size;
     a.position_stride = kv_width;

@@ -1,11 +1,13 @@
 // AVX-512 core of CPU paged attention: one token's query group against one KV head's cached
-// positions, with the head vectors held in registers (head_dim a multiple of 16, at most 256).
+// positions, with the head vectors held in registers (head_dim a multiple of 16, at most 256),
+// over a float32 or a BF16 cache (16 BF16 values widen to float32 with one shift).
 // Scores, a vectorised softmax and the weighted sum of values run inline, so a decode step
 // pays no per-position function calls or accumulator round trips through memory. Compiled with
 // AVX-512 flags; only called when the CPU has AVX-512F/BW.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/cpu/attention_core.h"
@@ -26,15 +28,24 @@ inline __m128 Sum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), w));
 }
 
-template <int HV>
-inline __m512 DotPartial(const __m512 (&q)[HV], const float* k) {
-  __m512 acc = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
-  for (int j = 1; j < HV; ++j) acc = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(k + j * 16), acc);
+// 16 cache elements from p as float32.
+inline __m512 Load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 Load16(const uint16_t* p) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+template <int HV, typename T>
+inline __m512 DotPartial(const __m512 (&q)[HV], const T* k) {
+  __m512 acc = _mm512_mul_ps(q[0], Load16(k));
+  for (int j = 1; j < HV; ++j) acc = _mm512_fmadd_ps(q[j], Load16(k + j * 16), acc);
   return acc;
 }
 
-template <int HV>  // head_dim / 16
+template <int HV, typename T>  // HV = head_dim / 16; T: the cache element, float or BF16 bits
 void Attend(const AttendArgs& a) {
+  const T* k_cache = static_cast<const T*>(a.k);
+  const T* v_cache = static_cast<const T*>(a.v);
   const int32_t G = a.group, ctx = a.ctx;
   // Cache offsets of the positions, looked up once for every query head and both passes.
   thread_local std::vector<int64_t> offsets;
@@ -47,10 +58,11 @@ void Attend(const AttendArgs& a) {
     float* s = a.scores + static_cast<int64_t>(g) * ctx;
     int32_t pos = 0;
     for (; pos + 4 <= ctx; pos += 4) {
-      _mm_storeu_ps(s + pos, Sum4(DotPartial<HV>(q, a.k + offsets[pos]), DotPartial<HV>(q, a.k + offsets[pos + 1]),
-                                  DotPartial<HV>(q, a.k + offsets[pos + 2]), DotPartial<HV>(q, a.k + offsets[pos + 3])));
+      _mm_storeu_ps(s + pos, Sum4(DotPartial<HV>(q, k_cache + offsets[pos]), DotPartial<HV>(q, k_cache + offsets[pos + 1]),
+                                  DotPartial<HV>(q, k_cache + offsets[pos + 2]),
+                                  DotPartial<HV>(q, k_cache + offsets[pos + 3])));
     }
-    for (; pos < ctx; ++pos) s[pos] = _mm512_reduce_add_ps(DotPartial<HV>(q, a.k + offsets[pos]));
+    for (; pos < ctx; ++pos) s[pos] = _mm512_reduce_add_ps(DotPartial<HV>(q, k_cache + offsets[pos]));
   }
   // Softmax numerators and their sums, per query head.
   std::fill_n(a.sums, G, 0.f);
@@ -77,12 +89,21 @@ void Attend(const AttendArgs& a) {
     __m512 acc[HV];
     for (int j = 0; j < HV; ++j) acc[j] = _mm512_setzero_ps();
     for (int32_t pos = 0; pos < ctx; ++pos) {
-      const float* v = a.v + offsets[pos];
+      const T* v = v_cache + offsets[pos];
       const __m512 p = _mm512_set1_ps(s[pos]);
-      for (int j = 0; j < HV; ++j) acc[j] = _mm512_fmadd_ps(p, _mm512_loadu_ps(v + j * 16), acc[j]);
+      for (int j = 0; j < HV; ++j) acc[j] = _mm512_fmadd_ps(p, Load16(v + j * 16), acc[j]);
     }
     const __m512 inv = _mm512_set1_ps(1.f / a.sums[g]);
     for (int j = 0; j < HV; ++j) _mm512_storeu_ps(a.out + g * HV * 16 + j * 16, _mm512_mul_ps(acc[j], inv));
+  }
+}
+
+template <int HV>
+void AttendAny(const AttendArgs& a) {
+  if (a.bf16) {
+    Attend<HV, uint16_t>(a);
+  } else {
+    Attend<HV, float>(a);
   }
 }
 
@@ -90,19 +111,19 @@ void Attend(const AttendArgs& a) {
 
 bool AttendAvx512(const AttendArgs& a) {
   switch (a.head_dim) {
-    case 64: Attend<4>(a); return true;
-    case 128: Attend<8>(a); return true;
-    case 256: Attend<16>(a); return true;
+    case 64: AttendAny<4>(a); return true;
+    case 128: AttendAny<8>(a); return true;
+    case 256: AttendAny<16>(a); return true;
     default:
       if (a.head_dim % 16 != 0 || a.head_dim > 256) return false;
   }
   switch (a.head_dim / 16) {
-    case 1: Attend<1>(a); return true;
-    case 2: Attend<2>(a); return true;
-    case 3: Attend<3>(a); return true;
-    case 5: Attend<5>(a); return true;
-    case 6: Attend<6>(a); return true;
-    case 7: Attend<7>(a); return true;
+    case 1: AttendAny<1>(a); return true;
+    case 2: AttendAny<2>(a); return true;
+    case 3: AttendAny<3>(a); return true;
+    case 5: AttendAny<5>(a); return true;
+    case 6: AttendAny<6>(a); return true;
+    case 7: AttendAny<7>(a); return true;
     default: return false;  // 144-240: the portable path
   }
 }

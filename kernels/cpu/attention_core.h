@@ -8,11 +8,12 @@ namespace ls::cpu::internal {
 
 struct AttendArgs {
   const float* q = nullptr;      // [group, head_dim] query heads of the group, contiguous
-  const float* k = nullptr;      // the layer's K cache, offset to this KV head
-  const float* v = nullptr;      // the layer's V cache, offset to this KV head
+  const void* k = nullptr;       // the layer's K cache, offset to this KV head
+  const void* v = nullptr;       // the layer's V cache, offset to this KV head
+  bool bf16 = false;             // cache elements are BF16 (else float32)
   const int32_t* block_table = nullptr;
   int32_t block_size = 0;
-  int64_t position_stride = 0;   // floats between consecutive cache slots (kv_heads · head_dim)
+  int64_t position_stride = 0;   // elements between consecutive cache slots (kv_heads · head_dim)
   int32_t group = 0;
   int32_t head_dim = 0;
   int32_t ctx = 0;               // positions attended: 0 .. ctx - 1
@@ -21,7 +22,8 @@ struct AttendArgs {
   float* sums = nullptr;         // scratch [group]
   float* out = nullptr;          // [group, head_dim]
 
-  // Calls fn(pos, offset) for pos = 0 .. ctx - 1 in order, one block-table lookup per block.
+  // Calls fn(pos, offset) for pos = 0 .. ctx - 1 in order, one block-table lookup per block;
+  // offset counts elements from k and v.
   template <typename Fn>
   void ForEachPosition(Fn&& fn) const {
     for (int32_t first = 0, b = 0; first < ctx; first += block_size, ++b) {

@@ -30,6 +30,7 @@ class CpuBackend final : public Backend {
   void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
   void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
             float theta) override;
+  bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
   void PagedAttention(const AttentionParams& p) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override;

@@ -328,9 +328,12 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
   if (num_tokens == 0) return;
   LS_CUDA_REQUIRE(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
                   "PagedAttention: num_heads must be a multiple of num_kv_heads");
+  LS_CUDA_REQUIRE(p.cache.dtype == DType::kF32, "PagedAttention: the CUDA kernels keep a float32 KV cache");
+  float* k_cache = static_cast<float*>(p.cache.k);
+  float* v_cache = static_cast<float*>(p.cache.v);
   const int32_t kv_width = p.num_kv_heads * p.head_dim;
   WriteKvKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
-      p.k_new, p.v_new, tokens, block_tables, kv_width, p.cache.block_size, p.cache.k, p.cache.v);
+      p.k_new, p.v_new, tokens, block_tables, kv_width, p.cache.block_size, k_cache, v_cache);
   LS_CUDA_CHECK_LAUNCH();
 
   const int32_t group = p.num_heads / p.num_kv_heads;
@@ -346,7 +349,7 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
       split.acc = mem + 2 * slots;
     }
     const dim3 split_grid(grid.x, grid.y, static_cast<unsigned>(splits));
-    warp_kernel<<<split_grid, kThreads, 0, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
+    warp_kernel<<<split_grid, kThreads, 0, stream>>>(p.q, k_cache, v_cache, tokens, block_tables, p.num_heads,
                                                      p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, split,
                                                      p.out);
     LS_CUDA_CHECK_LAUNCH();
@@ -367,7 +370,7 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
     LS_CUDA_CHECK(
         cudaFuncSetAttribute(TiledAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
-  TiledAttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, p.cache.k, p.cache.v, tokens, block_tables, p.num_heads,
+  TiledAttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, k_cache, v_cache, tokens, block_tables, p.num_heads,
                                                     p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, p.out);
   LS_CUDA_CHECK_LAUNCH();
 }

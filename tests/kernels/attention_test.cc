@@ -1,15 +1,19 @@
 // CPU paged attention: matches a double-precision softmax reference over a scrambled block table
-// for head widths taken by the AVX-512 step and for widths left to the portable step.
+// for head widths taken by the AVX-512 step and for widths left to the portable step, with a
+// float32 and with a BF16 cache (the reference reads the cache as the op left it, and the new
+// K/V must be there rounded to nearest even).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/dtype.h"
 
 namespace ls::cpu {
 namespace {
@@ -18,10 +22,11 @@ struct Case {
   int32_t H, Hkv, hd, ctx;
 };
 
-class PagedAttentionTest : public ::testing::TestWithParam<Case> {};
+class PagedAttentionTest : public ::testing::TestWithParam<std::tuple<Case, DType>> {};
 
 TEST_P(PagedAttentionTest, DecodeTokenMatchesDoubleReference) {
-  const Case c = GetParam();
+  const Case c = std::get<0>(GetParam());
+  const bool bf16 = std::get<1>(GetParam()) == DType::kBF16;
   const int32_t block = 4, blocks = (c.ctx + block - 1) / block + 2;
   std::mt19937 rng(c.hd * 7 + c.ctx);
   std::normal_distribution<float> nd;
@@ -45,7 +50,9 @@ TEST_P(PagedAttentionTest, DecodeTokenMatchesDoubleReference) {
   p.num_kv_heads = c.Hkv;
   p.head_dim = c.hd;
   p.scale = 1.f / std::sqrt(static_cast<float>(c.hd));
-  p.cache = {kc.data(), vc.data(), blocks, block};
+  std::vector<uint16_t> kb(kc.size()), vb(vc.size());  // the BF16 cache
+  for (size_t i = 0; i < kc.size(); ++i) kb[i] = F32ToBf16(kc[i]), vb[i] = F32ToBf16(vc[i]);
+  p.cache = bf16 ? KvLayer{kb.data(), vb.data(), blocks, block, DType::kBF16} : KvLayer{kc.data(), vc.data(), blocks, block};
   p.seqs = &s;
   p.num_seqs = 1;
   ThreadPool pool(2);
@@ -53,6 +60,13 @@ TEST_P(PagedAttentionTest, DecodeTokenMatchesDoubleReference) {
   auto slot = [&](int32_t pos, int32_t kvh) {
     return (int64_t{table[pos / block]} * block + pos % block) * kvw + int64_t{kvh} * c.hd;
   };
+  if (bf16) {  // the reference reads the cache as the op left it
+    for (size_t i = 0; i < kc.size(); ++i) kc[i] = Bf16ToF32(kb[i]), vc[i] = Bf16ToF32(vb[i]);
+    for (int32_t j = 0; j < kvw; ++j) {
+      ASSERT_EQ(kb[slot(c.ctx - 1, 0) + j], F32ToBf16(kn[j])) << j;
+      ASSERT_EQ(vb[slot(c.ctx - 1, 0) + j], F32ToBf16(vn[j])) << j;
+    }
+  }
   for (int32_t h = 0; h < c.H; ++h) {
     const int32_t kvh = h / (c.H / c.Hkv);
     std::vector<double> sc(c.ctx);
@@ -72,10 +86,12 @@ TEST_P(PagedAttentionTest, DecodeTokenMatchesDoubleReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTest,
-                         ::testing::Values(Case{4, 2, 64, 1}, Case{4, 2, 64, 37}, Case{8, 2, 128, 100},
-                                           Case{2, 2, 16, 17}, Case{6, 3, 48, 33}, Case{4, 1, 256, 20},
-                                           Case{2, 1, 40, 9} /* not a multiple of 16: portable */,
-                                           Case{2, 1, 160, 9} /* 160: portable */));
+                         ::testing::Combine(::testing::Values(Case{4, 2, 64, 1}, Case{4, 2, 64, 37},
+                                                              Case{8, 2, 128, 100}, Case{2, 2, 16, 17},
+                                                              Case{6, 3, 48, 33}, Case{4, 1, 256, 20},
+                                                              Case{2, 1, 40, 9} /* not a multiple of 16: portable */,
+                                                              Case{2, 1, 160, 9} /* 160: portable */),
+                                            ::testing::Values(DType::kF32, DType::kBF16)));
 
 // The shapes above reach both steps only if the AVX-512 step takes exactly the widths it claims.
 TEST(AttendAvx512, TakesMultiplesOf16UpTo128And256) {

@@ -23,6 +23,16 @@ execute_process(COMMAND ${GEN} --model ${MODEL} --prompt-ids 1,99999 --max-token
 if(rc EQUAL 0 OR NOT err MATCHES "outside the vocabulary")
   message(FATAL_ERROR "out-of-range id not rejected clearly: ${err}")
 endif()
+execute_process(COMMAND ${GEN} --model ${MODEL} --prompt-ids 1 --kv_cache_dtype half RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "kv_cache_dtype must be auto, float32 or bfloat16, got 'half'")
+  message(FATAL_ERROR "bad --kv_cache_dtype not rejected clearly: ${err}")
+endif()
+# The BF16 fixture decodes with a BF16 cache by default; asked for float32, it still generates.
+execute_process(COMMAND ${GEN} --model ${MODEL} --prompt-ids 5,6,7,8 --max-tokens 6 --kv_cache_dtype float32
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^[0-9]+(,[0-9]+)(,[0-9]+)(,[0-9]+)(,[0-9]+)(,[0-9]+)\n$")
+  message(FATAL_ERROR "generate with a float32 cache failed: ${err} ${out}")
+endif()
 execute_process(COMMAND ${GEN} --model ${OUT}/nope --prompt-ids 1 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT err MATCHES "config.json: cannot open")
   message(FATAL_ERROR "missing model not rejected clearly: ${err}")
