@@ -1,0 +1,90 @@
+// CPU paged attention, one decode step of a batch of sequences (each a new token over its cached
+// context), with a float32 and a BF16 cache side by side in the same run: time per step, per
+// (token, KV head) task, and the KV bytes read per second. Prints JSON.
+//   attention_bench [threads [batch [context [heads kv_heads head_dim]]]]   (default 2 32 80 4 2 64:
+//   the tiny model's attention at the serving benchmark's contexts)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/dtype.h"
+#include "kernels/thread_pool.h"
+
+namespace {
+
+struct Result {
+  double step_us, task_us, kv_gbps;
+};
+
+Result Run(ls::ThreadPool& pool, ls::DType dtype, int batch, int ctx, int H, int Hkv, int hd) {
+  constexpr int kBlock = 16;
+  const int blocks_per_seq = (ctx + kBlock - 1) / kBlock;
+  const int blocks = batch * blocks_per_seq;
+  const int64_t kvw = static_cast<int64_t>(Hkv) * hd, elems = static_cast<int64_t>(blocks) * kBlock * kvw;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd;
+  std::vector<float> kf(elems), vf(elems);
+  for (auto& x : kf) x = nd(rng);
+  for (auto& x : vf) x = nd(rng);
+  std::vector<uint16_t> kb(elems), vb(elems);
+  for (int64_t i = 0; i < elems; ++i) kb[i] = ls::F32ToBf16(kf[i]), vb[i] = ls::F32ToBf16(vf[i]);
+  // Scattered blocks, as a running server's block tables are.
+  std::vector<int32_t> ids(blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<ls::AttentionSeq> seqs(batch);
+  for (int s = 0; s < batch; ++s) seqs[s] = {s, 1, ctx - 1, ids.data() + s * blocks_per_seq, blocks_per_seq};
+  std::vector<float> q(static_cast<size_t>(batch) * H * hd), kn(batch * kvw), vn(batch * kvw), out(q.size());
+  for (auto* v : {&q, &kn, &vn})
+    for (auto& x : *v) x = nd(rng);
+  ls::AttentionParams p;
+  p.q = q.data();
+  p.k_new = kn.data();
+  p.v_new = vn.data();
+  p.out = out.data();
+  p.num_heads = H;
+  p.num_kv_heads = Hkv;
+  p.head_dim = hd;
+  p.scale = 0.125f;
+  p.cache = dtype == ls::DType::kBF16 ? ls::KvLayer{kb.data(), vb.data(), blocks, kBlock, dtype}
+                                      : ls::KvLayer{kf.data(), vf.data(), blocks, kBlock, dtype};
+  p.seqs = seqs.data();
+  p.num_seqs = batch;
+  for (int i = 0; i < 20; ++i) ls::cpu::PagedAttention(pool, p);
+  double best = 1e30;
+  for (int rep = 0; rep < 7; ++rep) {
+    constexpr int kIters = 50;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIters; ++i) ls::cpu::PagedAttention(pool, p);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kIters);
+  }
+  const double bytes = 2.0 * batch * ctx * kvw * ls::DTypeSize(dtype);
+  return {1e6 * best, 1e6 * best * pool.num_threads() / (batch * Hkv), bytes / best / 1e9};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto arg = [&](int i, int def) { return argc > i ? std::atoi(argv[i]) : def; };
+  const int threads = arg(1, 2), batch = arg(2, 32), ctx = arg(3, 80), H = arg(4, 4), Hkv = arg(5, 2), hd = arg(6, 64);
+  if (threads < 1 || batch < 1 || ctx < 1 || Hkv < 1 || H % Hkv != 0 || hd < 1) {
+    std::fprintf(stderr, "attention_bench: bad shape\n");
+    return 1;
+  }
+  ls::ThreadPool pool(threads);
+  const Result f32 = Run(pool, ls::DType::kF32, batch, ctx, H, Hkv, hd);
+  const Result bf16 = Run(pool, ls::DType::kBF16, batch, ctx, H, Hkv, hd);
+  std::printf("{\n  \"benchmark\": \"attention\",\n  \"threads\": %d,\n  \"batch\": %d,\n  \"context\": %d,\n"
+              "  \"heads\": %d,\n  \"kv_heads\": %d,\n  \"head_dim\": %d,\n",
+              threads, batch, ctx, H, Hkv, hd);
+  for (const auto& [name, r] : {std::pair<const char*, Result>{"float32", f32}, {"bfloat16", bf16}})
+    std::printf("  \"%s\": {\"step_us\": %.2f, \"task_us_per_thread\": %.3f, \"kv_read_gbps\": %.2f},\n", name,
+                r.step_us, r.task_us, r.kv_gbps);
+  std::printf("  \"bfloat16_speedup\": %.3f\n}\n", f32.step_us / bf16.step_us);
+  return 0;
+}
