@@ -7,6 +7,7 @@
 #include <boost/beast/ssl.hpp>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <deque>
@@ -106,11 +107,24 @@ tcp::socket& Socket(Stream& s) {
   return beast::get_lowest_layer(s).socket();
 }
 
+// Counts a generation from its request read to its response written (see HttpServer::Stop).
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>* n) : n_(n) { n_->fetch_add(1); }
+  ~InFlight() { n_->fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>* n_;
+};
+
 // Per-connection state and handlers.
 template <typename Stream>
 class Session {
  public:
-  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt) : stream_(stream), ctx_(ctx), opt_(opt) {}
+  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating)
+      : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating) {}
 
   awaitable<void> Run() {
     beast::flat_buffer buffer;
@@ -224,6 +238,7 @@ class Session {
   }
 
   awaitable<bool> Generate(Request& req, Endpoint endpoint) {
+    const InFlight in_flight(generating_);
     const auto start = Clock::now();
     ApiError err;
     auto parsed = ParseRequest(endpoint, req.body(), *ctx_, &err);
@@ -359,6 +374,7 @@ class Session {
   Stream& stream_;
   ApiContext* ctx_;
   const HttpOptions& opt_;
+  std::atomic<int>* generating_;
   const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
 };
@@ -373,6 +389,7 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
   int port = 0;
+  std::atomic<int> generating{0};  // generation requests read and not yet answered
 
   Impl(HttpOptions o, ApiContext* c) : opt(std::move(o)), ctx(c), ioc(std::max(1, opt.threads)) {}
 
@@ -383,12 +400,12 @@ struct HttpServer::Impl {
       boost::system::error_code ec;
       co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
       if (ec) co_return;
-      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt);
+      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating);
       co_await s.Run();
       co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
     } else {
       beast::tcp_stream stream(std::move(socket));
-      Session<beast::tcp_stream> s(stream, ctx, opt);
+      Session<beast::tcp_stream> s(stream, ctx, opt, &generating);
       co_await s.Run();
       boost::system::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -439,13 +456,15 @@ absl::Status HttpServer::Start() {
 
 int HttpServer::port() const { return impl_->port; }
 
-void HttpServer::Stop() {
+void HttpServer::Stop(std::chrono::milliseconds grace) {
   if (impl_->threads.empty()) return;
-  boost::system::error_code ec;
   net::post(impl_->ioc, [this] {
     boost::system::error_code e;
     impl_->acceptor.close(e);
   });
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (impl_->generating.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   impl_->ioc.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();

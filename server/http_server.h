@@ -3,6 +3,7 @@
 // threads serve every connection, so thousands of streams cost no thread each. Optional TLS.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -25,7 +26,9 @@ class HttpServer {
   ~HttpServer();
   absl::Status Start();
   int port() const;
-  void Stop();
+  // Stops accepting connections, lets generation requests already read finish writing their
+  // responses for up to `grace`, then closes every connection.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
  private:
   struct Impl;

@@ -211,7 +211,9 @@ int main(int argc, char** argv) {
   ctx.Log(LogLevel::kInfo, "draining", absl::StrCat("\"signal\":", sig, ",\"in_flight\":", (*engine)->num_live_requests()));
   grpc_server.SetNotServing();
   const bool clean = (*engine)->Drain(std::chrono::seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
-  http_server.Stop();
+  // The engine has produced every output; give the HTTP handlers the moments they need to write
+  // them (gRPC's shutdown waits for its calls likewise).
+  http_server.Stop(std::chrono::seconds(5));
   grpc_server.Stop();
   if (!absl::GetFlag(FLAGS_expert_load_dump).empty()) {
     std::ofstream out(absl::GetFlag(FLAGS_expert_load_dump));
