@@ -1,6 +1,8 @@
 // AVX-512 core of CPU paged attention: one token's query group against one KV head's cached
 // positions, with the head vectors held in registers (head_dim a multiple of 16, at most 256),
-// over a float32 or a BF16 cache (16 BF16 values widen to float32 with one shift).
+// over a float32 or a BF16 cache (16 BF16 values widen to float32 with one shift). Up to four
+// query heads of a group share each pass over the cache, so a K or V row is loaded and widened
+// once for them.
 // Scores, a vectorised softmax and the weighted sum of values run inline, so a decode step
 // pays no per-position function calls or accumulator round trips through memory. Compiled with
 // AVX-512 flags; only called when the CPU has AVX-512F/BW.
@@ -42,60 +44,127 @@ inline __m512 DotPartial(const __m512 (&q)[HV], const T* k) {
   return acc;
 }
 
+// Scores s[g][pos] = scale · q_g · k_pos for the GC query heads g0 .. g0 + GC - 1, four positions
+// per reduction. Each K row is loaded (and widened) once for the GC heads; every score is the
+// same chain of operations whatever GC is.
+template <int HV, typename T, int GC>
+void Scores(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
+  const T* k_cache = static_cast<const T*>(a.k);
+  const int32_t ctx = a.ctx;
+  __m512 q[GC][HV];
+  for (int c = 0; c < GC; ++c)
+    for (int j = 0; j < HV; ++j)
+      q[c][j] = _mm512_mul_ps(_mm512_loadu_ps(a.q + (g0 + c) * HV * 16 + j * 16), _mm512_set1_ps(a.scale));
+  float* s[GC];
+  for (int c = 0; c < GC; ++c) s[c] = a.scores + static_cast<int64_t>(g0 + c) * ctx;
+  int32_t pos = 0;
+  for (; pos + 4 <= ctx; pos += 4) {
+    __m512 part[GC][4];
+    for (int p = 0; p < 4; ++p) {
+      const T* k = k_cache + offsets[pos + p];
+      if constexpr (GC == 1) {
+        part[0][p] = DotPartial<HV>(q[0], k);
+      } else {
+        __m512 kr[HV];
+        for (int j = 0; j < HV; ++j) kr[j] = Load16(k + j * 16);
+        for (int c = 0; c < GC; ++c) {
+          part[c][p] = _mm512_mul_ps(q[c][0], kr[0]);
+          for (int j = 1; j < HV; ++j) part[c][p] = _mm512_fmadd_ps(q[c][j], kr[j], part[c][p]);
+        }
+      }
+    }
+    for (int c = 0; c < GC; ++c) _mm_storeu_ps(s[c] + pos, Sum4(part[c][0], part[c][1], part[c][2], part[c][3]));
+  }
+  for (; pos < ctx; ++pos)
+    for (int c = 0; c < GC; ++c) s[c][pos] = _mm512_reduce_add_ps(DotPartial<HV>(q[c], k_cache + offsets[pos]));
+}
+
+// out[g] = Σ_pos p_g[pos] · v_pos / sum_g for the GC query heads from g0, each V row loaded once.
+template <int HV, typename T, int GC>
+void Values(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
+  const T* v_cache = static_cast<const T*>(a.v);
+  const int32_t ctx = a.ctx;
+  const float* s[GC];
+  __m512 acc[GC][HV];
+  for (int c = 0; c < GC; ++c) {
+    s[c] = a.scores + static_cast<int64_t>(g0 + c) * ctx;
+    for (int j = 0; j < HV; ++j) acc[c][j] = _mm512_setzero_ps();
+  }
+  for (int32_t pos = 0; pos < ctx; ++pos) {
+    const T* v = v_cache + offsets[pos];
+    if constexpr (GC == 1) {
+      const __m512 p = _mm512_set1_ps(s[0][pos]);
+      for (int j = 0; j < HV; ++j) acc[0][j] = _mm512_fmadd_ps(p, Load16(v + j * 16), acc[0][j]);
+    } else {
+      __m512 vr[HV];
+      for (int j = 0; j < HV; ++j) vr[j] = Load16(v + j * 16);
+      for (int c = 0; c < GC; ++c) {
+        const __m512 p = _mm512_set1_ps(s[c][pos]);
+        for (int j = 0; j < HV; ++j) acc[c][j] = _mm512_fmadd_ps(p, vr[j], acc[c][j]);
+      }
+    }
+  }
+  for (int c = 0; c < GC; ++c) {
+    const __m512 inv = _mm512_set1_ps(1.f / a.sums[g0 + c]);
+    for (int j = 0; j < HV; ++j) _mm512_storeu_ps(a.out + (g0 + c) * HV * 16 + j * 16, _mm512_mul_ps(acc[c][j], inv));
+  }
+}
+
+// Softmax numerators of one query head's scores, in place; returns their sum.
+inline float Softmax(float* s, int32_t ctx) {
+  __m512 mx = _mm512_set1_ps(-3.0e38f);
+  for (int32_t i = 0; i < ctx; i += 16) {
+    const __mmask16 m = ctx - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (ctx - i)) - 1u);
+    mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + i));
+  }
+  const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sum = _mm512_setzero_ps();
+  for (int32_t i = 0; i < ctx; i += 16) {
+    const __mmask16 m = ctx - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (ctx - i)) - 1u);
+    const __m512 e = _mm512_maskz_mov_ps(m, Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), mv)));
+    _mm512_mask_storeu_ps(s + i, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+// Query heads served together by one pass over the cache: as many as registers allow (queries
+// and partial scores of the group, plus one K row), dividing the group.
+template <int HV>
+int32_t HeadsPerPass(int32_t group) {
+  if constexpr (HV <= 2) {
+    if (group % 4 == 0) return 4;
+  }
+  if constexpr (HV <= 4) {
+    if (group % 2 == 0) return 2;
+  }
+  return 1;
+}
+
+template <int HV, typename T, int GC>
+void AttendInPasses(const AttendArgs& a, const int64_t* offsets) {
+  for (int32_t g0 = 0; g0 < a.group; g0 += GC) Scores<HV, T, GC>(a, offsets, g0);
+  for (int32_t g = 0; g < a.group; ++g) a.sums[g] = Softmax(a.scores + static_cast<int64_t>(g) * a.ctx, a.ctx);
+  for (int32_t g0 = 0; g0 < a.group; g0 += GC) Values<HV, T, GC>(a, offsets, g0);
+}
+
 template <int HV, typename T>  // HV = head_dim / 16; T: the cache element, float or BF16 bits
 void Attend(const AttendArgs& a) {
-  const T* k_cache = static_cast<const T*>(a.k);
-  const T* v_cache = static_cast<const T*>(a.v);
-  const int32_t G = a.group, ctx = a.ctx;
   // Cache offsets of the positions, looked up once for every query head and both passes.
   thread_local std::vector<int64_t> offsets;
-  offsets.resize(ctx);
+  offsets.resize(a.ctx);
   a.ForEachPosition([&](int32_t pos, int64_t off) { offsets[pos] = off; });
-  // Scores: s[g][pos] = scale · q_g · k_pos, four positions per reduction.
-  for (int32_t g = 0; g < G; ++g) {
-    __m512 q[HV];
-    for (int j = 0; j < HV; ++j) q[j] = _mm512_mul_ps(_mm512_loadu_ps(a.q + g * HV * 16 + j * 16), _mm512_set1_ps(a.scale));
-    float* s = a.scores + static_cast<int64_t>(g) * ctx;
-    int32_t pos = 0;
-    for (; pos + 4 <= ctx; pos += 4) {
-      _mm_storeu_ps(s + pos, Sum4(DotPartial<HV>(q, k_cache + offsets[pos]), DotPartial<HV>(q, k_cache + offsets[pos + 1]),
-                                  DotPartial<HV>(q, k_cache + offsets[pos + 2]),
-                                  DotPartial<HV>(q, k_cache + offsets[pos + 3])));
-    }
-    for (; pos < ctx; ++pos) s[pos] = _mm512_reduce_add_ps(DotPartial<HV>(q, k_cache + offsets[pos]));
+  switch (HeadsPerPass<HV>(a.group)) {
+    case 4:
+      if constexpr (HV <= 2) return AttendInPasses<HV, T, 4>(a, offsets.data());
+      break;
+    case 2:
+      if constexpr (HV <= 4) return AttendInPasses<HV, T, 2>(a, offsets.data());
+      break;
+    default:
+      break;
   }
-  // Softmax numerators and their sums, per query head.
-  std::fill_n(a.sums, G, 0.f);
-  for (int32_t g = 0; g < G; ++g) {
-    float* s = a.scores + static_cast<int64_t>(g) * ctx;
-    __m512 mx = _mm512_set1_ps(-3.0e38f);
-    for (int32_t i = 0; i < ctx; i += 16) {
-      const __mmask16 m = ctx - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (ctx - i)) - 1u);
-      mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, s + i));
-    }
-    const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    __m512 sum = _mm512_setzero_ps();
-    for (int32_t i = 0; i < ctx; i += 16) {
-      const __mmask16 m = ctx - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (ctx - i)) - 1u);
-      const __m512 e = _mm512_maskz_mov_ps(m, Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), mv)));
-      _mm512_mask_storeu_ps(s + i, m, e);
-      sum = _mm512_add_ps(sum, e);
-    }
-    a.sums[g] = _mm512_reduce_add_ps(sum);
-  }
-  // Weighted sum of values, then division by the softmax sum.
-  for (int32_t g = 0; g < G; ++g) {
-    const float* s = a.scores + static_cast<int64_t>(g) * ctx;
-    __m512 acc[HV];
-    for (int j = 0; j < HV; ++j) acc[j] = _mm512_setzero_ps();
-    for (int32_t pos = 0; pos < ctx; ++pos) {
-      const T* v = v_cache + offsets[pos];
-      const __m512 p = _mm512_set1_ps(s[pos]);
-      for (int j = 0; j < HV; ++j) acc[j] = _mm512_fmadd_ps(p, Load16(v + j * 16), acc[j]);
-    }
-    const __m512 inv = _mm512_set1_ps(1.f / a.sums[g]);
-    for (int j = 0; j < HV; ++j) _mm512_storeu_ps(a.out + g * HV * 16 + j * 16, _mm512_mul_ps(acc[j], inv));
-  }
+  AttendInPasses<HV, T, 1>(a, offsets.data());
 }
 
 template <int HV>

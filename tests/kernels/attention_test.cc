@@ -1,7 +1,8 @@
 // CPU paged attention: matches a double-precision softmax reference over a scrambled block table
-// for head widths taken by the AVX-512 step and for widths left to the portable step, with a
-// float32 and with a BF16 cache (the reference reads the cache as the op left it, and the new
-// K/V must be there rounded to nearest even).
+// for head widths taken by the AVX-512 step (with 1, 2 and 4 query heads per pass over the
+// cache) and for widths left to the portable step, with a float32 and with a BF16 cache (the
+// reference reads the cache as the op left it, and the new K/V must be there rounded to nearest
+// even).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -89,6 +90,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTest,
                          ::testing::Combine(::testing::Values(Case{4, 2, 64, 1}, Case{4, 2, 64, 37},
                                                               Case{8, 2, 128, 100}, Case{2, 2, 16, 17},
                                                               Case{6, 3, 48, 33}, Case{4, 1, 256, 20},
+                                                              Case{8, 2, 32, 45} /* four heads per pass */,
+                                                              Case{4, 1, 16, 9} /* four heads per pass */,
                                                               Case{2, 1, 40, 9} /* not a multiple of 16: portable */,
                                                               Case{2, 1, 160, 9} /* 160: portable */),
                                             ::testing::Values(DType::kF32, DType::kBF16)));
