@@ -60,7 +60,7 @@ std::string PartsJson(const Result& r) {
 }
 
 int prefill_tokens = 64;  // prompt tokens per sequence before the timed decode steps (--prefill)
-ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype
+ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype, as the backend takes it
 
 // Prefills `batch` sequences of prefill_tokens tokens, then times `steps` decode steps.
 // With token0, every sequence feeds token 0 at every position (the workload of llama.cpp's
@@ -116,14 +116,16 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
 
 }  // namespace
 
-// decode_bench [--token0] [--large] [--prefill N] [--kv_cache_dtype float32|bfloat16] [--backend cpu|cuda]
+// decode_bench [--token0] [--large] [--prefill N] [--kv_cache_dtype auto|float32|bfloat16] [--backend cpu|cuda]
 //              [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
-// given; each after a prefill of N tokens per sequence (default 64). --token0 runs the peer
+// given; each after a prefill of N tokens per sequence (default 64), over a float32 KV cache
+// unless --kv_cache_dtype says otherwise (as the server's flag). --token0 runs the peer
 // benchmark's workload (token 0 everywhere) beside the distinct-token one.
 int main(int argc, char** argv) {
   bool token0 = false, large = false;
+  std::string kv_text = "float32";
   ls::BackendOptions options;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
@@ -133,7 +135,7 @@ int main(int argc, char** argv) {
     } else if (a == "--large") {
       large = true;
     } else if (a == "--kv_cache_dtype" && i + 1 < argc) {
-      kv_dtype = std::string(argv[++i]) == "bfloat16" ? ls::DType::kBF16 : ls::DType::kF32;
+      kv_text = argv[++i];
     } else if (a == "--prefill" && i + 1 < argc) {
       prefill_tokens = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--backend" && i + 1 < argc) {
@@ -175,6 +177,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
   }
+  auto kv_requested = ls::ParseKvCacheDType(kv_text);
+  auto kv_chosen = kv_requested.ok() ? ls::ChooseKvCacheDType(*kv_requested, (*model)->dtype(), *backend)
+                                     : absl::StatusOr<ls::DType>(kv_requested.status());
+  if (!kv_chosen.ok()) {
+    std::fprintf(stderr, "--%s\n", std::string(kv_chosen.status().message()).c_str());
+    return 1;
+  }
+  kv_dtype = *kv_chosen;
   const ls::ModelConfig& c = (*model)->config();
   RunDecode(**model, 1, 8);  // warm-up: page in the weights
   std::vector<Result> results;
@@ -201,7 +211,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size), threads,
               ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
               cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
-              kv_dtype == ls::DType::kBF16 ? "bfloat16" : "float32");
+              ls::KvCacheDTypeName(kv_dtype).c_str());
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
