@@ -48,6 +48,11 @@ class Backend {
   virtual void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) = 0;
   // y[M, N] (+)= x[M, K] · w[N, K]ᵀ.
   virtual void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) = 0;
+  // Several GEMMs over the same input (the q, k and v projections of one norm's output), each
+  // with Gemm's result; a backend may run them as one launch. The outputs must not overlap x.
+  virtual void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
+    for (int32_t i = 0; i < n; ++i) Gemm(x, M, *outs[i].w, outs[i].y, outs[i].accumulate);
+  }
   // Rotate-half RoPE in place on x[T, num_heads * head_dim] at positions[T].
   virtual void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim,
                     const int32_t* positions, float theta) = 0;

@@ -11,6 +11,13 @@ namespace ls {
 enum class Activation : uint8_t { kSiTU, kSiLU };  // gate functions of the GLU experts
 enum class ScoringFunc : uint8_t { kSigmoid, kSoftmax };
 
+// One output of Backend::GemmMany: y[M, w.rows] (+)= x · wᵀ.
+struct GemmOutput {
+  const Tensor* w;
+  float* y;
+  bool accumulate = false;
+};
+
 // One sequence's slice of a step, for attention over the paged KV cache.
 struct AttentionSeq {
   int32_t token_offset = 0;  // first row of this sequence in the step's [T, ...] activations

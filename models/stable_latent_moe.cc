@@ -221,9 +221,8 @@ void StableLatentMoe::Attention(const LayerWeights& L, int32_t layer, const std:
   {
     PartTimer t(profile_, StepPart::kAttentionIn);
     backend_->RmsNorm(x, T, L.input_norm, c.rms_norm_eps, h);
-    backend_->Gemm(h, T, L.q, q, false);
-    backend_->Gemm(h, T, L.k, k, false);
-    backend_->Gemm(h, T, L.v, v, false);
+    const GemmOutput qkv[] = {{&L.q, q}, {&L.k, k}, {&L.v, v}};
+    backend_->GemmMany(h, T, qkv, 3);
     if (c.qk_norm) {
       backend_->RmsNorm(q, T * H, L.q_norm, c.rms_norm_eps, q);
       backend_->RmsNorm(k, T * Hkv, L.k_norm, c.rms_norm_eps, k);
@@ -261,8 +260,8 @@ void StableLatentMoe::SharedGlu(const GluWeights& w, const float* h, int64_t T, 
   float* g = gate_.as<float>(T * width);
   float* u = up_.as<float>(T * width);
   float* a = act_.as<float>(T * width);
-  backend_->Gemm(h, T, w.gate, g, false);
-  backend_->Gemm(h, T, w.up, u, false);
+  const GemmOutput gate_up[] = {{&w.gate, g}, {&w.up, u}};
+  backend_->GemmMany(h, T, gate_up, 2);
   backend_->GluActivation(g, u, T, width, config_.hidden_act, a);
   backend_->Gemm(a, T, w.down, static_cast<float*>(x_.data()), /*accumulate=*/true);
 }

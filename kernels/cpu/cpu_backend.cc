@@ -40,6 +40,9 @@ void CpuBackend::RmsNorm(const float* x, int64_t rows, const Tensor& w, float ep
 void CpuBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
   cpu::Gemm(pool_, x, M, w, y, accumulate);
 }
+void CpuBackend::GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
+  cpu::GemmMany(pool_, x, M, outs, n);
+}
 void CpuBackend::Rope(float* x, int64_t n, int32_t heads, int32_t hd, const int32_t* pos, float theta) {
   cpu::Rope(pool_, x, n, heads, hd, pos, theta);
 }

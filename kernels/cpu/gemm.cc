@@ -44,20 +44,47 @@ void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t 
   }
 }
 
-void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
-  const int64_t N = w.rows, K = w.cols;
-  if (M == 0 || N == 0) return;
-  // Chunks of output columns: enough tasks to balance, each large enough to amortise dispatch.
-  const int64_t work_per_col = M * K;
+namespace {
+
+// Output columns per task: enough tasks to balance, each large enough to amortise dispatch;
+// whole panels for packed weights.
+int64_t ColumnChunk(const ThreadPool& pool, int64_t M, const Tensor& w) {
+  const int64_t N = w.rows, work_per_col = M * w.cols;
   int64_t chunk = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, work_per_col));
   chunk = std::min<int64_t>(chunk, std::max<int64_t>(16, (N + 4 * pool.num_threads() - 1) /
                                                              (4 * pool.num_threads())));
-  const int64_t align = w.layout == Layout::kPanels ? kPanelRows : 16;  // packed: whole panels
-  chunk = (chunk + align - 1) / align * align;
-  const int64_t tasks = (N + chunk - 1) / chunk;
+  const int64_t align = w.layout == Layout::kPanels ? kPanelRows : 16;
+  return (chunk + align - 1) / align * align;
+}
+
+}  // namespace
+
+void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
+  const GemmOutput out{&w, y, accumulate};
+  GemmMany(pool, x, M, &out, 1);
+}
+
+void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
+  if (M == 0) return;
+  // The tasks of all outputs in one list: task t belongs to the last output whose first task
+  // is at or before t.
+  int64_t first[8], chunk[8];
+  if (n > 8) {
+    GemmMany(pool, x, M, outs, 8);
+    return GemmMany(pool, x, M, outs + 8, n - 8);
+  }
+  int64_t tasks = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    first[i] = tasks;
+    chunk[i] = ColumnChunk(pool, M, *outs[i].w);
+    tasks += (outs[i].w->rows + chunk[i] - 1) / chunk[i];
+  }
   pool.ParallelFor(tasks, [&](int64_t t) {
-    int64_t n0 = t * chunk, n1 = std::min(N, n0 + chunk);
-    GemmRange(x, K, M, w, n0, n1, y + n0, N, accumulate);
+    int32_t i = n - 1;
+    while (first[i] > t) --i;
+    const Tensor& w = *outs[i].w;
+    const int64_t n0 = (t - first[i]) * chunk[i], n1 = std::min(w.rows, n0 + chunk[i]);
+    GemmRange(x, w.cols, M, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/ops.h"
 #include "kernels/tensor.h"
 #include "kernels/thread_pool.h"
 
@@ -21,6 +22,10 @@ void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t 
 // y[M, N] (+)= x[M, K] · w[N, K]ᵀ, split over the pool by output columns.
 void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y,
           bool accumulate = false);
+
+// Gemm for each of outs over the same x, all in one parallel loop (fewer, better balanced loops
+// than one call each); each output is computed exactly as Gemm computes it.
+void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* outs, int32_t n);
 
 // Whether the AVX-512 path is in use on this machine (reported by benchmarks).
 bool GemmUsesAvx512();

@@ -10,7 +10,8 @@ namespace ls::cpu {
 void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, int32_t* ids) {
   // Insertion into a short sorted list; a strictly greater key is needed to move ahead, so among
   // equal keys the lower index (seen first) stays in front.
-  std::vector<float> best(k);
+  thread_local std::vector<float> best;
+  best.resize(k);
   int32_t filled = 0;
   for (int32_t e = 0; e < n; ++e) {
     const float key = scores[e] + (bias ? bias[e] : 0.f);
@@ -30,7 +31,8 @@ void Router(ThreadPool& pool, const RouterParams& p) {
   const int32_t n = p.num_experts, k = p.top_k;
   auto token = [&](int64_t t) {
     const float* logits = p.logits + t * n;
-    std::vector<float> s(n);
+    thread_local std::vector<float> s;
+    s.resize(n);
     if (p.scoring == ScoringFunc::kSigmoid) {
       for (int32_t e = 0; e < n; ++e) s[e] = Sigmoid(logits[e]);
     } else {

@@ -16,11 +16,16 @@ void GluRow(Activation act, const float* g, const float* u, float* o, int64_t n)
 float Dot(const float* a, const float* b, int64_t n);
 // y[i] += a · x[i].
 void Axpy(float a, const float* x, float* y, int64_t n);
+// o[i] = x[i] · (1 / √(Σ x² / n + eps)) · w[i]; the squares are summed in 16 lanes (lane i % 16),
+// then the lanes in order. o may be x.
+void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* o);
 
 namespace internal {
 void GluRowAvx512(Activation act, const float* g, const float* u, float* o, int64_t n);
 float DotAvx512(const float* a, const float* b, int64_t n);
 void AxpyAvx512(float a, const float* x, float* y, int64_t n);
+void RmsNormRowAvx512(const float* x, const float* w, int64_t n, float eps, float* o);
+void RmsNormRowPortable(const float* x, const float* w, int64_t n, float eps, float* o);
 }  // namespace internal
 
 }  // namespace ls::cpu

@@ -1,7 +1,9 @@
-// AVX-512 vector helpers: the GLU gates (on the polynomial exp of exp_avx512.h), dot products
-// and scaled adds. Compiled with AVX-512
+// AVX-512 vector helpers: the GLU gates (on the polynomial exp of exp_avx512.h), dot products,
+// scaled adds and RMSNorm rows. Compiled with AVX-512
 // flags; only called when the CPU has AVX-512F/BW.
 #include <immintrin.h>
+
+#include <cmath>
 
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/vector_math.h"
@@ -50,6 +52,25 @@ void AxpyAvx512(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+void RmsNormRowAvx512(const float* x, const float* w, int64_t n, float eps, float* o) {
+  __m512 acc = _mm512_setzero_ps();  // lane j sums x[i]² over i ≡ j (mod 16), as the portable loop
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(v, v));
+  }
+  alignas(64) float part[16];
+  _mm512_store_ps(part, acc);
+  float ss = 0.f;
+  for (float p : part) ss += p;
+  const __m512 inv = _mm512_set1_ps(1.f / std::sqrt(ss / static_cast<float>(n) + eps));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv);
+    _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i)));
   }
 }
 

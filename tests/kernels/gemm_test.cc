@@ -190,5 +190,38 @@ TEST(PackedGemm, RowSliceOfPanelsIsTheSameRows) {
     for (int n = 0; n < 64; ++n) ASSERT_EQ(part[m * 64 + n], full[m * 96 + 32 + n]);
 }
 
+// GemmMany gives each output exactly what its own Gemm call gives: packed and row-major
+// weights of different widths, some accumulating, more outputs than one loop takes at once.
+TEST(GemmMany, EachOutputEqualsItsOwnGemm) {
+  std::mt19937 rng(31);
+  const int M = 13, K = 70, kOutputs = 11;
+  std::vector<float> x(M * K);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  std::vector<Weights> ws;
+  std::vector<Packed> packed;
+  ws.reserve(kOutputs);
+  packed.reserve(kOutputs);
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < kOutputs; ++i) {
+    ws.push_back(MakeWeights(i % 2 ? DType::kBF16 : DType::kF32, 20 + 17 * i, K, rng));
+    packed.push_back(Pack(ws.back().t));
+    tensors.push_back(i % 3 ? packed.back().t : ws.back().t);
+  }
+  ThreadPool pool(2);
+  std::vector<std::vector<float>> many(kOutputs), single(kOutputs);
+  std::vector<GemmOutput> outs;
+  for (int i = 0; i < kOutputs; ++i) {
+    many[i].assign(M * tensors[i].rows, 0.5f);
+    single[i] = many[i];
+    outs.push_back({&tensors[i], many[i].data(), i % 4 == 1});
+  }
+  GemmMany(pool, x.data(), M, outs.data(), kOutputs);
+  for (int i = 0; i < kOutputs; ++i) {
+    Gemm(pool, x.data(), M, tensors[i], single[i].data(), i % 4 == 1);
+    for (size_t j = 0; j < single[i].size(); ++j) ASSERT_EQ(many[i][j], single[i][j]) << "output " << i << " " << j;
+  }
+}
+
 }  // namespace
 }  // namespace ls::cpu

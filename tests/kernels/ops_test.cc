@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
 namespace {
@@ -28,6 +30,42 @@ TEST(RmsNorm, MatchesFormula) {
     for (int i = 0; i < 4; ++i) ss += x[r * 4 + i] * x[r * 4 + i];
     const double inv = 1.0 / std::sqrt(ss / 4 + 1e-6);
     for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[r * 4 + i], x[r * 4 + i] * inv * w[i], 1e-6);
+  }
+}
+
+// Rows of model widths (more than one vector, a partial last vector), BF16 weights widened.
+TEST(RmsNorm, WideRowsMatchFormula) {
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  for (int width : {16, 64, 100, 256}) {
+    const int rows = 300;  // enough values for the parallel path at the larger widths
+    std::vector<float> x(rows * width), out(rows * width);
+    std::vector<uint16_t> w(width);
+    for (auto& v : x) v = nd(rng);
+    for (auto& v : w) v = F32ToBf16(1.f + 0.1f * nd(rng));
+    RmsNorm(pool, x.data(), rows, Tensor{w.data(), DType::kBF16, 1, width}, 1e-6f, out.data());
+    for (int r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int i = 0; i < width; ++i) ss += double(x[r * width + i]) * x[r * width + i];
+      const double inv = 1.0 / std::sqrt(ss / width + 1e-6);
+      for (int i = 0; i < width; ++i)
+        ASSERT_NEAR(out[r * width + i], x[r * width + i] * inv * Bf16ToF32(w[i]), 1e-5) << width << " " << r;
+    }
+  }
+}
+
+TEST(RmsNormRow, Avx512AndPortableAgreeBitForBit) {
+  if (!internal::CpuHasAvx512()) GTEST_SKIP() << "CPU has no AVX-512";
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd;
+  for (int width : {1, 15, 16, 33, 64, 256, 1000}) {
+    std::vector<float> x(width), w(width), a(width), b(width);
+    for (auto& v : x) v = 3.f * nd(rng);
+    for (auto& v : w) v = nd(rng);
+    internal::RmsNormRowAvx512(x.data(), w.data(), width, 1e-6f, a.data());
+    internal::RmsNormRowPortable(x.data(), w.data(), width, 1e-6f, b.data());
+    for (int i = 0; i < width; ++i) ASSERT_EQ(a[i], b[i]) << width << " " << i;
   }
 }
 
