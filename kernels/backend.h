@@ -34,6 +34,8 @@ class Backend {
   // Waits until every op queued so far has finished and the host results it promises (the counts
   // of MoeParams::tokens_per_expert) are in place. CopyToHost does the same before it returns.
   virtual void Synchronize() {}
+  // A model step's ops are about to be issued (a hint: a backend may wake its workers).
+  virtual void BeginStep() {}
 
   // A model hands each weight (row-major, host memory) to the backend once, at load.
   // PreparedWeightBytes: the backend memory it needs for `use`; 0 means the ops read the host

@@ -1,6 +1,7 @@
 // ThreadPool implementation: a published job per loop, dynamic task counter, completion by count.
 #include "kernels/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #if defined(__x86_64__)
@@ -58,6 +59,23 @@ void ThreadPool::WorkerLoop() {
     }
     if (job) RunTasks(*job);
   }
+}
+
+void ThreadPool::ParallelForRanges(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t chunk = std::max<int64_t>(1, grain);
+  if (chunk >= n || workers_.empty()) return fn(0, n);
+  ParallelFor((n + chunk - 1) / chunk, [&](int64_t r) { fn(r * chunk, std::min(n, (r + 1) * chunk)); });
+}
+
+void ThreadPool::Wake() {
+  if (workers_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_.reset();  // no job: a woken worker finds nothing to run and spins again
+  }
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
 }
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn) {

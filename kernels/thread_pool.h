@@ -29,6 +29,16 @@ class ThreadPool {
   // Tasks are handed out dynamically, so uneven task sizes balance themselves.
   void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
+  // Calls fn(begin, end) over consecutive ranges of `grain` items (the last may be shorter) that
+  // cover [0, n), spread over the threads; a single range runs inline. For loops of many cheap
+  // items (rows of a norm), where a task per item would cost more than the item.
+  void ParallelForRanges(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Wakes sleeping workers so that they spin, ready for loops that are about to come (the start
+  // of a model step after the engine's own work): their wake-up latency then overlaps the
+  // caller's work instead of delaying the first loop.
+  void Wake();
+
  private:
   struct Job {
     const std::function<void(int64_t)>* fn;

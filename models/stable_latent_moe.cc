@@ -38,6 +38,7 @@ StableLatentMoe::StableLatentMoe(ModelConfig config, std::unique_ptr<WeightStore
 }
 
 absl::Status StableLatentMoe::Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits) {
+  backend_->BeginStep();
   const ModelConfig& c = config_;
   const int64_t T = static_cast<int64_t>(batch.tokens.size()), d = c.hidden_size;
   int64_t counted = 0;

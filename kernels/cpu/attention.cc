@@ -72,10 +72,21 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
   const int64_t kv_width = static_cast<int64_t>(Hkv) * hd;
   const bool bf16 = p.cache.dtype == DType::kBF16;
 
-  // 1. Write the new keys and values.
+  std::vector<std::pair<int32_t, int32_t>> tokens;  // (seq index, token index within seq)
+  int64_t positions = 0;                            // positions attended, over all tokens
   for (int32_t si = 0; si < p.num_seqs; ++si) {
-    const AttentionSeq& s = p.seqs[si];
-    for (int32_t i = 0; i < s.num_tokens; ++i) {
+    for (int32_t i = 0; i < p.seqs[si].num_tokens; ++i) {
+      tokens.emplace_back(si, i);
+      positions += p.seqs[si].start_pos + i + 1;
+    }
+  }
+  const int64_t num_tokens = static_cast<int64_t>(tokens.size());
+
+  // 1. Write the new keys and values (prefill chunks write many: spread over the threads).
+  pool.ParallelForRanges(num_tokens, std::max<int64_t>(1, 8192 / kv_width), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const AttentionSeq& s = p.seqs[tokens[t].first];
+      const int32_t i = tokens[t].second;
       const int64_t row = s.token_offset + i;
       for (int32_t kvh = 0; kvh < Hkv; ++kvh) {
         const int64_t off = SlotOffset(s, p.cache, s.start_pos + i, Hkv, hd, kvh);
@@ -91,17 +102,14 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
         }
       }
     }
-  }
+  });
 
-  // 2. One task per (sequence token, kv head); the task serves the kv head's query group.
-  std::vector<std::pair<int32_t, int32_t>> tokens;  // (seq index, token index within seq)
-  for (int32_t si = 0; si < p.num_seqs; ++si)
-    for (int32_t i = 0; i < p.seqs[si].num_tokens; ++i) tokens.emplace_back(si, i);
-  const int64_t tasks = static_cast<int64_t>(tokens.size()) * Hkv;
+  // 2. One item per (sequence token, kv head), serving the kv head's query group; short items
+  // (prefill over short contexts) are grouped so that each task reads about 8K cached values.
   static const bool avx512 = internal::CpuHasAvx512();
-  pool.ParallelFor(tasks, [&](int64_t task) {
-    const auto [si, i] = tokens[task / Hkv];
-    const int32_t kvh = static_cast<int32_t>(task % Hkv);
+  auto attend = [&](int64_t item) {
+    const auto [si, i] = tokens[item / Hkv];
+    const int32_t kvh = static_cast<int32_t>(item % Hkv);
     const AttentionSeq& s = p.seqs[si];
     const int64_t row = s.token_offset + i;
     thread_local std::vector<float> scratch;
@@ -122,6 +130,11 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.sums = scratch.data() + static_cast<size_t>(a.ctx) * group;
     a.out = p.out + (row * H + kvh * group) * hd;
     if (!avx512 || !internal::AttendAvx512(a)) AttendPortable(a);
+  };
+  const int64_t items = num_tokens * Hkv;
+  const int64_t values_per_item = std::max<int64_t>(1, positions * hd / std::max<int64_t>(1, num_tokens));
+  pool.ParallelForRanges(items, std::max<int64_t>(1, 8192 / values_per_item), [&](int64_t t0, int64_t t1) {
+    for (int64_t item = t0; item < t1; ++item) attend(item);
   });
 }
 

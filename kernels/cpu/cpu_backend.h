@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
 
   void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
   void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
+  void BeginStep() override { pool_.Wake(); }
   void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
   void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) override;
   void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,

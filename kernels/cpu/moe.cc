@@ -100,11 +100,9 @@ void CombineExpertOutputs(ThreadPool& pool, const float* y, const int64_t* rows,
       Axpy(weights[t * K + k], y + row * width, o, width);
     }
   };
-  if (T < 4) {
-    for (int64_t t = 0; t < T; ++t) token(t);
-  } else {
-    pool.ParallelFor(T, token);
-  }
+  pool.ParallelForRanges(T, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K * width)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) token(t);
+  });
 }
 
 }  // namespace ls::cpu

@@ -1,4 +1,5 @@
 // CPU RMSNorm over rows, in float32 as DESIGN.md §3 specifies.
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -15,14 +16,11 @@ void RmsNorm(ThreadPool& pool, const float* x, int64_t rows, const Tensor& w, fl
     for (int64_t i = 0; i < width; ++i) scale[i] = LoadAsF32(w.data, w.dtype, i);
     wf = scale.data();
   }
-  auto row = [&](int64_t r) { RmsNormRow(x + r * width, wf, width, eps, out + r * width); };
-  // A vectorised row costs a few nanoseconds per hundred values: small calls (a decode step's
-  // norms) stay on this thread rather than pay for a parallel loop.
-  if (rows * width < 65536) {
-    for (int64_t r = 0; r < rows; ++r) row(r);
-  } else {
-    pool.ParallelFor(rows, row);
-  }
+  // A vectorised row costs a few nanoseconds per hundred values: tasks of at least 32K values,
+  // so a decode step's norms stay on this thread.
+  pool.ParallelForRanges(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) RmsNormRow(x + r * width, wf, width, eps, out + r * width);
+  });
 }
 
 }  // namespace ls::cpu
