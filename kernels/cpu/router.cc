@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
 
@@ -35,7 +36,7 @@ void Router(ThreadPool& pool, const RouterParams& p) {
     thread_local std::vector<float> s;
     s.resize(n);
     if (p.scoring == ScoringFunc::kSigmoid) {
-      for (int32_t e = 0; e < n; ++e) s[e] = Sigmoid(logits[e]);
+      SigmoidRow(logits, s.data(), n);
     } else {
       float mx = logits[0];
       for (int32_t e = 1; e < n; ++e) mx = std::max(mx, logits[e]);

@@ -20,6 +20,11 @@ void GluRow(Activation act, const float* g, const float* u, float* o, int64_t n)
   }
 }
 
+void SigmoidRow(const float* x, float* o, int64_t n) {
+  if (kAvx512) return internal::SigmoidRowAvx512(x, o, n);
+  for (int64_t i = 0; i < n; ++i) o[i] = Sigmoid(x[i]);
+}
+
 float Dot(const float* a, const float* b, int64_t n) {
   if (kAvx512) return internal::DotAvx512(a, b, n);
   float part[16] = {};

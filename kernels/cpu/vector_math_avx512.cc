@@ -1,6 +1,6 @@
-// AVX-512 vector helpers: the GLU gates (on the polynomial exp of exp_avx512.h), dot products,
-// scaled adds and RMSNorm rows. Compiled with AVX-512
-// flags; only called when the CPU has AVX-512F/BW.
+// AVX-512 vector helpers: the GLU gates and sigmoids (on the polynomial exp of exp_avx512.h),
+// dot products, scaled adds and RMSNorm rows. Compiled with AVX-512 flags; only called when the
+// CPU has AVX-512F/BW.
 #include <immintrin.h>
 
 #include <cmath>
@@ -35,6 +35,15 @@ void GluRowAvx512(Activation act, const float* g, const float* u, float* o, int6
     const __m512 gv = _mm512_maskz_loadu_ps(m, g + i), uv = _mm512_maskz_loadu_ps(m, u + i);
     const __m512 a = act == Activation::kSiTU ? SiTU(gv) : SiLU(gv);
     _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(a, uv));
+  }
+}
+
+void SigmoidRowAvx512(const float* x, float* o, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 t = Exp(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(m, x + i)));
+    _mm512_mask_storeu_ps(o + i, m, _mm512_div_ps(one, _mm512_add_ps(one, t)));
   }
 }
 
