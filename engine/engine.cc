@@ -431,7 +431,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
                         seq->tokens.begin() + seq->num_computed + item.num_tokens);
     batch.seqs.push_back(std::move(ss));
   }
-  std::vector<float> logits;
+  std::vector<float>& logits = logits_;
   const auto m0 = Clock::now();
   absl::Status st = model_->Forward(batch, cache_, &logits);
   const auto m1 = Clock::now();

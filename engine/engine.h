@@ -124,6 +124,7 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<Stream>> streams_;
   std::unordered_map<const Sequence*, Stream*> by_seq_;
   uint64_t next_arrival_ = 0;
+  std::vector<float> logits_;  // the step's logits rows; kept so its memory is reused step to step
   // Expert placement: statistics, background re-planning and the switch at a step boundary.
   ExpertLoadWindow load_window_;
   std::vector<int64_t> last_expert_counts_;
