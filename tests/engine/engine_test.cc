@@ -182,11 +182,15 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   int accepted = 0, exhausted = 0;
   for (int i = 0; i < 10; ++i) {
     qs.push_back(std::make_unique<OutputQueue>());
-    absl::Status st = engine->Submit(Req(absl::StrCat("q", i), {1, 2, 3}, 200), qs.back()->Callback());
+    absl::Status st = engine->Submit(Req(absl::StrCat("q", i), {1, 2, 3}, 500), qs.back()->Callback());
     accepted += st.ok();
     exhausted += absl::IsResourceExhausted(st);
   }
-  EXPECT_GE(exhausted, 5);
+  // One request runs and three wait; the others are refused unless requests of 500 tokens
+  // finished while the loop submitted (a loaded machine can pause this thread that long, so
+  // only some refusals are required).
+  EXPECT_GE(accepted, 3);
+  EXPECT_GE(exhausted, 1);
   EXPECT_EQ(accepted + exhausted, 10);
   EXPECT_TRUE(absl::IsAlreadyExists(engine->Submit(Req("q0", {1}, 2), qs[0]->Callback())));
   EXPECT_FALSE(engine->Drain(std::chrono::milliseconds(0)));
