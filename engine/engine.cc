@@ -134,11 +134,11 @@ void Engine::InstallPlacementMetrics(const PlacedExperts& placed, double seconds
 
 void Engine::RecordExpertLoad() {
   const std::vector<int64_t>& now = model_->expert_token_counts();
-  std::vector<int64_t> step(now.size());
-  for (size_t i = 0; i < now.size(); ++i) step[i] = now[i] - last_expert_counts_[i];
-  last_expert_counts_ = now;
-  std::lock_guard<std::mutex> lock(window_mu_);
-  load_window_.AddStep(step);
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    load_window_.AddStepDifference(now, last_expert_counts_);
+  }
+  last_expert_counts_ = now;  // same size: copies without allocating
 }
 
 void Engine::MaybeReplan() {

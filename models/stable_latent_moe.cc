@@ -1,6 +1,7 @@
 // StableLatentMoe forward step.
 #include "models/stable_latent_moe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -162,12 +163,15 @@ void StableLatentMoe::PlacedMoe(const PlacedLayer& pl, int32_t layer, const floa
   float* send = dz_.as<float>(2 * rows * w);  // [rows, w] to send, then [rows, w] received
   float* recv = send + rows * w;
   int32_t* local_ids = dids_.as<int32_t>(rows);
-  float* unit_weights = dw_.as<float>(rows);
-  const std::vector<float> unit(rows, 1.f);
+  if (rows > unit_rows_) {  // unit weights, uploaded once per growth rather than every layer
+    unit_rows_ = std::max(rows, 2 * unit_rows_);
+    const std::vector<float> unit(static_cast<size_t>(unit_rows_), 1.f);
+    backend_->CopyToDevice(dw_.as<float>(unit_rows_), unit.data(), unit.size() * sizeof(float));
+  }
+  const float* unit_weights = static_cast<const float*>(dw_.data());
   backend_->GatherRows(z, tokens.data(), rows, w, send);
   backend_->ExchangeRows(send, rows_per_device, w, recv);
   backend_->CopyToDevice(local_ids, local.data(), rows * sizeof(int32_t));
-  backend_->CopyToDevice(unit_weights, unit.data(), rows * sizeof(float));
   // Each device runs its experts over its rows with unit weights, so its output rows are the
   // experts' outputs as they are.
   float* out_rows = rows_.as<float>(2 * rows * w);  // [rows, w] computed, then [rows, w] returned

@@ -97,6 +97,7 @@ class StableLatentMoe {
   // Activations, reused across steps (backend memory).
   DeviceBuffer x_, h_, q_, k_, v_, attn_, gate_, up_, act_, router_logits_, topk_w_, topk_ids_, z_, c_;
   DeviceBuffer dz_, dy_, dids_, dw_, rows_;  // per-device dispatch buffers
+  int64_t unit_rows_ = 0;                     // leading values of dw_ that hold 1.0
 };
 
 }  // namespace ls
