@@ -13,11 +13,22 @@ namespace ls::cpu {
 namespace {
 
 constexpr int64_t kColChunk = 128;  // output columns per task in the expert GEMMs (whole panels)
+constexpr int64_t kRowBlock = 48;   // rows per task (four tiles of twelve): a busy expert is split
 
 struct Work {
   int32_t expert;
+  int64_t row_begin, row_end;  // the expert's slots
   int64_t col_begin, col_end;
 };
+
+// Tasks of (expert, row block, column chunk) over the active experts.
+void AddWork(const std::vector<int64_t>& offsets, int64_t cols, std::vector<Work>* work) {
+  work->clear();
+  for (int32_t e = 0; e + 1 < static_cast<int32_t>(offsets.size()); ++e)
+    for (int64_t r = offsets[e]; r < offsets[e + 1]; r += kRowBlock)
+      for (int64_t c = 0; c < cols; c += kColChunk)
+        work->push_back({e, r, std::min(offsets[e + 1], r + kRowBlock), c, std::min(cols, c + kColChunk)});
+}
 
 }  // namespace
 
@@ -48,7 +59,9 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
     token_of[slot] = i / K;
   }
   zp.resize(rows * din);
-  for (int64_t s = 0; s < rows; ++s) std::copy_n(p.z + token_of[s] * din, din, zp.data() + s * din);
+  pool.ParallelForRanges(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, din)), [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) std::copy_n(p.z + token_of[s] * din, din, zp.data() + s * din);
+  });
 
   int64_t f = 0;  // expert width, from any active expert (slots of a device may be empty)
   for (int64_t e = 0; e < N && f == 0; ++e)
@@ -56,14 +69,12 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
   act.resize(rows * f);
   yp.resize(rows * dout);
 
-  // Gate/up GEMMs with the GLU, tasks of (expert, column chunk) over the active experts.
+  // Gate/up GEMMs with the GLU.
   std::vector<Work> work;
-  for (int32_t e = 0; e < N; ++e)
-    if (offsets[e + 1] > offsets[e])
-      for (int64_t c = 0; c < f; c += kColChunk) work.push_back({e, c, std::min(f, c + kColChunk)});
+  AddWork(offsets, f, &work);
   pool.ParallelFor(static_cast<int64_t>(work.size()), [&](int64_t i) {
     const Work& w = work[i];
-    const int64_t r0 = offsets[w.expert], n = offsets[w.expert + 1] - r0, cols = w.col_end - w.col_begin;
+    const int64_t r0 = w.row_begin, n = w.row_end - r0, cols = w.col_end - w.col_begin;
     thread_local std::vector<float> g, u;
     g.resize(n * kColChunk);
     u.resize(n * kColChunk);
@@ -75,13 +86,10 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
   });
 
   // Down GEMMs.
-  work.clear();
-  for (int32_t e = 0; e < N; ++e)
-    if (offsets[e + 1] > offsets[e])
-      for (int64_t c = 0; c < dout; c += kColChunk) work.push_back({e, c, std::min(dout, c + kColChunk)});
+  AddWork(offsets, dout, &work);
   pool.ParallelFor(static_cast<int64_t>(work.size()), [&](int64_t i) {
     const Work& w = work[i];
-    const int64_t r0 = offsets[w.expert], n = offsets[w.expert + 1] - r0;
+    const int64_t r0 = w.row_begin, n = w.row_end - r0;
     GemmRange(act.data() + r0 * f, f, n, p.down[w.expert], w.col_begin, w.col_end,
               yp.data() + r0 * dout + w.col_begin, dout, false);
   });

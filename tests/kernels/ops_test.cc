@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
@@ -150,6 +151,59 @@ TEST(MoeExperts, EqualsPerTokenLoop) {
       }
       ASSERT_NEAR(out[t * w + c], ref, 1e-4) << "t=" << t << " c=" << c;
     }
+  }
+}
+
+// A busy expert's rows are split over several tasks (and a wide expert's columns too); every
+// token's output is still bit for bit what it is when the token runs alone (batch invariance),
+// with packed BF16 weights as the model uses them.
+TEST(MoeExperts, BusyExpertsGiveEachTokenItsAloneResult) {
+  ThreadPool pool(2);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd;
+  const int T = 150, K = 2, N = 3, w = 40, f = 200;
+  std::vector<std::vector<uint16_t>> raw;
+  std::vector<std::vector<unsigned char>> packed;
+  std::vector<Tensor> tg, tu, td;
+  for (int e = 0; e < N; ++e) {
+    for (int which = 0; which < 3; ++which) {
+      const int rows = which < 2 ? f : w, cols = which < 2 ? w : f;
+      raw.emplace_back(rows * cols);
+      for (auto& a : raw.back()) a = F32ToBf16(nd(rng) * 0.3f);
+      const Tensor t{raw.back().data(), DType::kBF16, rows, cols};
+      packed.emplace_back(PackedWeightBytes(t));
+      (which == 0 ? tg : which == 1 ? tu : td).push_back(PackWeight(t, packed.back().data()));
+    }
+  }
+  std::vector<float> z(T * w), weights(T * K), out(T * w);
+  for (auto& a : z) a = nd(rng);
+  for (auto& a : weights) a = nd(rng);
+  std::vector<int32_t> ids(T * K);
+  for (int t = 0; t < T; ++t) ids[t * K] = 0, ids[t * K + 1] = 1 + t % 2;  // expert 0 takes every token
+  MoeParams p;
+  p.z = z.data();
+  p.num_tokens = T;
+  p.in_width = p.out_width = w;
+  p.topk_ids = ids.data();
+  p.topk_weights = weights.data();
+  p.top_k = K;
+  p.num_experts = N;
+  p.gate = tg.data();
+  p.up = tu.data();
+  p.down = td.data();
+  p.act = Activation::kSiTU;
+  p.out = out.data();
+  MoeExperts(pool, p);
+  for (int t = 0; t < T; ++t) {
+    MoeParams one = p;
+    std::vector<float> alone(w);
+    one.z = z.data() + t * w;
+    one.num_tokens = 1;
+    one.topk_ids = ids.data() + t * K;
+    one.topk_weights = weights.data() + t * K;
+    one.out = alone.data();
+    MoeExperts(pool, one);
+    for (int c = 0; c < w; ++c) ASSERT_EQ(out[t * w + c], alone[c]) << "t=" << t << " c=" << c;
   }
 }
 
