@@ -44,6 +44,13 @@ inline __m512 DotPartial(const __m512 (&q)[HV], const T* k) {
   return acc;
 }
 
+// Cache rows are scattered over blocks (and, between layers, fall out of the core's caches):
+// each loop asks for the row kPrefetchAhead positions ahead while it works on this one.
+constexpr int32_t kPrefetchAhead = 32;
+inline void PrefetchRow(const void* row, size_t bytes) {
+  for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(static_cast<const char*>(row) + b, _MM_HINT_T0);
+}
+
 // Scores s[g][pos] = scale · q_g · k_pos for the GC query heads g0 .. g0 + GC - 1, four positions
 // per reduction. Each K row is loaded (and widened) once for the GC heads; every score is the
 // same chain of operations whatever GC is.
@@ -61,6 +68,7 @@ void Scores(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
   for (; pos + 4 <= ctx; pos += 4) {
     __m512 part[GC][4];
     for (int p = 0; p < 4; ++p) {
+      if (pos + p + kPrefetchAhead < ctx) PrefetchRow(k_cache + offsets[pos + p + kPrefetchAhead], HV * 16 * sizeof(T));
       const T* k = k_cache + offsets[pos + p];
       if constexpr (GC == 1) {
         part[0][p] = DotPartial<HV>(q[0], k);
@@ -91,6 +99,7 @@ void Values(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
     for (int j = 0; j < HV; ++j) acc[c][j] = _mm512_setzero_ps();
   }
   for (int32_t pos = 0; pos < ctx; ++pos) {
+    if (pos + kPrefetchAhead < ctx) PrefetchRow(v_cache + offsets[pos + kPrefetchAhead], HV * 16 * sizeof(T));
     const T* v = v_cache + offsets[pos];
     if constexpr (GC == 1) {
       const __m512 p = _mm512_set1_ps(s[0][pos]);
