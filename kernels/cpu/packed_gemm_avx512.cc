@@ -32,6 +32,17 @@ inline void LoadStep(const void* w, int64_t i, __m512& lo, __m512& hi) {
   }
 }
 
+// Requests the weights `kAhead` k steps on, so that a tile's stream of weights arrives before it
+// is needed (the hardware prefetcher ramps up again on every new panel and expert); the address
+// may lie past the panel: a prefetch never faults.
+constexpr int64_t kAhead = 16;
+template <DType T>
+inline void PrefetchStep(const void* w, int64_t i) {
+  const char* at = static_cast<const char*>(w) + i * (T == DType::kF32 ? 4 : 2);
+  _mm_prefetch(at, _MM_HINT_T0);
+  if constexpr (T == DType::kF32) _mm_prefetch(at + 64, _MM_HINT_T0);
+}
+
 inline __mmask16 ColumnMask(int64_t valid) {
   return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
 }
@@ -45,6 +56,7 @@ inline void Tile(const float* x, int64_t ldx, const void* w, int64_t K, int64_t 
     for (int p = 0; p < NP; ++p) acc[m][p][0] = acc[m][p][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     __m512 lo[NP], hi[NP];
+    for (int p = 0; p < NP; ++p) PrefetchStep<T>(w, ((panel + p) * K + k + kAhead) * P);
     for (int p = 0; p < NP; ++p) LoadStep<T>(w, ((panel + p) * K + k) * P, lo[p], hi[p]);
     for (int m = 0; m < MR; ++m) {
       const __m512 xb = _mm512_set1_ps(x[m * ldx + k]);
