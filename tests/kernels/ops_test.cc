@@ -99,6 +99,27 @@ TEST(Rope, RotatesPairsIAndIPlusHalf) {
   }
 }
 
+// SiTU experts of width w in and out over T tokens' rows z, each routed to K of the experts
+// (gate/up/down, one tensor each), writing out.
+MoeParams SiTUExperts(const std::vector<float>& z, int64_t T, int64_t w, const std::vector<int32_t>& ids,
+                      const std::vector<float>& weights, int32_t K, const std::vector<Tensor>& gate,
+                      const std::vector<Tensor>& up, const std::vector<Tensor>& down, std::vector<float>* out) {
+  MoeParams p;
+  p.z = z.data();
+  p.num_tokens = T;
+  p.in_width = p.out_width = w;
+  p.topk_ids = ids.data();
+  p.topk_weights = weights.data();
+  p.top_k = K;
+  p.num_experts = static_cast<int32_t>(gate.size());
+  p.gate = gate.data();
+  p.up = up.data();
+  p.down = down.data();
+  p.act = Activation::kSiTU;
+  p.out = out->data();
+  return p;
+}
+
 TEST(MoeExperts, EqualsPerTokenLoop) {
   ThreadPool pool(2);
   std::mt19937 rng(1);
@@ -118,19 +139,7 @@ TEST(MoeExperts, EqualsPerTokenLoop) {
   for (auto& a : weights) a = nd(rng);
   std::vector<int32_t> ids = {0, 3, 3, 1, 4, 0, 2, 3, 1, 0, 4, 2, 3, 4};
   std::vector<int64_t> counts(N, 0);
-  MoeParams p;
-  p.z = z.data();
-  p.num_tokens = T;
-  p.in_width = p.out_width = w;
-  p.topk_ids = ids.data();
-  p.topk_weights = weights.data();
-  p.top_k = K;
-  p.num_experts = N;
-  p.gate = tg.data();
-  p.up = tu.data();
-  p.down = td.data();
-  p.act = Activation::kSiTU;
-  p.out = out.data();
+  MoeParams p = SiTUExperts(z, T, w, ids, weights, K, tg, tu, td, &out);
   p.tokens_per_expert = counts.data();
   MoeExperts(pool, p);
   EXPECT_EQ(counts, (std::vector<int64_t>{3, 2, 2, 4, 3}));
@@ -180,19 +189,7 @@ TEST(MoeExperts, BusyExpertsGiveEachTokenItsAloneResult) {
   for (auto& a : weights) a = nd(rng);
   std::vector<int32_t> ids(T * K);
   for (int t = 0; t < T; ++t) ids[t * K] = 0, ids[t * K + 1] = 1 + t % 2;  // expert 0 takes every token
-  MoeParams p;
-  p.z = z.data();
-  p.num_tokens = T;
-  p.in_width = p.out_width = w;
-  p.topk_ids = ids.data();
-  p.topk_weights = weights.data();
-  p.top_k = K;
-  p.num_experts = N;
-  p.gate = tg.data();
-  p.up = tu.data();
-  p.down = td.data();
-  p.act = Activation::kSiTU;
-  p.out = out.data();
+  const MoeParams p = SiTUExperts(z, T, w, ids, weights, K, tg, tu, td, &out);
   MoeExperts(pool, p);
   for (int t = 0; t < T; ++t) {
     MoeParams one = p;
