@@ -81,7 +81,49 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, c
   if (config.load_window < 1) return absl::InvalidArgumentError("load_window must be at least 1");
   if (config.replan_interval > 0 && !model->placed_experts())
     return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
-  return std::unique_ptr<Engine>(new Engine(model, tokenizer, config, blocks));
+  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks));
+  if (config.warmup) {
+    if (absl::Status st = engine->Warmup(); !st.ok()) return st;
+  }
+  engine->loop_ = std::thread([e = engine.get()] { e->Loop(); });
+  return engine;
+}
+
+absl::Status Engine::Warmup() {
+  // The largest plan: max_num_batched_tokens tokens over up to max_num_seqs sequences, each
+  // wanting logits, as far as the KV blocks and max_model_len allow. Dummy tokens (id 0) in
+  // blocks that are all free now; nothing is recorded in the block manager.
+  const int32_t bs = cache_.block_size();
+  const int64_t tokens = std::min<int64_t>(config_.scheduler.max_num_batched_tokens,
+                                           static_cast<int64_t>(cache_.num_blocks()) * bs);
+  const int64_t seqs = std::max<int64_t>(1, std::min<int64_t>(config_.scheduler.max_num_seqs, tokens));
+  const int64_t per_seq = std::min<int64_t>((tokens + seqs - 1) / seqs, max_model_len_);
+  StepBatch batch;
+  int32_t next_block = 0;
+  for (int64_t left = tokens; left > 0 && static_cast<int64_t>(batch.seqs.size()) < seqs;) {
+    const int32_t n = static_cast<int32_t>(std::min(left, per_seq));
+    const int32_t blocks = (n + bs - 1) / bs;
+    if (next_block + blocks > cache_.num_blocks()) break;
+    StepSequence s;
+    s.num_tokens = n;
+    for (int32_t b = 0; b < blocks; ++b) s.block_table.push_back(next_block++);
+    batch.tokens.insert(batch.tokens.end(), n, 0);
+    batch.seqs.push_back(std::move(s));
+    left -= n;
+  }
+  if (batch.tokens.empty()) return absl::OkStatus();
+  const auto t0 = Clock::now();
+  const absl::Status st = model_->Forward(batch, cache_, &logits_);
+  warmup_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  warmup_tokens_ = static_cast<int64_t>(batch.tokens.size());
+  // The dummy step's routing is not load: the statistics start from zero.
+  model_->ResetExpertTokenCounts();
+  model_->ResetDeviceRowCounts();
+  last_expert_counts_ = model_->expert_token_counts();
+  if (!st.ok())
+    return absl::InternalError(absl::StrCat("warm-up step of ", warmup_tokens_, " tokens in ", batch.seqs.size(),
+                                            " sequences failed: ", st.message()));
+  return absl::OkStatus();
 }
 
 Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks)
@@ -103,7 +145,6 @@ Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineCo
     m.num_experts = model->config().n_routed_experts;
   });
   if (model->placed_experts()) InstallPlacementMetrics(*model->placed_experts(), 0);
-  loop_ = std::thread([this] { Loop(); });
 }
 
 Engine::~Engine() {
@@ -112,7 +153,7 @@ Engine::~Engine() {
     stop_ = true;
   }
   cv_.notify_all();
-  loop_.join();
+  if (loop_.joinable()) loop_.join();  // not started when the warm-up failed
   if (planner_.joinable()) planner_.join();
 }
 

@@ -42,6 +42,10 @@ struct EngineConfig {
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
   int32_t max_logprobs = 20;
+  // Run the largest step the scheduler can plan once at creation, on dummy tokens: the step's
+  // buffers reach their full size then (a backend short of memory fails Create, naming the step,
+  // rather than a request under load), and the first large batch does not pay for their growth.
+  bool warmup = true;
 
   // Expert parallelism (DESIGN.md §5): 0 devices = off.
   int32_t num_devices = 0;
@@ -82,11 +86,15 @@ class Engine {
   int32_t max_model_len() const { return max_model_len_; }
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
   DType kv_cache_dtype() const { return cache_.dtype(); }
+  // Tokens and seconds of the creation warm-up step (0 without one).
+  int64_t warmup_tokens() const { return warmup_tokens_; }
+  double warmup_seconds() const { return warmup_seconds_; }
 
  private:
   struct Stream;
   Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks);
 
+  absl::Status Warmup();
   void Loop();
   void TakeInbox();
   void RunStep(const SchedulerPlan& plan, std::chrono::steady_clock::time_point start);
@@ -125,6 +133,8 @@ class Engine {
   std::unordered_map<const Sequence*, Stream*> by_seq_;
   uint64_t next_arrival_ = 0;
   std::vector<float> logits_;  // the step's logits rows; kept so its memory is reused step to step
+  int64_t warmup_tokens_ = 0;
+  double warmup_seconds_ = 0;
   // Expert placement: statistics, background re-planning and the switch at a step boundary.
   ExpertLoadWindow load_window_;
   std::vector<int64_t> last_expert_counts_;

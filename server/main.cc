@@ -42,6 +42,8 @@ ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it: cpu; else "
           "float32), float32 or bfloat16 (cpu backend only)");
 ABSL_FLAG(bool, enable_prefix_caching, true, "share KV blocks of common prompt prefixes");
+ABSL_FLAG(bool, warmup, true,
+          "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit (0: the model's max_position_embeddings)");
 ABSL_FLAG(int32_t, max_waiting, 1024, "waiting-queue limit; requests beyond it get 429 / RESOURCE_EXHAUSTED");
 ABSL_FLAG(int32_t, max_body_mb, 4, "largest HTTP request body in MiB (larger: 413)");
@@ -158,6 +160,7 @@ int main(int argc, char** argv) {
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
   cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
+  cfg.warmup = absl::GetFlag(FLAGS_warmup);
   cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
   cfg.block_size = absl::GetFlag(FLAGS_block_size);
   auto kv_dtype = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
@@ -185,7 +188,8 @@ int main(int argc, char** argv) {
   std::string name = absl::GetFlag(FLAGS_served_model_name);
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
-  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, "cpu", std::move(keys), level);
+  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()), std::move(keys),
+                            level);
 
   ls::server::GrpcServer grpc_server({absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_grpc_port),
                                       absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
@@ -203,7 +207,9 @@ int main(int argc, char** argv) {
   ctx.Log(LogLevel::kInfo, "ready",
           absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
                        grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(), ",\"kv_cache_dtype\":\"",
-                       ls::KvCacheDTypeName((*engine)->kv_cache_dtype()), "\"",
+                       ls::KvCacheDTypeName((*engine)->kv_cache_dtype()), "\",\"backend\":\"", std::string(backend->name()),
+                       "\",\"warmup_tokens\":", (*engine)->warmup_tokens(), ",\"warmup_ms\":",
+                       static_cast<int64_t>(1e3 * (*engine)->warmup_seconds()),
                        ",\"auth\":", ctx.keys().enabled() ? "true" : "false"));
 
   int sig = 0;

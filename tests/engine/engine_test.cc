@@ -173,6 +173,32 @@ TEST_F(EngineTest, AdmissionErrorsNameTheProblem) {
   EXPECT_EQ(engine->Metrics().rejected, 4u);
 }
 
+// The creation warm-up fills the largest step the scheduler could plan as far as the KV blocks
+// allow, records no expert load, and leaves nothing behind that changes what requests get.
+TEST_F(EngineTest, WarmupFillsTheLargestStepWithinTheCacheAndChangesNothing) {
+  EngineConfig cfg;
+  cfg.scheduler.max_num_batched_tokens = 100;
+  cfg.scheduler.max_num_seqs = 3;
+  cfg.num_kv_blocks = 4;  // 64 tokens: sequences of 22 tokens take two blocks each, so two fit
+  auto engine = MakeEngine(cfg);
+  EXPECT_EQ(engine->warmup_tokens(), 44);
+  for (int64_t c : model_->expert_token_counts()) ASSERT_EQ(c, 0);
+  EXPECT_NE(engine->ExpertLoadJson().find("\"window_steps\": 0"), std::string::npos) << engine->ExpertLoadJson();
+  std::mt19937 rng(5);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 3; ++i) reqs.push_back(Req(absl::StrCat("w", i), Prompt(rng, 5 + 3 * i), 6));
+  const auto warm = RunAll(*engine, reqs);
+  engine.reset();
+  cfg.warmup = false;
+  engine = MakeEngine(cfg);
+  EXPECT_EQ(engine->warmup_tokens(), 0);
+  EXPECT_EQ(RunAll(*engine, reqs), warm);
+  engine.reset();
+  cfg = {};  // defaults: 2048 tokens over 64 sequences of 32
+  engine = MakeEngine(cfg);
+  EXPECT_EQ(engine->warmup_tokens(), 2048);
+}
+
 TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   EngineConfig cfg;
   cfg.max_waiting = 3;
