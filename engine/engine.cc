@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <future>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -82,10 +83,19 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, c
   if (config.replan_interval > 0 && !model->placed_experts())
     return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
   std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks));
-  if (config.warmup) {
-    if (absl::Status st = engine->Warmup(); !st.ok()) return st;
+  // The warm-up runs on the loop thread, whose kernel scratch (thread-local) it is meant to size.
+  std::promise<absl::Status> warmed;
+  std::future<absl::Status> warm_result = warmed.get_future();
+  engine->loop_ = std::thread([e = engine.get(), &warmed, warm = config.warmup] {
+    absl::Status st = warm ? e->Warmup() : absl::OkStatus();
+    const bool ok = st.ok();
+    warmed.set_value(std::move(st));  // the last use of `warmed`: Create waits for it
+    if (ok) e->Loop();
+  });
+  if (absl::Status st = warm_result.get(); !st.ok()) {
+    engine->loop_.join();
+    return st;
   }
-  engine->loop_ = std::thread([e = engine.get()] { e->Loop(); });
   return engine;
 }
 
