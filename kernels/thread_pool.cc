@@ -61,9 +61,10 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
-void ThreadPool::ParallelForRanges(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelForRanges(int64_t n, int64_t item_cost, int64_t task_cost,
+                                   const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  const int64_t chunk = std::max<int64_t>(1, grain);
+  const int64_t chunk = std::max<int64_t>(1, task_cost / std::max<int64_t>(1, item_cost));
   if (chunk >= n || workers_.empty()) return fn(0, n);
   ParallelFor((n + chunk - 1) / chunk, [&](int64_t r) { fn(r * chunk, std::min(n, (r + 1) * chunk)); });
 }

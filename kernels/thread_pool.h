@@ -29,10 +29,12 @@ class ThreadPool {
   // Tasks are handed out dynamically, so uneven task sizes balance themselves.
   void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
 
-  // Calls fn(begin, end) over consecutive ranges of `grain` items (the last may be shorter) that
-  // cover [0, n), spread over the threads; a single range runs inline. For loops of many cheap
-  // items (rows of a norm), where a task per item would cost more than the item.
-  void ParallelForRanges(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  // Calls fn(begin, end) over consecutive ranges that cover [0, n), spread over the threads: each
+  // range holds task_cost / item_cost items (at least one; the last range may hold fewer), for
+  // items that cost item_cost each (values of a row, say); a single range runs inline. For loops
+  // of many cheap items (rows of a norm), where a task per item would cost more than the item.
+  void ParallelForRanges(int64_t n, int64_t item_cost, int64_t task_cost,
+                         const std::function<void(int64_t, int64_t)>& fn);
 
   // Wakes sleeping workers so that they spin, ready for loops that are about to come (the start
   // of a model step after the engine's own work): their wake-up latency then overlaps the

@@ -1,5 +1,4 @@
 // CPU GLU gate functions: SiTU(x) = sigmoid(x)·tanh(x) (bounded, signed) and SiLU(x) = x·sigmoid(x).
-#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -14,7 +13,7 @@ float SiLU(float x) { return x * Sigmoid(x); }
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
                    Activation act, float* out) {
   // About a nanosecond per value (an exponential each): tasks of at least 8K values.
-  pool.ParallelForRanges(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, width)), [&](int64_t r0, int64_t r1) {
+  pool.ParallelForRanges(rows, width, 8192, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) GluRow(act, gate + r * width, up + r * width, out + r * width, width);
   });
 }

@@ -83,7 +83,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
   const int64_t num_tokens = static_cast<int64_t>(tokens.size());
 
   // 1. Write the new keys and values (prefill chunks write many: spread over the threads).
-  pool.ParallelForRanges(num_tokens, std::max<int64_t>(1, 8192 / kv_width), [&](int64_t t0, int64_t t1) {
+  pool.ParallelForRanges(num_tokens, kv_width, 8192, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const AttentionSeq& s = p.seqs[tokens[t].first];
       const int32_t i = tokens[t].second;
@@ -132,8 +132,8 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     if (!avx512 || !internal::AttendAvx512(a)) AttendPortable(a);
   };
   const int64_t items = num_tokens * Hkv;
-  const int64_t values_per_item = std::max<int64_t>(1, positions * hd / std::max<int64_t>(1, num_tokens));
-  pool.ParallelForRanges(items, std::max<int64_t>(1, 8192 / values_per_item), [&](int64_t t0, int64_t t1) {
+  const int64_t values_per_item = positions * hd / std::max<int64_t>(1, num_tokens);
+  pool.ParallelForRanges(items, values_per_item, 8192, [&](int64_t t0, int64_t t1) {
     for (int64_t item = t0; item < t1; ++item) attend(item);
   });
 }

@@ -59,7 +59,7 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
     token_of[slot] = i / K;
   }
   zp.resize(rows * din);
-  pool.ParallelForRanges(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, din)), [&](int64_t s0, int64_t s1) {
+  pool.ParallelForRanges(rows, din, 16384, [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) std::copy_n(p.z + token_of[s] * din, din, zp.data() + s * din);
   });
 
@@ -108,7 +108,7 @@ void CombineExpertOutputs(ThreadPool& pool, const float* y, const int64_t* rows,
       Axpy(weights[t * K + k], y + row * width, o, width);
     }
   };
-  pool.ParallelForRanges(T, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K * width)), [&](int64_t t0, int64_t t1) {
+  pool.ParallelForRanges(T, K * width, 16384, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) token(t);
   });
 }

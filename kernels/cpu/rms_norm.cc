@@ -1,5 +1,4 @@
 // CPU RMSNorm over rows, in float32 as DESIGN.md §3 specifies.
-#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -18,7 +17,7 @@ void RmsNorm(ThreadPool& pool, const float* x, int64_t rows, const Tensor& w, fl
   }
   // A vectorised row costs a few nanoseconds per hundred values: tasks of at least 32K values,
   // so a decode step's norms stay on this thread.
-  pool.ParallelForRanges(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width)), [&](int64_t r0, int64_t r1) {
+  pool.ParallelForRanges(rows, width, 32768, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) RmsNormRow(x + r * width, wf, width, eps, out + r * width);
   });
 }

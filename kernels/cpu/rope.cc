@@ -65,8 +65,7 @@ void Rope(ThreadPool& pool, float* x, int64_t num_tokens, int32_t num_heads, int
       }
     }
   };
-  const int64_t per_token = static_cast<int64_t>(num_heads) * head_dim;
-  pool.ParallelForRanges(num_tokens, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, per_token)), [&](int64_t t0, int64_t t1) {
+  pool.ParallelForRanges(num_tokens, static_cast<int64_t>(num_heads) * head_dim, 16384, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) token(t);
   });
 }

@@ -53,7 +53,7 @@ void Router(ThreadPool& pool, const RouterParams& p) {
     for (int32_t j = 0; j < k; ++j) w[j] *= scale;
   };
   // A few nanoseconds per expert (an exponential each, then the selection).
-  pool.ParallelForRanges(p.num_tokens, std::max<int64_t>(1, 2048 / std::max<int32_t>(1, n)), [&](int64_t t0, int64_t t1) {
+  pool.ParallelForRanges(p.num_tokens, n, 2048, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) token(t);
   });
 }

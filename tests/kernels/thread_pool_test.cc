@@ -40,7 +40,7 @@ TEST(ThreadPool, RangesCoverEveryItemOnceAfterWakes) {
       pool.Wake();
       std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
       std::atomic<int64_t> bad{0};
-      pool.ParallelForRanges(n, grain, [&](int64_t b, int64_t e) {
+      pool.ParallelForRanges(n, /*item_cost=*/1, /*task_cost=*/grain, [&](int64_t b, int64_t e) {
         if (b >= e || e > n || (e - b > std::max<int64_t>(1, grain))) bad.fetch_add(1);
         for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
       });
