@@ -15,9 +15,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "tools/cli_usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "kernels/create_backend.h"
@@ -62,14 +64,6 @@ ABSL_FLAG(std::string, expert_placement_dump, "", "on shutdown, write the expert
 
 namespace {
 
-// Flags that may come from LATENTSERVE_* environment variables.
-const char* const kFlagNames[] = {
-    "model", "served_model_name", "host", "http_port", "grpc_port", "backend", "cuda_device", "threads", "http_threads",
-    "max_num_seqs", "max_num_batched_tokens", "kv_cache_mb", "block_size", "kv_cache_dtype", "enable_prefix_caching",
-    "max_model_len", "max_waiting", "max_body_mb", "api_key_file", "tls_cert", "tls_key", "drain_timeout_s",
-    "log_level", "devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
-    "expert_placement_dump"};
-
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "latentserve: %s\n", msg.c_str());
   return 1;
@@ -91,9 +85,11 @@ int main(int argc, char** argv) {
       "LatentServe: serves a Stable LatentMoE model over gRPC and an OpenAI-compatible HTTP API.\n"
       "  latentserve --model DIR [--http_port 8000] [--grpc_port 50051] ...\n"
       "Every flag can also be set as an environment variable LATENTSERVE_<NAME>, e.g. LATENTSERVE_HTTP_PORT.");
-  // Environment values first, so that the command line overrides them.
+  // Environment values first, so that the command line overrides them: every flag of this
+  // program (not Abseil's own) may come from LATENTSERVE_<NAME>.
   std::vector<std::string> args = {argv[0]};
-  for (const char* name : kFlagNames) {
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::StrContains(flag->Filename(), "absl/")) continue;
     const std::string env = "LATENTSERVE_" + absl::AsciiStrToUpper(name);
     if (const char* v = std::getenv(env.c_str())) args.push_back(absl::StrCat("--", name, "=", v));
   }

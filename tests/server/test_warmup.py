@@ -1,7 +1,9 @@
 """The startup warm-up through the real server: by default the largest batch runs once before the
-server reports ready (the ready log says how many tokens, on which backend); --nowarmup skips it,
-and either way the server serves the same greedy completion."""
+server reports ready (the ready log says how many tokens, on which backend); --nowarmup (here as
+LATENTSERVE_WARMUP=false, as every flag may be set) skips it, and either way the server serves
+the same greedy completion."""
 import json
+import os
 
 import requests
 
@@ -26,7 +28,7 @@ def test_warmup_runs_by_default_and_can_be_skipped(server):
     # The default step budget, 2048 tokens over at most 64 sequences: 64 sequences of 32 tokens,
     # which the 64 MiB cache holds.
     assert fields["warmup_tokens"] == 2048, fields
-    cold = Server("--nowarmup")
+    cold = Server(env={**os.environ, "LATENTSERVE_WARMUP": "false"})
     try:
         assert ready_fields(cold)["warmup_tokens"] == 0
         assert greedy(cold) == greedy(server)
