@@ -12,6 +12,12 @@
 #include "engine/tokenizer/incremental_detokenizer.h"
 
 namespace ls {
+namespace {
+
+// The error of requests the server itself cancels as it stops.
+constexpr const char* kShutdownReason = "the server is shutting down and cancelled the request";
+
+}  // namespace
 
 using Clock = std::chrono::steady_clock;
 
@@ -320,10 +326,10 @@ absl::Status Engine::Submit(Request request, OutputCallback on_output) {
   return absl::OkStatus();
 }
 
-void Engine::Cancel(const std::string& id) {
+void Engine::Cancel(const std::string& id, std::string reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    cancels_.push_back(id);
+    cancels_.emplace_back(id, std::move(reason));
   }
   cv_.notify_all();
 }
@@ -345,7 +351,7 @@ bool Engine::Drain(std::chrono::milliseconds timeout) {
     std::lock_guard<std::mutex> lock(mu_);
     ids.assign(live_ids_.begin(), live_ids_.end());
   }
-  for (const auto& id : ids) Cancel(id);
+  for (const auto& id : ids) Cancel(id, kShutdownReason);
   while (num_live_requests() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   return false;
 }
@@ -357,7 +363,7 @@ MetricsSnapshot Engine::Metrics() const {
 
 void Engine::TakeInbox() {
   std::vector<std::unique_ptr<Stream>> in;
-  std::vector<std::string> cancels;
+  std::vector<std::pair<std::string, std::string>> cancels;
   {
     std::lock_guard<std::mutex> lock(mu_);
     in.swap(inbox_);
@@ -369,9 +375,9 @@ void Engine::TakeInbox() {
     by_seq_[&s->seq] = s.get();
     streams_[s->request.id] = std::move(s);
   }
-  for (const auto& id : cancels) {
+  for (auto& [id, reason] : cancels) {
     auto it = streams_.find(id);
-    if (it != streams_.end()) Finish(it->second.get(), FinishReason::kCancelled);
+    if (it != streams_.end()) Finish(it->second.get(), FinishReason::kCancelled, std::move(reason));
   }
 }
 
@@ -567,7 +573,7 @@ void Engine::Loop() {
   TakeInbox();
   std::vector<Stream*> left;
   for (auto& [id, s] : streams_) left.push_back(s.get());
-  for (Stream* s : left) Finish(s, FinishReason::kCancelled);
+  for (Stream* s : left) Finish(s, FinishReason::kCancelled, kShutdownReason);
 }
 
 OutputCallback OutputQueue::Callback() {

@@ -67,8 +67,10 @@ class Engine {
   // Queues a request. Errors: InvalidArgument (naming the field), AlreadyExists (live id),
   // ResourceExhausted (waiting queue full), Unavailable (draining or stopped).
   absl::Status Submit(Request request, OutputCallback on_output);
-  // Cancels a live request (its final output has FinishReason::kCancelled); unknown ids are ignored.
-  void Cancel(const std::string& request_id);
+  // Cancels a live request: its final output has FinishReason::kCancelled and `reason` as its
+  // error (empty for a client's own cancellation; the server's reason otherwise, such as a
+  // shutdown). Unknown ids are ignored.
+  void Cancel(const std::string& request_id, std::string reason = {});
   // Stops intake, waits up to `timeout` for in-flight requests, then cancels what is left.
   // Returns true when everything finished in time.
   bool Drain(std::chrono::milliseconds timeout);
@@ -122,7 +124,7 @@ class Engine {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Stream>> inbox_;
-  std::vector<std::string> cancels_;
+  std::vector<std::pair<std::string, std::string>> cancels_;  // request id, reason
   std::unordered_set<std::string> live_ids_;
   int32_t queued_ = 0;  // submitted and not yet running or finished
   bool stop_ = false;

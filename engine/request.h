@@ -35,7 +35,8 @@ struct RequestOutput {
   std::string text;
   std::vector<TokenLogprob> logprobs;
   FinishReason finish_reason = FinishReason::kNone;
-  std::string error;                // set when finish_reason == kError
+  std::string error;                // kError: what failed; kCancelled: the server's reason (empty
+                                    // when the client cancelled)
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;    // total so far
   int32_t cached_prompt_tokens = 0; // prompt tokens served from the prefix cache

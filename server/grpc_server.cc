@@ -102,9 +102,12 @@ class Service final : public pb::GenerationService::Service {
       }
       if (o->finished()) {
         log.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        // The server's own cancellation (a shutdown) carries its reason: UNAVAILABLE, worth a retry.
         Status result = client_gone ? Status(StatusCode::CANCELLED, "cancelled by the client")
                         : o->finish_reason == FinishReason::kError ? Status(StatusCode::INTERNAL, o->error)
-                                                                   : Status::OK;
+                        : o->finish_reason == FinishReason::kCancelled && !o->error.empty()
+                            ? Status(StatusCode::UNAVAILABLE, o->error)
+                            : Status::OK;
         log.status = client_gone ? "CANCELLED" : FinishReasonName(o->finish_reason);
         ctx_->LogRequest(log);
         return Count(result);

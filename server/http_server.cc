@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -280,15 +281,23 @@ class Session {
     log.prompt_tokens = usage.prompt_tokens;
     int32_t finished = 0;
     bool ok = true;
-    std::string error;
-    // A choice's final output: its usage, latencies and error count towards the request's.
+    // A choice's final output: its usage, latencies and failure count towards the request's. A
+    // failure is an engine error (500) or the server's own cancellation, as it shuts down, which
+    // carries its reason (503); a client's cancellation carries none and is no failure.
+    std::optional<ApiError> failure;
+    auto failure_of = [](const RequestOutput& o) -> std::optional<ApiError> {
+      if (o.finish_reason == FinishReason::kError) return Err(500, o.error, "", "server_error");
+      if (o.finish_reason == FinishReason::kCancelled && !o.error.empty())
+        return Err(503, o.error, "", "service_unavailable");
+      return std::nullopt;
+    };
     auto finish = [&](const RequestOutput& o) {
       ++finished;
       usage.completion_tokens += o.completion_tokens;
       usage.cached_tokens = o.cached_prompt_tokens;
       log.queue_s = std::max(log.queue_s, o.queue_seconds);
       log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
-      if (o.finish_reason == FinishReason::kError) error = o.error;
+      if (auto f = failure_of(o)) failure = std::move(f);
     };
     if (r.stream) {
       http::response<http::empty_body> head{http::status::ok, req.version()};
@@ -309,8 +318,8 @@ class Session {
           Choice delta{o.token_ids, o.text, o.logprobs, o.finished() ? o.finish_reason : FinishReason::kNone};
           if (o.finished()) finish(o);
           if (delta.text.empty() && delta.logprobs.empty() && delta.finish == FinishReason::kNone && !first[i]) continue;
-          if (o.finish_reason == FinishReason::kError) {
-            absl::StrAppend(&data, "data: ", ErrorBody(Err(500, o.error, "", "server_error")).dump(), "\n\n");
+          if (auto f = failure_of(o)) {
+            absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
             continue;
           }
           absl::StrAppend(&data, "data: ", StreamChunk(r, id, created, ctx_->model_name(), i, delta, first[i], *ctx_).dump(), "\n\n");
@@ -332,8 +341,9 @@ class Session {
       Socket(stream_).cancel(ec);
       if (ok) co_await net::async_write(stream_, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
       ok = ok && !ec;
-      ctx_->CountRequest("http", error.empty() ? "200" : "500");
-      log.status = ok ? (error.empty() ? "200" : "500") : "client_disconnected";
+      const std::string status = failure ? std::to_string(failure->http_status) : "200";
+      ctx_->CountRequest("http", status);
+      log.status = ok ? status : "client_disconnected";
     } else {
       while (finished < r.n) {
         for (auto& [i, o] : co_await channel->Wait()) {
@@ -344,7 +354,7 @@ class Session {
           if (o.finished()) {
             finish(o);
             c.finish = o.finish_reason;
-            if (o.finish_reason == FinishReason::kCancelled) ok = false;
+            if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) ok = false;  // the client left
           }
         }
       }
@@ -354,9 +364,9 @@ class Session {
       if (!ok) {
         log.status = "client_disconnected";
         ctx_->CountRequest("http", "499");
-      } else if (!error.empty()) {
-        log.status = "500";
-        http::response<http::string_body> res = ErrorResponse(req, Err(500, error, "", "server_error"));
+      } else if (failure) {
+        log.status = std::to_string(failure->http_status);
+        http::response<http::string_body> res = ErrorResponse(req, *failure);
         ok = co_await Write(std::move(res));
       } else {
         log.status = "200";

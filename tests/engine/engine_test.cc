@@ -151,6 +151,7 @@ TEST_F(EngineTest, CancelFreesBlocksAndReportsCancelled) {
   do o = q.Next();
   while (!o.finished());
   EXPECT_EQ(o.finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(o.error, "");  // the client's own cancellation carries no reason
   EXPECT_EQ(engine->num_live_requests(), 0u);
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
 }
@@ -206,9 +207,11 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   auto engine = MakeEngine(cfg);
   std::vector<std::unique_ptr<OutputQueue>> qs;
   int accepted = 0, exhausted = 0;
+  std::vector<bool> was_accepted;
   for (int i = 0; i < 10; ++i) {
     qs.push_back(std::make_unique<OutputQueue>());
     absl::Status st = engine->Submit(Req(absl::StrCat("q", i), {1, 2, 3}, 500), qs.back()->Callback());
+    was_accepted.push_back(st.ok());
     accepted += st.ok();
     exhausted += absl::IsResourceExhausted(st);
   }
@@ -221,6 +224,16 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   EXPECT_TRUE(absl::IsAlreadyExists(engine->Submit(Req("q0", {1}, 2), qs[0]->Callback())));
   EXPECT_FALSE(engine->Drain(std::chrono::milliseconds(0)));
   EXPECT_EQ(engine->num_live_requests(), 0u);
+  // Requests the drain cancelled say why (the first may have finished while others were submitted).
+  int cancelled = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (!was_accepted[i]) continue;
+    RequestOutput final = qs[i]->WaitFinal();
+    if (final.finish_reason != FinishReason::kCancelled) continue;
+    ++cancelled;
+    EXPECT_NE(final.error.find("shutting down"), std::string::npos) << final.error;
+  }
+  EXPECT_GE(cancelled, 1);
   EXPECT_TRUE(absl::IsUnavailable(engine->Submit(Req("late", {1}, 2), qs[0]->Callback())));
 }
 

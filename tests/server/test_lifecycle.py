@@ -99,7 +99,9 @@ def test_client_disconnect_cancels_and_frees_blocks(server, grpc_stubs):
         if server.metric("latentserve_kv_cache_blocks_used") == 0 and server.metric("latentserve_num_requests_running") == 0:
             break
         time.sleep(0.1)
-    assert server.metric("latentserve_kv_cache_blocks_used") == 0
+    state = {name: server.metric("latentserve_" + name) for name in
+             ("kv_cache_blocks_used", "num_requests_running", "num_requests_waiting")}
+    assert state["kv_cache_blocks_used"] == 0, (state, server.logs()[-4000:])
     assert server.metric('latentserve_engine_requests_finished_total{reason="cancelled"}') >= 2
 
 
@@ -132,14 +134,15 @@ def test_sigterm_drains_in_flight_requests():
 
 
 def test_not_ready_while_draining():
-    # One sequence at a time and twelve long requests: the drain lasts thousands of steps (a
-    # second or more on the tiny model), long after /ready has turned.
+    # One sequence at a time and twelve long requests: the drain lasts over a thousand steps
+    # (about half a second on the tiny model, far longer under a sanitizer), long after /ready
+    # has turned; the drain timeout is long enough for the slowest build to finish them all.
     n = 12
-    s = Server("--drain_timeout_s", "60", "--max_num_seqs", "1")
+    s = Server("--drain_timeout_s", "600", "--max_num_seqs", "1")
     codes = []
 
     def call():
-        r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": 250, "ignore_eos": True})
+        r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": 120, "ignore_eos": True})
         codes.append(r.status_code)
 
     threads = [threading.Thread(target=call) for _ in range(n)]
@@ -158,8 +161,70 @@ def test_not_ready_while_draining():
     for t in threads:
         t.join()
     assert codes == [200] * n
-    assert s.proc.wait(timeout=60) == 0
+    assert s.proc.wait(timeout=300) == 0
     os.unlink(s.log.name)
+
+
+def test_drain_timeout_answers_what_it_cancels(grpc_stubs):
+    # One sequence at a time and no time to drain: SIGTERM cancels what is in flight, and every
+    # client is told so (HTTP 503, an error event in a stream, gRPC UNAVAILABLE), not hung up on.
+    s = Server("--drain_timeout_s", "0", "--max_num_seqs", "1")
+    pb2, pb2_grpc = grpc_stubs
+    stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+    long = {"prompt": "x", "max_tokens": 250, "ignore_eos": True}
+    results = {}
+
+    def http_call(i):
+        r = requests.post(s.url + C, json=long)
+        results[f"http{i}"] = (r.status_code, r.json())
+
+    def stream_call():
+        with requests.post(s.url + C, json={**long, "stream": True}, stream=True) as r:
+            results["stream"] = [line for line in r.iter_lines() if line]
+
+    def grpc_call():
+        try:
+            results["grpc"] = list(stub.Generate(pb2.GenerateRequest(
+                text="x", sampling=pb2.SamplingParams(max_tokens=250, ignore_eos=True))))
+        except grpc.RpcError as e:
+            results["grpc"] = e
+
+    threads = [threading.Thread(target=http_call, args=(i,)) for i in range(3)]
+    threads += [threading.Thread(target=stream_call), threading.Thread(target=grpc_call)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 30
+    while s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting") < 5:
+        assert time.time() < deadline
+        time.sleep(0.01)
+    s.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join(timeout=60)
+    assert s.proc.wait(timeout=60) == 0
+    logs = s.logs()
+    os.unlink(s.log.name)
+    assert len(results) == 5, (results, logs[-3000:])
+    # A request may have finished before the signal (one runs at a time): the rest were cancelled.
+    cancelled = 0
+    for i in range(3):
+        code, body = results[f"http{i}"]
+        if code == 200:
+            assert body["choices"][0]["finish_reason"] == "length"
+            continue
+        cancelled += 1
+        assert code == 503, body
+        assert "shutting down" in body["error"]["message"], body
+    stream = results["stream"]
+    assert stream[-1] == b"data: [DONE]", stream[-3:]
+    errors = [line for line in stream if line.startswith(b'data: {"error"')]
+    if errors:
+        cancelled += 1
+        assert "shutting down" in errors[0].decode(), errors
+    if isinstance(results["grpc"], grpc.RpcError):
+        cancelled += 1
+        assert results["grpc"].code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in results["grpc"].details()
+    assert cancelled >= 4
 
 
 async def _stream(port, i):
