@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -154,6 +156,73 @@ TEST_F(EngineTest, CancelFreesBlocksAndReportsCancelled) {
   EXPECT_EQ(o.error, "");  // the client's own cancellation carries no reason
   EXPECT_EQ(engine->num_live_requests(), 0u);
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+}
+
+// Two client threads submit 160 requests (shared prefixes, random lengths, priorities and stop
+// tokens, a KV pool small enough to preempt) and cancel a third of them at random moments: before
+// the engine sees them, after some outputs, or after they finished. Every request gets exactly one
+// final output and nothing is left behind: no live request, no KV block in use.
+TEST_F(EngineTest, RandomCancellationsLeaveNothingBehind) {
+  EngineConfig cfg;
+  cfg.num_kv_blocks = 24;  // 384 token slots for up to 64 sequences of up to ~100 tokens: preemptions
+  cfg.scheduler.max_num_batched_tokens = 64;
+  auto engine = MakeEngine(cfg);
+  constexpr int kThreads = 2, kPerThread = 80;
+  std::atomic<int> finals{0}, extra_outputs{0};
+  auto client = [&](int t) {
+    std::mt19937 rng(100 + t);
+    std::vector<int32_t> shared = Prompt(rng, 40);
+    struct Live {
+      std::string id;
+      std::unique_ptr<OutputQueue> q;
+      bool finished = false;  // its final output was taken early
+    };
+    std::vector<Live> live;
+    for (int i = 0; i < kPerThread; ++i) {
+      std::vector<int32_t> prompt(shared.begin(), shared.begin() + rng() % 40);
+      for (int32_t tok : Prompt(rng, 1 + rng() % 20)) prompt.push_back(tok);
+      Request r = Req(absl::StrCat("t", t, "-", i), prompt, 1 + static_cast<int32_t>(rng() % 60));
+      r.priority = static_cast<int32_t>(rng() % 3);
+      if (rng() % 4 == 0) r.params.stop_token_ids = {static_cast<int32_t>(3 + rng() % 500)};
+      live.push_back({r.id, std::make_unique<OutputQueue>()});
+      ASSERT_TRUE(engine->Submit(r, live.back().q->Callback()).ok());
+      if (rng() % 3 == 0) {
+        // Cancel this one or an earlier one, now or after one of its outputs.
+        Live& victim = live[rng() % live.size()];
+        if (rng() % 2 && !victim.finished) {
+          std::optional<RequestOutput> o = victim.q->NextFor(std::chrono::milliseconds(20));
+          victim.finished = o && o->finished();
+        }
+        engine->Cancel(victim.id);
+      }
+      if (rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 5));
+    }
+    for (Live& l : live) {
+      if (l.finished) {
+        ++finals;
+        continue;
+      }
+      RequestOutput o = l.q->WaitFinal();
+      EXPECT_TRUE(o.finish_reason == FinishReason::kLength || o.finish_reason == FinishReason::kStop ||
+                  o.finish_reason == FinishReason::kCancelled) << l.id << ": " << o.error;
+      ++finals;
+      // Nothing follows a final output.
+      if (l.q->NextFor(std::chrono::milliseconds(0))) ++extra_outputs;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(client, t);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(finals.load(), kThreads * kPerThread);
+  EXPECT_EQ(extra_outputs.load(), 0);
+  EXPECT_EQ(engine->num_live_requests(), 0u);
+  const MetricsSnapshot m = engine->Metrics();
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.running, 0);
+  EXPECT_EQ(m.waiting, 0);
+  EXPECT_GT(m.finished[2], 0u);  // some were cancelled
+  EXPECT_GT(m.preemptions, 0u);   // the pool was small enough to preempt
+  EXPECT_GT(m.prefix_hit_tokens, 0);  // and prompts shared cached prefixes
 }
 
 TEST_F(EngineTest, AdmissionErrorsNameTheProblem) {
