@@ -291,9 +291,11 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   EXPECT_GE(exhausted, 1);
   EXPECT_EQ(accepted + exhausted, 10);
   EXPECT_TRUE(absl::IsAlreadyExists(engine->Submit(Req("q0", {1}, 2), qs[0]->Callback())));
+  // One sequence runs at a time: with two or more live, the drain must cancel at least one.
+  const size_t live_before_drain = engine->num_live_requests();
   EXPECT_FALSE(engine->Drain(std::chrono::milliseconds(0)));
   EXPECT_EQ(engine->num_live_requests(), 0u);
-  // Requests the drain cancelled say why (the first may have finished while others were submitted).
+  // Requests the drain cancelled say why (some may have finished while others were submitted).
   int cancelled = 0;
   for (int i = 0; i < 10; ++i) {
     if (!was_accepted[i]) continue;
@@ -302,7 +304,9 @@ TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
     ++cancelled;
     EXPECT_NE(final.error.find("shutting down"), std::string::npos) << final.error;
   }
-  EXPECT_GE(cancelled, 1);
+  if (live_before_drain >= 2) {
+    EXPECT_GE(cancelled, 1);
+  }
   EXPECT_TRUE(absl::IsUnavailable(engine->Submit(Req("late", {1}, 2), qs[0]->Callback())));
 }
 
