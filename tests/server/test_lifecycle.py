@@ -168,8 +168,8 @@ def test_not_ready_while_draining():
 def test_drain_timeout_answers_what_it_cancels(grpc_stubs):
     # One sequence at a time and no time to drain: SIGTERM cancels what is in flight, and every
     # client is told so (HTTP 503, an error event in a stream, gRPC UNAVAILABLE), not hung up on.
-    # The signal goes once the engine has all five requests; on a fast build the first ones may
-    # have finished by then (250 steps each), but the last cannot have.
+    # The signal goes once the engine has seen all five requests; on a fast build the first ones
+    # may have finished by then (250 steps each).
     s = Server("--drain_timeout_s", "0", "--max_num_seqs", "1")
     pb2, pb2_grpc = grpc_stubs
     stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
@@ -204,6 +204,7 @@ def test_drain_timeout_answers_what_it_cancels(grpc_stubs):
     while submitted() < 5:
         assert time.time() < deadline
         time.sleep(0.005)
+    live = s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
     s.proc.send_signal(signal.SIGTERM)
     for t in threads:
         t.join(timeout=60)
@@ -231,7 +232,8 @@ def test_drain_timeout_answers_what_it_cancels(grpc_stubs):
         cancelled += 1
         assert results["grpc"].code() == grpc.StatusCode.UNAVAILABLE
         assert "shutting down" in results["grpc"].details()
-    assert cancelled >= 1
+    # One sequence at a time: with two or more live, the second cannot finish before the signal.
+    assert cancelled >= 1 or live < 2, (live, results)
 
 
 async def _stream(port, i):
