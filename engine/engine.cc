@@ -48,6 +48,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, c
                                                        EngineConfig config) {
   const ModelConfig& mc = model->config();
   if (config.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
+  if (config.max_model_len < 0)
+    return absl::InvalidArgumentError(absl::StrCat("max_model_len must not be negative (0: the model's ",
+                                                   mc.max_position_embeddings, "), got ", config.max_model_len));
+  if (config.max_model_len > mc.max_position_embeddings)
+    return absl::InvalidArgumentError(absl::StrCat("max_model_len ", config.max_model_len,
+                                                   " exceeds the model's max_position_embeddings (",
+                                                   mc.max_position_embeddings, ")"));
   auto kv_dtype = ChooseKvCacheDType(config.kv_cache_dtype, model->dtype(), *model->backend());
   if (!kv_dtype.ok()) return kv_dtype.status();
   config.kv_cache_dtype = *kv_dtype;

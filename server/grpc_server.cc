@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "latentserve/v1/generation.grpc.pb.h"
 #include "engine/expert_planner.h"
@@ -213,8 +214,9 @@ class Service final : public pb::GenerationService::Service {
   ApiContext* ctx_;
 };
 
-std::string ReadFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFile(const char* flag, const std::string& path) {
   std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot open ", path));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -241,8 +243,12 @@ absl::Status GrpcServer::Start() {
   if (!m.opt.tls_cert.empty() || !m.opt.tls_key.empty()) {
     if (m.opt.tls_cert.empty() || m.opt.tls_key.empty())
       return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+    auto key = ReadFile("tls_key", m.opt.tls_key);
+    if (!key.ok()) return key.status();
+    auto cert = ReadFile("tls_cert", m.opt.tls_cert);
+    if (!cert.ok()) return cert.status();
     grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({ReadFile(m.opt.tls_key), ReadFile(m.opt.tls_cert)});
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
     creds = grpc::SslServerCredentials(ssl);
   }
   m.service = std::make_unique<Service>(m.ctx);
@@ -252,7 +258,9 @@ absl::Status GrpcServer::Start() {
   b.AddListeningPort(addr, creds, &m.port);
   b.RegisterService(m.service.get());
   m.server = b.BuildAndStart();
-  if (!m.server || m.port == 0) return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", addr));
+  if (!m.server || m.port == 0)
+    return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", addr,
+                                               m.opt.tls_cert.empty() ? "" : " with the --tls_cert / --tls_key given"));
   m.server->GetHealthCheckService()->SetServingStatus(true);
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <deque>
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -443,6 +444,9 @@ absl::Status HttpServer::Start() {
     if (m.opt.tls_cert.empty() || m.opt.tls_key.empty())
       return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
     m.ssl = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    for (auto [flag, path] : {std::pair<const char*, const std::string&>{"tls_cert", m.opt.tls_cert},
+                              {"tls_key", m.opt.tls_key}})
+      if (!std::ifstream(path)) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot open ", path));
     boost::system::error_code ec;
     m.ssl->use_certificate_chain_file(m.opt.tls_cert, ec);
     if (ec) return absl::InvalidArgumentError(absl::StrCat("--tls_cert ", m.opt.tls_cert, ": ", ec.message()));

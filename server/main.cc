@@ -46,7 +46,7 @@ ABSL_FLAG(std::string, kv_cache_dtype, "auto",
 ABSL_FLAG(bool, enable_prefix_caching, true, "share KV blocks of common prompt prefixes");
 ABSL_FLAG(bool, warmup, true,
           "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
-ABSL_FLAG(int32_t, max_model_len, 0, "context length limit (0: the model's max_position_embeddings)");
+ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
 ABSL_FLAG(int32_t, max_waiting, 1024, "waiting-queue limit; requests beyond it get 429 / RESOURCE_EXHAUSTED");
 ABSL_FLAG(int32_t, max_body_mb, 4, "largest HTTP request body in MiB (larger: 413)");
 ABSL_FLAG(std::string, api_key_file, "", "file of accepted API keys, one per line (empty: no authentication)");
@@ -198,8 +198,10 @@ int main(int argc, char** argv) {
   http_opt.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   http_opt.tls_key = absl::GetFlag(FLAGS_tls_key);
   ls::server::HttpServer http_server(http_opt, &ctx);
-  if (auto s = grpc_server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  // HTTP first: it checks --host and the TLS files itself and names what is wrong, where gRPC
+  // reports only that it cannot listen.
   if (auto s = http_server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  if (auto s = grpc_server.Start(); !s.ok()) return Fail(std::string(s.message()));
   ctx.Log(LogLevel::kInfo, "ready",
           absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
                        grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(), ",\"kv_cache_dtype\":\"",

@@ -353,6 +353,24 @@ TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
   EXPECT_EQ(m.replica_map[1].size(), 24u);
 }
 
+TEST_F(EngineTest, MaxModelLenBeyondTheModelOrNegativeIsRefused) {
+  const int64_t model_max = model_->config().max_position_embeddings;
+  EngineConfig too_long;
+  too_long.max_model_len = static_cast<int32_t>(model_max + 1);
+  auto e = Engine::Create(model_.get(), nullptr, too_long);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("exceeds the model's max_position_embeddings"), std::string::npos)
+      << e.status();
+  EngineConfig negative;
+  negative.max_model_len = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(Engine::Create(model_.get(), nullptr, negative).status()));
+  EngineConfig shorter;
+  shorter.max_model_len = static_cast<int32_t>(model_max / 2);
+  auto ok = Engine::Create(model_.get(), nullptr, shorter);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)->max_model_len(), model_max / 2);
+}
+
 TEST_F(EngineTest, BadPlacementConfigurationIsRefused) {
   EngineConfig cfg;
   cfg.num_devices = 2;

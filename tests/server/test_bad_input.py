@@ -135,3 +135,42 @@ def test_server_still_serves_after_the_battery(server):
     r = requests.post(server.url + C, json={"prompt": "Hello", "max_tokens": 3})
     assert r.status_code == 200
     assert r.json()["usage"]["completion_tokens"] >= 1
+
+
+def _pem_pair(tmp_path, name):
+    import subprocess
+    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", f"/CN={name}"], check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+def test_bad_flags_fail_at_start_naming_the_flag(tmp_path):
+    # Each bad flag stops the server at start, before it listens, with a message naming the flag.
+    import subprocess
+    from conftest import BIN, MODEL
+    cert, key = _pem_pair(tmp_path, "a")
+    other_cert, other_key = _pem_pair(tmp_path, "b")
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    cases = [
+        (["--max_num_seqs", "0"], "--max_num_seqs must be at least 1"),
+        (["--block_size", "-5"], "--block_size must be at least 1"),
+        (["--http_port", "70000"], "--http_port must be in [0, 65535]"),
+        (["--drain_timeout_s", "-1"], "--drain_timeout_s must not be negative"),
+        (["--log_level", "loud"], "--log_level must be"),
+        (["--backend", "foo"], "unknown --backend 'foo'"),
+        (["--max_model_len", "100000"], "max_model_len 100000 exceeds the model's max_position_embeddings"),
+        (["--max_model_len", "-1"], "max_model_len must not be negative"),
+        (["--host", "nothost"], "--host: 'nothost' is not an IP address"),
+        (["--tls_cert", cert], "--tls_cert and --tls_key must be given together"),
+        (["--tls_cert", "/nonexistent.pem", "--tls_key", key], "--tls_cert: cannot open /nonexistent.pem"),
+        (["--tls_cert", cert, "--tls_key", "/nonexistent.key"], "--tls_key: cannot open /nonexistent.key"),
+        (["--tls_cert", str(junk), "--tls_key", key], "--tls_cert " + str(junk)),
+        (["--tls_cert", cert, "--tls_key", other_key], "--tls_key " + other_key),
+    ]
+    for args, message in cases:
+        r = subprocess.run([BIN, "--model", MODEL, "--http_port", "0", "--grpc_port", "0", "--warmup=false", *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0, (args, r.stderr[-2000:])
+        assert message in r.stderr, (args, r.stderr[-2000:])
