@@ -3,10 +3,10 @@
 Environment: LATENTSERVE_BIN (the binary), LATENTSERVE_TEST_MODEL (model directory, default
 models/tiny), LATENTSERVE_PROTO_DIR (proto/ for the gRPC client stubs).
 """
+import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,34 +21,41 @@ MODEL = os.environ.get("LATENTSERVE_TEST_MODEL", os.path.join(ROOT, "models", "t
 PROTO_DIR = os.environ.get("LATENTSERVE_PROTO_DIR", os.path.join(ROOT, "proto"))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _ready_line(log):
+    """The server's "ready" log line as a dict, once it has been written whole; else None."""
+    for line in log.splitlines():
+        if '"event":"ready"' in line:
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None  # still being written
+    return None
 
 
 class Server:
-    """A running latentserve process."""
+    """A running latentserve process. It listens on ports the kernel picks (--http_port 0
+    --grpc_port 0: no other process can take them between choosing and binding) and is ready
+    when its "ready" log line, which names both ports, has been written (after both servers
+    listen) and /ready answers 200."""
 
     def __init__(self, *extra, env=None, ready_scheme="http", ca=None):
-        self.http_port, self.grpc_port = free_port(), free_port()
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-        args = [BIN, "--model", MODEL, "--host", "127.0.0.1", "--http_port", str(self.http_port),
-                "--grpc_port", str(self.grpc_port), "--kv_cache_mb", "64", *extra]
+        args = [BIN, "--model", MODEL, "--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0",
+                "--kv_cache_mb", "64", *extra]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self.url = f"http://127.0.0.1:{self.http_port}"
-        ready_url = f"{ready_scheme}://127.0.0.1:{self.http_port}/ready"
         deadline = time.time() + 60
-        while time.time() < deadline:
+        ready = None
+        while time.time() < deadline and ready is None:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {self.logs()}")
-            try:
-                if requests.get(ready_url, timeout=1, verify=ca or True).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("server did not become ready: " + self.logs())
+            ready = _ready_line(self.logs())
+            time.sleep(0.02)
+        if ready is None:
+            raise RuntimeError("server did not become ready: " + self.logs())
+        self.http_port, self.grpc_port = ready["http_port"], ready["grpc_port"]
+        self.url = f"http://127.0.0.1:{self.http_port}"
+        r = requests.get(f"{ready_scheme}://127.0.0.1:{self.http_port}/ready", timeout=10, verify=ca or True)
+        assert r.status_code == 200, r.text
 
     def logs(self):
         self.log.flush()

@@ -119,8 +119,7 @@ def test_sigterm_drains_in_flight_requests():
     # SIGTERM while the engine generates for all four (a request still in the listen backlog is
     # not in flight: draining closes it unanswered, which is right but not what this test is about).
     deadline = time.time() + 30
-    while time.time() < deadline and (
-            s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting") < 4):
+    while time.time() < deadline and seen_by_engine(s) < 4:
         time.sleep(0.005)
     s.proc.send_signal(signal.SIGTERM)
     for t in threads:
@@ -133,25 +132,34 @@ def test_sigterm_drains_in_flight_requests():
     os.unlink(s.log.name)
 
 
+def seen_by_engine(s):
+    """Requests the engine has taken in so far: finished, running or waiting."""
+    finished = sum(s.metric(f'latentserve_engine_requests_finished_total{{reason="{r}"}}')
+                   for r in ("stop", "length", "cancelled", "error"))
+    return finished + s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
+
+
 def test_not_ready_while_draining():
-    # One sequence at a time and twelve long requests: the drain lasts over a thousand steps
-    # (about half a second on the tiny model, far longer under a sanitizer), long after /ready
-    # has turned; the drain timeout is long enough for the slowest build to finish them all.
+    # One sequence at a time and twelve requests of about 0.1 s each (timed first, so on a fast
+    # build and under a sanitizer alike): the drain outlasts the checks below by a wide margin.
     n = 12
     s = Server("--drain_timeout_s", "600", "--max_num_seqs", "1")
+    start = time.time()
+    assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 32, "ignore_eos": True}).status_code == 200
+    tokens = max(20, min(250, int(0.1 / ((time.time() - start) / 32))))
     codes = []
 
     def call():
-        r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": 120, "ignore_eos": True})
+        r = requests.post(s.url + C, json={"prompt": "x", "max_tokens": tokens, "ignore_eos": True})
         codes.append(r.status_code)
 
     threads = [threading.Thread(target=call) for _ in range(n)]
     for t in threads:
         t.start()
-    deadline = time.time() + 10
-    while s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting") < n:
+    deadline = time.time() + 30
+    while seen_by_engine(s) < n + 1:  # and the timing request
         assert time.time() < deadline
-        time.sleep(0.02)
+        time.sleep(0.01)
     s.proc.send_signal(signal.SIGTERM)
     deadline = time.time() + 5
     while requests.get(s.url + "/ready").status_code != 503:  # the signal takes a moment to land
@@ -195,13 +203,8 @@ def test_drain_timeout_answers_what_it_cancels(grpc_stubs):
     threads += [threading.Thread(target=stream_call), threading.Thread(target=grpc_call)]
     for t in threads:
         t.start()
-    def submitted():
-        finished = sum(s.metric(f'latentserve_engine_requests_finished_total{{reason="{r}"}}')
-                       for r in ("stop", "length", "cancelled", "error"))
-        return finished + s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
-
     deadline = time.time() + 30
-    while submitted() < 5:
+    while seen_by_engine(s) < 5:
         assert time.time() < deadline
         time.sleep(0.005)
     live = s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
