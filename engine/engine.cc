@@ -153,8 +153,8 @@ Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineCo
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
-      max_model_len_(config.max_model_len > 0
-                         ? std::min<int32_t>(config.max_model_len, model->config().max_position_embeddings)
+      max_model_len_(config.max_model_len > 0  // Create checked it is within the model's
+                         ? config.max_model_len
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
       cache_(model->backend(), model->config(), num_blocks, config.block_size, *config.kv_cache_dtype),
       blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
