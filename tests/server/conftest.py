@@ -32,6 +32,15 @@ def _ready_line(log):
     return None
 
 
+def self_signed_cert(tmp_path, name):
+    """A fresh self-signed certificate for localhost / 127.0.0.1 and its key: (cert, key) paths."""
+    cert, key = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
 class Server:
     """A running latentserve process. It listens on ports the kernel picks (--http_port 0
     --grpc_port 0: no other process can take them between choosing and binding) and is ready
@@ -52,6 +61,7 @@ class Server:
             time.sleep(0.02)
         if ready is None:
             raise RuntimeError("server did not become ready: " + self.logs())
+        self.ready = ready  # the ready log line's fields: ports, backend, warm-up, ...
         self.http_port, self.grpc_port = ready["http_port"], ready["grpc_port"]
         self.url = f"http://127.0.0.1:{self.http_port}"
         r = requests.get(f"{ready_scheme}://127.0.0.1:{self.http_port}/ready", timeout=10, verify=ca or True)

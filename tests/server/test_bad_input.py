@@ -137,20 +137,12 @@ def test_server_still_serves_after_the_battery(server):
     assert r.json()["usage"]["completion_tokens"] >= 1
 
 
-def _pem_pair(tmp_path, name):
-    import subprocess
-    key, cert = tmp_path / f"{name}.key", tmp_path / f"{name}.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", f"/CN={name}"], check=True, capture_output=True)
-    return str(cert), str(key)
-
-
 def test_bad_flags_fail_at_start_naming_the_flag(tmp_path):
     # Each bad flag stops the server at start, before it listens, with a message naming the flag.
     import subprocess
-    from conftest import BIN, MODEL
-    cert, key = _pem_pair(tmp_path, "a")
-    other_cert, other_key = _pem_pair(tmp_path, "b")
+    from conftest import BIN, MODEL, self_signed_cert
+    cert, key = map(str, self_signed_cert(tmp_path, "a"))
+    other_key = str(self_signed_cert(tmp_path, "b")[1])
     junk = tmp_path / "junk.pem"
     junk.write_text("not a certificate\n")
     cases = [

@@ -3,7 +3,6 @@ flight, and 1000 concurrent streaming connections."""
 import asyncio
 import os
 import re
-import subprocess
 import signal
 import tempfile
 import threading
@@ -13,7 +12,7 @@ import grpc
 import pytest
 import requests
 
-from conftest import Server
+from conftest import Server, self_signed_cert
 
 C = "/v1/completions"
 
@@ -132,11 +131,16 @@ def test_sigterm_drains_in_flight_requests():
     os.unlink(s.log.name)
 
 
+def live_in_engine(s):
+    """Requests the engine holds now: running or waiting."""
+    return s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
+
+
 def seen_by_engine(s):
     """Requests the engine has taken in so far: finished, running or waiting."""
     finished = sum(s.metric(f'latentserve_engine_requests_finished_total{{reason="{r}"}}')
                    for r in ("stop", "length", "cancelled", "error"))
-    return finished + s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
+    return finished + live_in_engine(s)
 
 
 def test_not_ready_while_draining():
@@ -207,7 +211,7 @@ def test_drain_timeout_answers_what_it_cancels(grpc_stubs):
     while seen_by_engine(s) < 5:
         assert time.time() < deadline
         time.sleep(0.005)
-    live = s.metric("latentserve_num_requests_running") + s.metric("latentserve_num_requests_waiting")
+    live = live_in_engine(s)
     s.proc.send_signal(signal.SIGTERM)
     for t in threads:
         t.join(timeout=60)
@@ -273,10 +277,7 @@ def test_thousand_concurrent_streams():
 
 
 def test_tls_on_both_ports(tmp_path, grpc_stubs):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    cert, key = self_signed_cert(tmp_path, "server")
     s = Server("--tls_cert", str(cert), "--tls_key", str(key), ready_scheme="https", ca=str(cert))
     try:
         https = f"https://127.0.0.1:{s.http_port}"

@@ -2,17 +2,11 @@
 server reports ready (the ready log says how many tokens, on which backend); --nowarmup (here as
 LATENTSERVE_WARMUP=false, as every flag may be set) skips it, and either way the server serves
 the same greedy completion."""
-import json
 import os
 
 import requests
 
 from conftest import Server
-
-
-def ready_fields(s):
-    line = next(line for line in s.logs().splitlines() if '"ready"' in line)
-    return json.loads(line[line.index("{"):])
 
 
 def greedy(s):
@@ -23,14 +17,14 @@ def greedy(s):
 
 
 def test_warmup_runs_by_default_and_can_be_skipped(server):
-    fields = ready_fields(server)
+    fields = server.ready
     assert fields["backend"] == "cpu"
     # The default step budget, 2048 tokens over at most 64 sequences: 64 sequences of 32 tokens,
     # which the 64 MiB cache holds.
     assert fields["warmup_tokens"] == 2048, fields
     cold = Server(env={**os.environ, "LATENTSERVE_WARMUP": "false"})
     try:
-        assert ready_fields(cold)["warmup_tokens"] == 0
+        assert cold.ready["warmup_tokens"] == 0
         assert greedy(cold) == greedy(server)
     finally:
         cold.stop()
