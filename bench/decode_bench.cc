@@ -17,7 +17,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/create_backend.h"
 #include "models/kv_cache.h"
-#include "models/stable_latent_moe.h"
+#include "models/registry.h"
 
 namespace {
 
@@ -67,10 +67,10 @@ ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype, as the backend takes
 // batched bench, where all sequences route to the same experts).
 // With sync_parts, every part of the step waits for the backend, so that the parts add up to the
 // device's time (for backends that queue work); the step time is then not representative.
-Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 = false, bool sync_parts = false) {
+Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bool sync_parts = false) {
   const auto& c = model.config();
   const int block = 16, blocks_per_seq = (prefill_tokens + steps + block) / block + 1;
-  ls::KvCache cache(model.backend(), c, batch * blocks_per_seq, block, kv_dtype);
+  ls::KvCache cache(model.backend(), model.kv_layout(), batch * blocks_per_seq, block, kv_dtype);
   std::vector<ls::StepSequence> seqs(batch);
   ls::StepBatch pre;
   for (int i = 0; i < batch; ++i) {
@@ -85,10 +85,10 @@ Result RunDecode(ls::StableLatentMoe& model, int batch, int steps, bool token0 =
 
   // Bytes of weights one step reads: everything dense, plus each expert used at least once.
   const double bf = 2.0;
-  const double d = c.hidden_size, hd = c.head_dim, H = c.num_attention_heads, Hkv = c.num_key_value_heads;
-  const double wdt = c.expert_width(), f = c.moe_intermediate_size;
-  const double dense_per_layer = (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.n_routed_experts +
-                                 (c.moe_latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
+  const double d = c.hidden_size, hd = c.attention.head_dim, H = c.attention.num_heads, Hkv = c.attention.num_kv_heads;
+  const double wdt = c.expert_width(), f = c.moe.expert_ffn;
+  const double dense_per_layer = (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.moe.num_experts +
+                                 (c.moe.latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
   const double expert_bytes = 3 * wdt * f * bf;
   const double head_bytes = static_cast<double>(c.vocab_size) * d * bf + d * bf;
   double touched = 0;
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  auto model = ls::StableLatentMoe::Load(dir, backend.get());
+  auto model = ls::LoadModel(dir, backend.get());
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
@@ -216,8 +216,8 @@ int main(int argc, char** argv) {
               "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
               "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"results\": [\n",
               options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
-              c.num_hidden_layers, c.n_routed_experts, c.num_experts_per_tok, static_cast<long long>(c.moe_latent_size),
-              static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.vocab_size), threads,
+              c.num_hidden_layers, c.moe.num_experts, c.moe.top_k, static_cast<long long>(c.moe.latent_size),
+              static_cast<long long>(c.moe.expert_ffn), static_cast<long long>(c.vocab_size), threads,
               ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
               cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
               ls::KvCacheDTypeName(kv_dtype).c_str());

@@ -15,7 +15,7 @@
 #include "engine/expert_planner.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "models/stable_latent_moe.h"
+#include "models/registry.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   const std::string model_dir = root + "/models/tiny", heldout = root + "/tests/data/tiny/heldout.json";
   if (std::filesystem::exists(heldout)) {
     ls::CpuBackend backend(0);
-    auto model = ls::StableLatentMoe::Load(model_dir, &backend);
+    auto model = ls::LoadModel(model_dir, &backend);
     std::ifstream in(heldout);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -118,23 +118,24 @@ int main(int argc, char** argv) {
       std::vector<float> logits;
       for (const auto& ids : seqs) (void)(*model)->ForwardSequence(ids, /*all_logits=*/false, &logits);
       nlohmann::json layers = nlohmann::json::array();
-      for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
+      for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
+        if (!c.is_moe_layer(l)) continue;
         // Re-route from the captured logits with the model's biases, as the router does.
-        const int64_t T = static_cast<int64_t>(sink[l].size()) / c.n_routed_experts;
-        std::vector<int32_t> ids(T * c.num_experts_per_tok);
-        std::vector<float> w(T * c.num_experts_per_tok);
+        const int64_t T = static_cast<int64_t>(sink[l].size()) / c.moe.num_experts;
+        std::vector<int32_t> ids(T * c.moe.top_k);
+        std::vector<float> w(T * c.moe.top_k);
         ls::ThreadPool pool(1);
         ls::RouterParams r;
         r.logits = sink[l].data();
         r.bias = (*model)->router_bias(l).data();
         r.num_tokens = T;
-        r.num_experts = c.n_routed_experts;
-        r.top_k = c.num_experts_per_tok;
-        r.scoring = c.scoring_func;
+        r.num_experts = c.moe.num_experts;
+        r.top_k = c.moe.top_k;
+        r.scoring = c.moe.scoring;
         r.topk_ids = ids.data();
         r.topk_weights = w.data();
         ls::cpu::Router(pool, r);
-        layers.push_back({{"layer", l}, {"tokens", T}, {"results", Compare(ids, ids, c.n_routed_experts)}});
+        layers.push_back({{"layer", l}, {"tokens", T}, {"results", Compare(ids, ids, c.moe.num_experts)}});
       }
       report["tiny_model_heldout"] = layers;
     }

@@ -13,6 +13,7 @@
 
 #include "bench/random_model.h"
 #include "engine/engine.h"
+#include "models/registry.h"
 #include "kernels/cpu/cpu_backend.h"
 
 namespace {
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     temp = true;
   }
   ls::CpuBackend backend(0);
-  auto model = ls::StableLatentMoe::Load(dir, &backend);
+  auto model = ls::LoadModel(dir, &backend);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;

@@ -9,31 +9,33 @@ namespace ls {
 namespace {
 
 // Runs each sequence alone through the model (positions 0..len-1).
-absl::Status RunAll(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences) {
+absl::Status RunAll(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
   std::vector<float> logits;
   for (const auto& seq : sequences)
     if (auto st = model.ForwardSequence(seq, /*all_logits=*/false, &logits); !st.ok()) return st;
   return absl::OkStatus();
 }
 
-std::map<int32_t, double> Balance(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences) {
+std::map<int32_t, double> Balance(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
   model.ResetExpertTokenCounts();
   (void)RunAll(model, sequences);
   const auto& c = model.config();
   std::map<int32_t, double> out;
-  for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
-    const auto b = model.expert_token_counts().begin() + static_cast<size_t>(l) * c.n_routed_experts;
-    const int64_t mx = *std::max_element(b, b + c.n_routed_experts);
+  const int32_t N = c.moe.num_experts;
+  for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    const auto b = model.expert_token_counts().begin() + static_cast<size_t>(l) * N;
+    const int64_t mx = *std::max_element(b, b + N);
     int64_t sum = 0;
-    for (auto it = b; it != b + c.n_routed_experts; ++it) sum += *it;
-    out[l] = sum > 0 ? static_cast<double>(mx) * c.n_routed_experts / static_cast<double>(sum) : 0.0;
+    for (auto it = b; it != b + N; ++it) sum += *it;
+    out[l] = sum > 0 ? static_cast<double>(mx) * N / static_cast<double>(sum) : 0.0;
   }
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<CalibrationResult> Calibrate(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences,
+absl::StatusOr<CalibrationResult> Calibrate(Model& model, const std::vector<std::vector<int32_t>>& sequences,
                                             const CalibrationOptions& options) {
   const ModelConfig& c = model.config();
   if (sequences.empty()) return absl::InvalidArgumentError("calibration needs at least one sequence");
@@ -47,10 +49,15 @@ absl::StatusOr<CalibrationResult> Calibrate(StableLatentMoe& model, const std::v
         return absl::InvalidArgumentError(absl::StrCat("token id ", id, " is outside the vocabulary"));
   }
   if (options.iters < 1) return absl::InvalidArgumentError("iters must be at least 1");
+  if (!c.has_moe_layers()) return absl::InvalidArgumentError("the model has no MoE layers to calibrate");
+  if (c.moe.n_group > 1)
+    return absl::InvalidArgumentError(absl::StrCat("calibration does not model group-limited routing (n_group = ",
+                                                   c.moe.n_group, ")"));
   CalibrationResult result;
   result.max_over_mean_before = Balance(model, sequences);
-  const int32_t N = c.n_routed_experts, K = c.num_experts_per_tok;
-  for (int32_t layer = c.first_k_dense_replace; layer < c.num_hidden_layers; ++layer) {
+  const int32_t N = c.moe.num_experts, K = c.moe.top_k;
+  for (int32_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (!c.is_moe_layer(layer)) continue;
     std::vector<std::vector<float>> sink;
     model.CaptureRouterLogits(&sink);
     absl::Status st = RunAll(model, sequences);
@@ -59,7 +66,7 @@ absl::StatusOr<CalibrationResult> Calibrate(StableLatentMoe& model, const std::v
     const std::vector<float>& logits = sink[layer];
     const int64_t T = static_cast<int64_t>(logits.size()) / N;
     std::vector<float> scores(logits.size());
-    RouterScores(logits.data(), T, N, c.scoring_func == ScoringFunc::kSigmoid, scores.data());
+    RouterScores(logits.data(), T, N, c.moe.scoring == ScoringFunc::kSigmoid, scores.data());
     std::vector<float> bias = model.router_bias(layer);
     for (int32_t i = 0; i < options.iters; ++i)
       bias = QuantileBalancingUpdate(scores.data(), T, N, K, bias, options.eta, options.histogram);

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/quantile_balancing.h"
-#include "models/stable_latent_moe.h"
+#include "models/model.h"
 
 namespace ls {
 
@@ -26,7 +26,7 @@ struct CalibrationResult {
 };
 
 // Updates the model's biases in place and returns them with the balance before and after.
-absl::StatusOr<CalibrationResult> Calibrate(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& sequences,
+absl::StatusOr<CalibrationResult> Calibrate(Model& model, const std::vector<std::vector<int32_t>>& sequences,
                                             const CalibrationOptions& options);
 
 }  // namespace ls

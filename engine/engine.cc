@@ -6,7 +6,6 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "engine/expert_planner.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
@@ -44,7 +43,7 @@ struct Engine::Stream {
   bool counted_queued = true;  // still counted in queued_
 };
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, const tok::Tokenizer* tokenizer,
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::Tokenizer* tokenizer,
                                                        EngineConfig config) {
   const ModelConfig& mc = model->config();
   if (config.block_size <= 0) return absl::InvalidArgumentError("block_size must be positive");
@@ -61,7 +60,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, c
   int32_t blocks = config.num_kv_blocks;
   if (blocks <= 0)
     blocks = static_cast<int32_t>(config.kv_cache_bytes /
-                                  KvCache::BytesPerBlock(mc, config.block_size, *config.kv_cache_dtype));
+                                  KvCache::BytesPerBlock(model->kv_layout(), config.block_size, *config.kv_cache_dtype));
   if (blocks < 2) return absl::InvalidArgumentError("KV cache too small: fewer than 2 blocks");
   if (config.scheduler.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be at least 1");
   if (config.scheduler.max_num_batched_tokens < 1)
@@ -69,33 +68,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(StableLatentMoe* model, c
   if (tokenizer && tokenizer->vocab_size() > mc.vocab_size)
     return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
                                                    ") is larger than the model's (", mc.vocab_size, ")"));
-  model->SetPlacedExperts(nullptr);
-  if (config.num_devices > 0 || !config.expert_placement_json.empty()) {
-    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
-    if (!config.expert_placement_json.empty()) {
-      auto loaded = PlacementsFromJson(config.expert_placement_json, mc.n_routed_experts);
-      if (!loaded.ok()) return loaded.status();
-      placements = std::move(*loaded);
-      if (!placements.empty() && config.num_devices > 0 && placements[0].second.num_devices != config.num_devices)
-        return absl::InvalidArgumentError(absl::StrCat("the expert placement file is for ", placements[0].second.num_devices,
-                                                       " devices, but ", config.num_devices, " were asked for"));
-    } else {
-      const int32_t D = config.num_devices;
-      const int32_t S = config.expert_slots > 0 ? config.expert_slots : (mc.n_routed_experts + D - 1) / D;
-      for (int32_t l = mc.first_k_dense_replace; l < mc.num_hidden_layers; ++l) {
-        auto p = UniformPlacement(mc.n_routed_experts, D, S);
-        if (!p.ok()) return p.status();
-        placements.emplace_back(l, std::move(*p));
-      }
-    }
-    auto placed = model->BuildPlacedExperts(placements);
-    if (!placed.ok()) return placed.status();
-    model->SetPlacedExperts(std::move(*placed));
-  }
-  if (config.load_window < 1) return absl::InvalidArgumentError("load_window must be at least 1");
-  if (config.replan_interval > 0 && !model->placed_experts())
-    return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
   std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks));
+  auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_);
+  if (!balancer.ok()) return balancer.status();
+  engine->balancer_ = std::move(*balancer);
   // The warm-up runs on the loop thread, whose kernel scratch (thread-local) it is meant to size.
   std::promise<absl::Status> warmed;
   std::future<absl::Status> warm_result = warmed.get_future();
@@ -140,34 +116,31 @@ absl::Status Engine::Warmup() {
   warmup_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
   warmup_tokens_ = static_cast<int64_t>(batch.tokens.size());
   // The dummy step's routing is not load: the statistics start from zero.
-  model_->ResetExpertTokenCounts();
-  model_->ResetDeviceRowCounts();
-  last_expert_counts_ = model_->expert_token_counts();
+  balancer_->ResetLoad();
   if (!st.ok())
     return absl::InternalError(absl::StrCat("warm-up step of ", warmup_tokens_, " tokens in ", batch.seqs.size(),
                                             " sequences failed: ", st.message()));
   return absl::OkStatus();
 }
 
-Engine::Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks)
+Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
       max_model_len_(config.max_model_len > 0  // Create checked it is within the model's
                          ? config.max_model_len
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
-      cache_(model->backend(), model->config(), num_blocks, config.block_size, *config.kv_cache_dtype),
+      cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype),
       blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, &blocks_),
-      eos_ids_(model->config().eos_token_ids),
-      load_window_(model->config().num_hidden_layers, model->config().n_routed_experts, config.load_window),
-      last_expert_counts_(model->expert_token_counts()) {
+      eos_ids_(model->config().eos_token_ids) {
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = num_blocks;
     m.num_layers = model->config().num_hidden_layers;
-    m.num_experts = model->config().n_routed_experts;
+    m.num_experts = model->config().moe.num_experts;
+    for (int32_t l = 0; l < m.num_layers; ++l)
+      if (model->config().is_moe_layer(l)) m.moe_layers.push_back(l);
   });
-  if (model->placed_experts()) InstallPlacementMetrics(*model->placed_experts(), 0);
 }
 
 Engine::~Engine() {
@@ -177,105 +150,6 @@ Engine::~Engine() {
   }
   cv_.notify_all();
   if (loop_.joinable()) loop_.join();  // not started when the warm-up failed
-  if (planner_.joinable()) planner_.join();
-}
-
-void Engine::InstallPlacementMetrics(const PlacedExperts& placed, double seconds) {
-  const ModelConfig& c = model_->config();
-  metrics_.Update([&](MetricsSnapshot& m) {
-    m.num_devices = placed.num_devices();
-    m.slots_per_device = placed.slots_per_device();
-    m.replica_map.assign(c.num_hidden_layers, {});
-    for (int32_t l = 0; l < c.num_hidden_layers; ++l)
-      if (const PlacedLayer* pl = placed.layer(l)) m.replica_map[l] = pl->placement.slot_expert;
-    if (seconds > 0) {
-      ++m.replans;
-      m.replan_seconds_total += seconds;
-      m.last_replan_seconds = seconds;
-    }
-  });
-}
-
-void Engine::RecordExpertLoad() {
-  const std::vector<int64_t>& now = model_->expert_token_counts();
-  {
-    std::lock_guard<std::mutex> lock(window_mu_);
-    load_window_.AddStepDifference(now, last_expert_counts_);
-  }
-  last_expert_counts_ = now;  // same size: copies without allocating
-}
-
-void Engine::MaybeReplan() {
-  if (config_.replan_interval <= 0 || planning_.load()) return;
-  if (++steps_since_replan_ < config_.replan_interval) return;
-  steps_since_replan_ = 0;
-  const ModelConfig& c = model_->config();
-  std::vector<std::pair<int32_t, std::vector<double>>> loads;
-  {
-    std::lock_guard<std::mutex> lock(window_mu_);
-    for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) loads.emplace_back(l, load_window_.LayerLoads(l));
-  }
-  const int32_t D = model_->placed_experts()->num_devices(), S = model_->placed_experts()->slots_per_device();
-  if (planner_.joinable()) planner_.join();
-  planning_ = true;
-  // Plan and copy the new replicas' weights off the loop thread; the switch waits for a step boundary.
-  planner_ = std::thread([this, loads = std::move(loads), D, S] {
-    const auto t0 = Clock::now();
-    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
-    for (const auto& [l, v] : loads) {
-      auto p = PlanPlacement(v, D, S);
-      if (!p.ok()) {
-        planning_ = false;
-        return;
-      }
-      placements.emplace_back(l, std::move(*p));
-    }
-    auto placed = model_->BuildPlacedExperts(placements);
-    if (!placed.ok()) {
-      planning_ = false;
-      return;
-    }
-    std::lock_guard<std::mutex> lock(pending_mu_);
-    pending_ = std::move(*placed);
-    pending_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
-  });
-}
-
-void Engine::InstallPendingPlacement() {
-  std::shared_ptr<const PlacedExperts> next;
-  double seconds = 0;
-  {
-    std::lock_guard<std::mutex> lock(pending_mu_);
-    next = std::move(pending_);
-    seconds = pending_seconds_;
-  }
-  if (!next) return;
-  model_->SetPlacedExperts(next);
-  InstallPlacementMetrics(*next, std::max(seconds, 1e-9));
-  switch_step_ = true;
-  planning_ = false;
-}
-
-std::string Engine::PlacementJson() const {
-  const auto& placed = model_->placed_experts();
-  if (!placed) return "";
-  std::vector<std::pair<int32_t, ExpertPlacement>> layers;
-  for (int32_t l = 0; l < model_->config().num_hidden_layers; ++l)
-    if (const PlacedLayer* pl = placed->layer(l)) layers.emplace_back(l, pl->placement);
-  return PlacementsToJson(layers);
-}
-
-std::string Engine::ExpertLoadJson() const {
-  const ModelConfig& c = model_->config();
-  std::lock_guard<std::mutex> lock(window_mu_);
-  std::string out = absl::StrCat("{\"window_steps\": ", load_window_.steps(), ", \"layers\": {");
-  for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
-    absl::StrAppend(&out, l > c.first_k_dense_replace ? ", " : "", "\"", l, "\": [");
-    const auto v = load_window_.LayerLoads(l);
-    for (size_t e = 0; e < v.size(); ++e) absl::StrAppend(&out, e ? ", " : "", static_cast<int64_t>(v[e]));
-    out += "]";
-  }
-  return out + "}}";
 }
 
 absl::Status Engine::Validate(const Request& r) const {
@@ -527,8 +401,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     ++row;
   }
   const auto t1 = Clock::now();
-  const bool switching = planning_.load() || switch_step_;
-  switch_step_ = false;
+  const bool switching = balancer_->TakeSwitching();
   metrics_.Update([&](MetricsSnapshot& m) {
     if (switching) m.longest_switch_step_seconds = std::max(m.longest_switch_step_seconds,
                                                             std::chrono::duration<double>(t1 - t0).count());
@@ -562,13 +435,12 @@ void Engine::Loop() {
       if (stop_) break;
     }
     TakeInbox();
-    InstallPendingPlacement();
+    balancer_->BeforeStep();
     const auto s0 = Clock::now();
     SchedulerPlan plan = scheduler_.Schedule();
     if (!plan.empty()) {
       RunStep(plan, s0);
-      RecordExpertLoad();
-      MaybeReplan();
+      balancer_->AfterStep();
     } else if (!streams_.empty()) {
       // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
       std::unique_lock<std::mutex> lock(mu_);

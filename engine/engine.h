@@ -20,13 +20,13 @@
 
 #include "absl/status/statusor.h"
 #include "engine/block_manager.h"
-#include "engine/expert_load_window.h"
+#include "engine/expert_balancer.h"
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "models/kv_cache.h"
-#include "models/stable_latent_moe.h"
+#include "models/model.h"
 
 namespace ls {
 
@@ -47,12 +47,8 @@ struct EngineConfig {
   // rather than a request under load), and the first large batch does not pay for their growth.
   bool warmup = true;
 
-  // Expert parallelism (DESIGN.md §5): 0 devices = off.
-  int32_t num_devices = 0;
-  int32_t expert_slots = 0;              // per device; 0 = just enough for every expert once
-  std::string expert_placement_json;     // a static placement; empty = planned from statistics
-  int32_t replan_interval = 0;           // re-plan every this many steps in the background; 0 = never
-  int32_t load_window = 256;             // steps of expert-load statistics the planner reads
+  // Expert parallelism (DESIGN.md §5).
+  ExpertBalancerConfig experts;
 };
 
 class Engine {
@@ -60,7 +56,7 @@ class Engine {
   // The model (and tokenizer, which may be null: then no text and no stop strings) must outlive
   // the engine, and a model serves one engine at a time (the engine owns its mutable state:
   // expert placement, counters).
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(StableLatentMoe* model, const tok::Tokenizer* tokenizer,
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(Model* model, const tok::Tokenizer* tokenizer,
                                                         EngineConfig config);
   ~Engine();
 
@@ -77,10 +73,10 @@ class Engine {
 
   MetricsSnapshot Metrics() const;
   // Expert-load statistics over the window as JSON (per MoE layer, tokens per expert).
-  std::string ExpertLoadJson() const;
-  // The expert placement in use, as JSON loadable with EngineConfig::expert_placement_json
+  std::string ExpertLoadJson() const { return balancer_->ExpertLoadJson(); }
+  // The expert placement in use, as JSON loadable as EngineConfig::experts.placement_json
   // (empty when expert parallelism is off). Call when no step runs (e.g. after Drain).
-  std::string PlacementJson() const;
+  std::string PlacementJson() const { return balancer_->PlacementJson(); }
   size_t num_live_requests() const;
   bool draining() const { return draining_.load(); }
   const ModelConfig& model_config() const { return model_->config(); }
@@ -94,7 +90,7 @@ class Engine {
 
  private:
   struct Stream;
-  Engine(StableLatentMoe* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks);
+  Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks);
 
   absl::Status Warmup();
   void Loop();
@@ -104,13 +100,8 @@ class Engine {
   void UpdateGauges();
   void Finish(Stream* s, FinishReason reason, std::string error = {});
   absl::Status Validate(const Request& r) const;
-  absl::Status InitPlacement();
-  void RecordExpertLoad();
-  void MaybeReplan();
-  void InstallPendingPlacement();
-  void InstallPlacementMetrics(const PlacedExperts& placed, double seconds);
 
-  StableLatentMoe* model_;
+  Model* model_;
   const tok::Tokenizer* tokenizer_;
   EngineConfig config_;
   int32_t max_model_len_;
@@ -137,17 +128,7 @@ class Engine {
   std::vector<float> logits_;  // the step's logits rows; kept so its memory is reused step to step
   int64_t warmup_tokens_ = 0;
   double warmup_seconds_ = 0;
-  // Expert placement: statistics, background re-planning and the switch at a step boundary.
-  ExpertLoadWindow load_window_;
-  std::vector<int64_t> last_expert_counts_;
-  std::thread planner_;
-  std::atomic<bool> planning_{false};
-  std::mutex pending_mu_;
-  std::shared_ptr<const PlacedExperts> pending_;
-  double pending_seconds_ = 0;
-  bool switch_step_ = false;  // the next step is the first on a new placement
-  int32_t steps_since_replan_ = 0;
-  mutable std::mutex window_mu_;  // guards load_window_ for ExpertLoadJson
+  std::unique_ptr<ExpertBalancer> balancer_;
 
   std::thread loop_;
 };

@@ -39,6 +39,7 @@ struct MetricsSnapshot {
   double model_seconds = 0;  // time inside the model's forward
   double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)
   int32_t num_layers = 0, num_experts = 0;
+  std::vector<int32_t> moe_layers;     // the layers with routed experts, ascending
   std::vector<int64_t> expert_tokens;  // [layers * experts] tokens routed since start
   // Expert parallelism.
   int32_t num_devices = 0, slots_per_device = 0;

@@ -7,13 +7,14 @@
 
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "models/registry.h"
 #include "server/api_context.h"
 
 namespace ls::fuzz {
 
 struct TinyContext {
   std::unique_ptr<CpuBackend> backend;
-  std::unique_ptr<StableLatentMoe> model;
+  std::unique_ptr<Model> model;
   std::unique_ptr<tok::Tokenizer> tokenizer;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<server::ApiContext> api;
@@ -23,7 +24,7 @@ inline TinyContext& Tiny() {
   static TinyContext* ctx = [] {
     auto* c = new TinyContext();
     c->backend = std::make_unique<CpuBackend>(1);
-    auto m = StableLatentMoe::Load(LS_FUZZ_MODEL_DIR, c->backend.get());
+    auto m = LoadModel(LS_FUZZ_MODEL_DIR, c->backend.get());
     auto t = tok::Tokenizer::FromFile(LS_FUZZ_MODEL_DIR "/tokenizer.json");
     if (!m.ok() || !t.ok()) std::abort();
     c->model = std::move(*m);

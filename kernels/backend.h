@@ -55,9 +55,13 @@ class Backend {
   virtual void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
     for (int32_t i = 0; i < n; ++i) Gemm(x, M, *outs[i].w, outs[i].y, outs[i].accumulate);
   }
-  // Rotate-half RoPE in place on x[T, num_heads * head_dim] at positions[T].
-  virtual void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim,
-                    const int32_t* positions, float theta) = 0;
+  // RoPE in place on x[T, num_heads * head_dim] at positions[T] (host memory).
+  virtual void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) = 0;
+  // y[r] += bias for rows of width bias.cols (a bias vector, F32, BF16 or F16).
+  virtual void AddBias(float* y, int64_t rows, const Tensor& bias) = 0;
+  // x[r, i] *= σ(gate[r, i]) (gate_width == width) or σ(gate[r, 0]) (gate_width == 1).
+  //                                                       x: [rows, width]  gate: [rows, gate_width]
+  virtual void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) = 0;
   // Whether PagedAttention reads and writes a KV cache of this element type (float32 always).
   virtual bool SupportsKvCacheDType(DType dtype) const { return dtype == DType::kF32; }
   // Writes the new K/V into the cache, then causal GQA attention for every new token.

@@ -37,6 +37,18 @@ struct KvLayer {
   DType dtype = DType::kF32;
 };
 
+// Rotary position embedding of one attention layer's heads. Rotate-half pairs are (i, i + r/2)
+// over the first r = rotary_dim dims of each head, interleaved pairs (2i, 2i + 1); pair i turns
+// by pos · inv_freq[i], and cos and sin are scaled by attention_scaling (YaRN), as transformers does.
+struct RopeParams {
+  int32_t num_heads = 0;
+  int32_t head_dim = 0;
+  int32_t rotary_dim = 0;             // even, at most head_dim; the rest of each head is left as is
+  bool interleaved = false;
+  const float* inv_freq = nullptr;    // host [rotary_dim / 2]
+  float attention_scaling = 1.f;
+};
+
 struct AttentionParams {
   const float* q = nullptr;      // [T, H * hd], RoPE applied
   const float* k_new = nullptr;  // [T, Hkv * hd], RoPE applied; written into the cache
@@ -46,6 +58,7 @@ struct AttentionParams {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   float scale = 1.f;
+  int32_t sliding_window = 0;    // a token attends to its last sliding_window positions (0: all)
   KvLayer cache;
   const AttentionSeq* seqs = nullptr;  // [num_seqs], token ranges ascending and disjoint
   int32_t num_seqs = 0;
@@ -58,6 +71,10 @@ struct RouterParams {
   int32_t num_experts = 0;
   int32_t top_k = 0;
   ScoringFunc scoring = ScoringFunc::kSigmoid;
+  // Group-limited selection: experts form n_group equal groups, each ranked by the sum of its
+  // two largest score + bias; only the topk_group best groups (ties: lower group) are eligible.
+  int32_t n_group = 1;
+  int32_t topk_group = 1;
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
   int32_t* topk_ids = nullptr;      // [T, K] chosen experts, best first (ties: lower index)

@@ -28,25 +28,19 @@ absl::StatusOr<std::optional<DType>> ParseKvCacheDType(absl::string_view text) {
 
 std::string KvCacheDTypeName(DType dtype) { return dtype == DType::kBF16 ? "bfloat16" : "float32"; }
 
-namespace {
-
-// Bytes of one block of one layer's keys (or values).
-size_t LayerBlockBytes(const ModelConfig& c, int32_t block_size, DType dtype) {
-  return static_cast<size_t>(block_size) * c.num_key_value_heads * c.head_dim * DTypeSize(dtype);
+size_t KvCache::BytesPerBlock(const std::vector<KvLayerSpec>& layers, int32_t block_size, DType dtype) {
+  size_t values = 0;
+  for (const KvLayerSpec& l : layers) values += static_cast<size_t>(l.k_width + l.v_width);
+  return values * static_cast<size_t>(block_size) * DTypeSize(dtype);
 }
 
-}  // namespace
-
-size_t KvCache::BytesPerBlock(const ModelConfig& c, int32_t block_size, DType dtype) {
-  return 2 * static_cast<size_t>(c.num_hidden_layers) * LayerBlockBytes(c, block_size, dtype);
-}
-
-KvCache::KvCache(Backend* backend, const ModelConfig& c, int32_t num_blocks, int32_t block_size, DType dtype)
-    : num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
-  const size_t bytes = static_cast<size_t>(num_blocks) * LayerBlockBytes(c, block_size, dtype);
-  for (int32_t i = 0; i < c.num_hidden_layers; ++i) {
-    k_.emplace_back(backend, bytes);
-    v_.emplace_back(backend, bytes);
+KvCache::KvCache(Backend* backend, std::vector<KvLayerSpec> layers, int32_t num_blocks, int32_t block_size,
+                 DType dtype)
+    : layers_(std::move(layers)), num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
+  const size_t per_value = static_cast<size_t>(num_blocks) * block_size * DTypeSize(dtype);
+  for (const KvLayerSpec& l : layers_) {
+    k_.push_back(l.k_width > 0 ? DeviceBuffer(backend, per_value * l.k_width) : DeviceBuffer(backend));
+    v_.push_back(l.v_width > 0 ? DeviceBuffer(backend, per_value * l.v_width) : DeviceBuffer(backend));
   }
 }
 

@@ -1,6 +1,7 @@
-// KvCache: the paged key/value storage of every layer, [num_blocks, block_size, Hkv, hd] per
-// layer for K and V, float32 or BF16, in backend memory. Which block belongs to which sequence is
-// decided by the engine's BlockManager; this class only owns the memory.
+// KvCache: the paged per-token storage of every layer, typed per layer by a KvLayerSpec (GQA:
+// [num_blocks, block_size, Hkv, hd] for K and for V), float32 or BF16, in backend memory. Which
+// block belongs to which sequence is decided by the engine's BlockManager; this class only owns
+// the memory.
 #pragma once
 
 #include <cstdint>
@@ -14,24 +15,33 @@
 #include "kernels/backend.h"
 #include "kernels/device_buffer.h"
 #include "kernels/ops.h"
-#include "models/loader/model_config.h"
 
 namespace ls {
 
+// What one layer caches per token (GQA: Hkv · hd values of K and as many of V).
+struct KvLayerSpec {
+  int64_t k_width = 0;  // elements per token of K (0 with v_width: the layer caches nothing)
+  int64_t v_width = 0;  // elements per token of V
+};
+
 class KvCache {
  public:
-  // dtype: kF32 or kBF16 (the CPU backend's attention reads both; CUDA's float32 only).
-  KvCache(Backend* backend, const ModelConfig& config, int32_t num_blocks, int32_t block_size,
+  // One spec per layer. dtype: kF32 or kBF16 (the CPU backend's attention reads both; CUDA's
+  // float32 only).
+  KvCache(Backend* backend, std::vector<KvLayerSpec> layers, int32_t num_blocks, int32_t block_size,
           DType dtype = DType::kF32);
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   DType dtype() const { return dtype_; }
+  int32_t num_layers() const { return static_cast<int32_t>(layers_.size()); }
+  const KvLayerSpec& spec(int32_t i) const { return layers_[i]; }
   KvLayer layer(int32_t i) { return KvLayer{k_[i].data(), v_[i].data(), num_blocks_, block_size_, dtype_}; }
-  // Bytes of one block across all layers (K and V).
-  static size_t BytesPerBlock(const ModelConfig& config, int32_t block_size, DType dtype = DType::kF32);
+  // Bytes of one block across all layers.
+  static size_t BytesPerBlock(const std::vector<KvLayerSpec>& layers, int32_t block_size, DType dtype = DType::kF32);
 
  private:
+  std::vector<KvLayerSpec> layers_;
   int32_t num_blocks_;
   int32_t block_size_;
   DType dtype_;

@@ -6,16 +6,18 @@
 namespace ls {
 
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
-    const ModelConfig& config, const ModelWeights& weights, Backend* backend,
+    const std::vector<const ExpertWeights*>& experts, Backend* backend,
     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
+  const int32_t num_layers = static_cast<int32_t>(experts.size());
   auto out = std::make_shared<PlacedExperts>();
-  out->layers_.resize(config.num_hidden_layers);
+  out->layers_.resize(num_layers);
   for (const auto& [l, p] : placements) {
-    if (l < 0 || l >= config.num_hidden_layers || !config.is_moe_layer(l))
+    if (l < 0 || l >= num_layers || !experts[l])
       return absl::InvalidArgumentError(absl::StrCat("expert placement names layer ", l, ", which is not a MoE layer"));
-    if (p.num_experts != config.n_routed_experts)
+    const int32_t num_experts = static_cast<int32_t>(experts[l]->gate.size());
+    if (p.num_experts != num_experts)
       return absl::InvalidArgumentError(absl::StrCat("expert placement for layer ", l, " has ", p.num_experts,
-                                                     " experts; the model has ", config.n_routed_experts));
+                                                     " experts; the model has ", num_experts));
     if (auto s = p.Validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("layer ", l, ": ", s.message()));
     if (out->num_devices_ == 0) {
       out->num_devices_ = p.num_devices;
@@ -25,19 +27,19 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     }
     out->layers_[l].placement = p;
   }
-  for (int32_t l = config.first_k_dense_replace; l < config.num_hidden_layers; ++l)
-    if (out->layers_[l].placement.num_devices == 0)
+  for (int32_t l = 0; l < num_layers; ++l)
+    if (experts[l] && out->layers_[l].placement.num_devices == 0)
       return absl::InvalidArgumentError(absl::StrCat("expert placement is missing MoE layer ", l));
   const int32_t D = out->num_devices_, S = out->slots_per_device_;
   // Bytes per device, then one buffer per device holding its slots of every layer.
   std::vector<size_t> bytes(D, 0);
-  for (int32_t l = 0; l < config.num_hidden_layers; ++l) {
+  for (int32_t l = 0; l < num_layers; ++l) {
     const PlacedLayer& pl = out->layers_[l];
     if (pl.placement.num_devices == 0) continue;
-    const LayerWeights& L = weights.layers[l];
+    const ExpertWeights& L = *experts[l];
     for (int32_t s = 0; s < D * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
-      if (e >= 0) bytes[s / S] += L.expert_gate[e].bytes() + L.expert_up[e].bytes() + L.expert_down[e].bytes();
+      if (e >= 0) bytes[s / S] += L.gate[e].bytes() + L.up[e].bytes() + L.down[e].bytes();
     }
   }
   std::vector<size_t> used(D, 0);
@@ -53,19 +55,19 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     placed.data = dst;
     return placed;
   };
-  for (int32_t l = 0; l < config.num_hidden_layers; ++l) {
+  for (int32_t l = 0; l < num_layers; ++l) {
     PlacedLayer& pl = out->layers_[l];
     if (pl.placement.num_devices == 0) continue;
-    const LayerWeights& L = weights.layers[l];
+    const ExpertWeights& L = *experts[l];
     pl.gate.resize(D * S);
     pl.up.resize(D * S);
     pl.down.resize(D * S);
     for (int32_t s = 0; s < D * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
       if (e < 0) continue;
-      pl.gate[s] = copy(s / S, L.expert_gate[e]);
-      pl.up[s] = copy(s / S, L.expert_up[e]);
-      pl.down[s] = copy(s / S, L.expert_down[e]);
+      pl.gate[s] = copy(s / S, L.gate[e]);
+      pl.up[s] = copy(s / S, L.up[e]);
+      pl.down[s] = copy(s / S, L.down[e]);
     }
   }
   return std::shared_ptr<const PlacedExperts>(std::move(out));

@@ -13,10 +13,13 @@
 #include "kernels/backend.h"
 #include "kernels/device_buffer.h"
 #include "models/expert_placement.h"
-#include "models/loader/model_config.h"
-#include "models/model_weights.h"
 
 namespace ls {
+
+// One MoE layer's routed experts as the ops read them.
+struct ExpertWeights {
+  std::vector<Tensor> gate, up, down;  // [N] of [f, w] / [f, w] / [w, f]
+};
 
 struct PlacedLayer {
   ExpertPlacement placement;
@@ -25,10 +28,10 @@ struct PlacedLayer {
 
 class PlacedExperts {
  public:
-  // Copies each device's experts into its own buffer. `placements` covers every MoE layer;
-  // all share D and S.
+  // Copies each device's experts into its own buffer. `experts` has one entry per layer (null
+  // for a layer without routed experts); `placements` covers every MoE layer, all sharing D and S.
   static absl::StatusOr<std::shared_ptr<const PlacedExperts>> Build(
-      const ModelConfig& config, const ModelWeights& weights, Backend* backend,
+      const std::vector<const ExpertWeights*>& experts, Backend* backend,
       const std::vector<std::pair<int32_t, ExpertPlacement>>& placements);
 
   int32_t num_devices() const { return num_devices_; }

@@ -1,5 +1,5 @@
 // StepProfile: where a forward step's wall time goes, by part of the layer, for benchmarks.
-// Attached to a model with StableLatentMoe::SetProfile; each part is timed around its ops on the
+// Attached to a model with Model::SetProfile; each part is timed around its ops on the
 // calling thread, so the figures are exact for backends whose ops return when done (the CPU). For
 // a backend that queues work (CUDA), set wait_for: each part then waits for the device at its
 // start and end, and measures the device's time for it (at the price of a slower step).

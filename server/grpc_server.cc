@@ -149,10 +149,12 @@ class Service final : public pb::GenerationService::Service {
     info->set_vocab_size(c.vocab_size);
     info->set_hidden_size(c.hidden_size);
     info->set_num_layers(c.num_hidden_layers);
-    info->set_num_routed_experts(c.n_routed_experts);
-    info->set_experts_per_token(c.num_experts_per_tok);
-    info->set_latent_size(c.moe_latent_size);
-    info->set_num_shared_experts(c.n_shared_experts);
+    info->set_num_routed_experts(c.moe.num_experts);
+    info->set_experts_per_token(c.moe.top_k);
+    info->set_latent_size(c.moe.latent_size);
+    info->set_num_shared_experts(c.moe.shared_ffn > 0 && c.moe.expert_ffn > 0
+                                     ? static_cast<int32_t>(c.moe.shared_ffn / c.moe.expert_ffn)
+                                     : 0);
     info->set_max_model_len(ctx_->engine().max_model_len());
     info->set_backend(ctx_->backend());
     info->set_kv_cache_blocks(ctx_->engine().num_kv_blocks());
@@ -163,15 +165,12 @@ class Service final : public pb::GenerationService::Service {
   Status GetExpertLoad(ServerContext* sc, const pb::GetExpertLoadRequest*, pb::ExpertLoad* out) override {
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     const MetricsSnapshot m = ctx_->engine().Metrics();
-    const int32_t first = ctx_->engine().model_config().first_k_dense_replace;
-    const auto ratios = ExpertLoadMaxOverMean(m, first);
-    for (size_t i = 0; i < ratios.size(); ++i) {
-      const int32_t layer = first + static_cast<int32_t>(i);
+    for (const auto& [layer, ratio] : ExpertLoadMaxOverMean(m)) {
       auto* l = out->add_layers();
       l->set_layer(layer);
       for (int32_t e = 0; e < m.num_experts; ++e)
         l->add_tokens_per_expert(m.expert_tokens[static_cast<size_t>(layer) * m.num_experts + e]);
-      l->set_max_over_mean(ratios[i]);
+      l->set_max_over_mean(ratio);
       if (m.num_devices > 0) {
         std::vector<double> rows;
         for (int32_t d = 0; d < m.num_devices; ++d) {

@@ -17,12 +17,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
-#include "tools/cli_usage.h"
+#include "base/cli_usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "kernels/create_backend.h"
+#include "models/registry.h"
 #include "server/api_context.h"
 #include "server/grpc_server.h"
 #include "server/http_server.h"
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ls::Backend> backend = ls::CreateBackend(
       {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device)}, &backend_error);
   if (!backend) return Fail(backend_error);
-  auto model = ls::StableLatentMoe::Load(dir, backend.get());
+  auto model = ls::LoadModel(dir, backend.get());
   if (!model.ok()) return Fail(std::string(model.status().message()));
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
   if (std::filesystem::exists(dir + "/tokenizer.json")) {
@@ -165,18 +166,18 @@ int main(int argc, char** argv) {
   cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
-  cfg.num_devices = absl::GetFlag(FLAGS_devices);
-  cfg.expert_slots = absl::GetFlag(FLAGS_expert_slots);
-  cfg.replan_interval = absl::GetFlag(FLAGS_replan_interval);
-  cfg.load_window = absl::GetFlag(FLAGS_load_window);
-  if (cfg.num_devices < 0 || cfg.expert_slots < 0 || cfg.replan_interval < 0)
+  cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
+  cfg.experts.expert_slots = absl::GetFlag(FLAGS_expert_slots);
+  cfg.experts.replan_interval = absl::GetFlag(FLAGS_replan_interval);
+  cfg.experts.load_window = absl::GetFlag(FLAGS_load_window);
+  if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
     return Fail("--devices, --expert_slots and --replan_interval must not be negative");
   if (!absl::GetFlag(FLAGS_expert_placement).empty()) {
     std::ifstream in(absl::GetFlag(FLAGS_expert_placement));
     if (!in) return Fail("--expert_placement: cannot open " + absl::GetFlag(FLAGS_expert_placement));
     std::stringstream ss;
     ss << in.rdbuf();
-    cfg.expert_placement_json = ss.str();
+    cfg.experts.placement_json = ss.str();
   }
   auto engine = ls::Engine::Create(model->get(), tokenizer.get(), cfg);
   if (!engine.ok()) return Fail(std::string(engine.status().message()));

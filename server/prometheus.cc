@@ -33,10 +33,10 @@ void Value(std::string* out, const char* name, const char* type, const char* hel
 
 }  // namespace
 
-std::vector<double> ExpertLoadMaxOverMean(const MetricsSnapshot& m, int32_t first_moe_layer) {
-  std::vector<double> r;
+std::vector<std::pair<int32_t, double>> ExpertLoadMaxOverMean(const MetricsSnapshot& m) {
+  std::vector<std::pair<int32_t, double>> r;
   if (m.num_experts <= 0) return r;
-  for (int32_t l = first_moe_layer; l < m.num_layers; ++l) {
+  for (int32_t l : m.moe_layers) {
     const auto b = m.expert_tokens.begin() + static_cast<size_t>(l) * m.num_experts;
     if (m.expert_tokens.size() < static_cast<size_t>(l + 1) * m.num_experts) break;
     int64_t sum = 0, mx = 0;
@@ -44,7 +44,7 @@ std::vector<double> ExpertLoadMaxOverMean(const MetricsSnapshot& m, int32_t firs
       sum += *it;
       mx = std::max(mx, *it);
     }
-    r.push_back(sum > 0 ? static_cast<double>(mx) * m.num_experts / static_cast<double>(sum) : 0.0);
+    r.emplace_back(l, sum > 0 ? static_cast<double>(mx) * m.num_experts / static_cast<double>(sum) : 0.0);
   }
   return r;
 }
@@ -79,18 +79,15 @@ std::string RenderPrometheus(const ApiContext& ctx) {
   Histo(&out, "latentserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.", m.inter_token);
   Histo(&out, "latentserve_e2e_request_latency_seconds", "Arrival to finish.", m.e2e);
   Histo(&out, "latentserve_tokens_per_step", "Tokens computed per model step.", m.tokens_per_step);
-  const int32_t first_moe = ctx.engine().model_config().first_k_dense_replace;
   Header(&out, "latentserve_expert_load_max_over_mean", "gauge",
          "Per MoE layer, tokens of the busiest expert divided by the mean over experts.");
-  auto loads = ExpertLoadMaxOverMean(m, first_moe);
-  for (size_t i = 0; i < loads.size(); ++i)
-    absl::StrAppendFormat(&out, "latentserve_expert_load_max_over_mean{layer=\"%d\"} %.6f\n",
-                          static_cast<int>(i) + first_moe, loads[i]);
+  for (const auto& [layer, ratio] : ExpertLoadMaxOverMean(m))
+    absl::StrAppendFormat(&out, "latentserve_expert_load_max_over_mean{layer=\"%d\"} %.6f\n", layer, ratio);
   if (m.num_devices > 0) {
     Value(&out, "latentserve_expert_parallel_devices", "gauge", "Expert-parallel device workers.", m.num_devices);
     Header(&out, "latentserve_device_load_max_over_mean", "gauge",
            "Per MoE layer, routed rows of the busiest device divided by the mean over devices (since the last switch).");
-    for (int32_t l = first_moe; l < m.num_layers; ++l) {
+    for (int32_t l : m.moe_layers) {
       std::vector<double> rows(m.device_rows.begin() + static_cast<size_t>(l) * m.num_devices,
                                m.device_rows.begin() + static_cast<size_t>(l + 1) * m.num_devices);
       absl::StrAppendFormat(&out, "latentserve_device_load_max_over_mean{layer=\"%d\"} %.6f\n", l, MaxOverMean(rows));

@@ -10,6 +10,6 @@ namespace ls::server {
 std::string RenderPrometheus(const ApiContext& ctx);
 
 // Per MoE layer: max tokens per expert ÷ mean (1.0 = perfectly balanced; 0 when no tokens yet).
-std::vector<double> ExpertLoadMaxOverMean(const MetricsSnapshot& m, int32_t first_moe_layer);
+std::vector<std::pair<int32_t, double>> ExpertLoadMaxOverMean(const MetricsSnapshot& m);
 
 }  // namespace ls::server

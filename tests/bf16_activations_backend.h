@@ -50,9 +50,12 @@ class Bf16ActivationsBackend final : public Backend {
   void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override {
     cpu_.Gemm(Rounded(x, M * w.cols), M, w, y, accumulate);
   }
-  void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
-            float theta) override {
-    cpu_.Rope(x, num_tokens, num_heads, head_dim, positions, theta);
+  void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) override {
+    cpu_.Rope(x, num_tokens, positions, p);
+  }
+  void AddBias(float* y, int64_t rows, const Tensor& bias) override { cpu_.AddBias(y, rows, bias); }
+  void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override {
+    cpu_.MulSigmoid(x, rows, width, gate, gate_width);
   }
   bool SupportsKvCacheDType(DType dtype) const override { return cpu_.SupportsKvCacheDType(dtype); }
   void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }

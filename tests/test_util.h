@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "models/stable_latent_moe.h"
+#include "models/registry.h"
 
 namespace ls::testing {
 
@@ -22,7 +22,7 @@ Golden LoadGolden(const std::string& dir);
 
 // Runs a golden's prompt as prefill chunks of the given sizes over a scrambled block table, then
 // its decode ids one step at a time; returns all rows of logits ([prompt + decode, V]).
-std::vector<float> RunGolden(StableLatentMoe& model, const Golden& g, const std::vector<int>& chunks);
+std::vector<float> RunGolden(Model& model, const Golden& g, const std::vector<int>& chunks);
 
 // How well two sets of logits rows ([rows, vocab]) agree: the worst row's relative L2 error
 // ‖got − want‖ / ‖want‖ (1e30 when got holds a non-finite value) and the share of rows whose

@@ -12,11 +12,12 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "tools/cli_usage.h"
+#include "base/cli_usage.h"
 #include "absl/strings/str_cat.h"
 #include "engine/calibration.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "models/registry.h"
 #include "models/loader/safetensors_writer.h"
 #include "nlohmann/json.hpp"
 
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
     return Fail("--num_bins must be positive and --range_hi above --range_lo");
 
   ls::CpuBackend backend(absl::GetFlag(FLAGS_threads));
-  auto model = ls::StableLatentMoe::Load(dir, &backend);
+  auto model = ls::LoadModel(dir, &backend);
   if (!model.ok()) return Fail(std::string(model.status().message()));
   auto seqs = ReadPrompts(absl::GetFlag(FLAGS_prompts), dir);
   if (!seqs.ok()) return Fail(std::string(seqs.status().message()));
@@ -108,9 +109,9 @@ int main(int argc, char** argv) {
   ls::SafetensorsWriter w;
   for (const auto& [name, entry] : (*model)->weight_store().Entries())
     w.AddRaw(name, entry->shape, entry->dtype, std::string(static_cast<const char*>(entry->data), entry->bytes));
-  const int32_t N = (*model)->config().n_routed_experts;
+  const int32_t N = (*model)->config().moe.num_experts;
   for (const auto& [layer, bias] : result->biases)
-    w.Add(absl::StrCat("model.layers.", layer, ".mlp.gate.e_score_correction_bias"), {N}, bias, ls::DType::kF32);
+    w.Add((*model)->router_bias_name(layer), {N}, bias, ls::DType::kF32);
   if (auto s = w.Write(out + "/model.safetensors"); !s.ok()) return Fail(std::string(s.message()));
 
   nlohmann::json report = {{"sequences", seqs->size()}, {"layers", nlohmann::json::array()}};

@@ -8,13 +8,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "tools/cli_usage.h"
+#include "base/cli_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "kernels/create_backend.h"
 #include "models/kv_cache.h"
-#include "models/stable_latent_moe.h"
+#include "models/registry.h"
 #include "tools/npy.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (config.json + safetensors)");
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ls::Backend> backend =
       ls::CreateBackend({absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), 0}, &backend_error);
   if (!backend) return Fail(backend_error);
-  auto model = ls::StableLatentMoe::Load(dir, backend.get());
+  auto model = ls::LoadModel(dir, backend.get());
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const ls::ModelConfig& cfg = (*model)->config();
   for (int32_t id : prompt)
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   if (!kv_requested.ok()) return Fail("--" + std::string(kv_requested.status().message()));
   auto kv_dtype = ls::ChooseKvCacheDType(*kv_requested, (*model)->dtype(), *backend);
   if (!kv_dtype.ok()) return Fail(std::string(kv_dtype.status().message()));
-  ls::KvCache cache(backend.get(), cfg, blocks, kBlock, *kv_dtype);
+  ls::KvCache cache(backend.get(), (*model)->kv_layout(), blocks, kBlock, *kv_dtype);
   ls::StepSequence seq;
   for (int32_t b = 0; b < blocks; ++b) seq.block_table.push_back(b);
 

@@ -1,7 +1,7 @@
 // CPU paged attention: stores the step's K/V into their cache slots (float32, or BF16 rounded to
-// nearest even), then for every new token and query head a causal softmax over all cached
-// positions of its sequence (GQA: query head h reads KV head h / (H / Hkv)). Works for prefill
-// chunks and single-token decode alike.
+// nearest even), then for every new token and query head a causal softmax over the cached
+// positions of its sequence, or its last sliding_window ones (GQA: query head h reads KV head
+// h / (H / Hkv)). Works for prefill chunks and single-token decode alike.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -43,7 +43,7 @@ const void* RowAt(const void* base, bool bf16, int64_t offset) {
 
 // The portable attention step (see attention_core.h).
 void AttendPortable(const internal::AttendArgs& a) {
-  const int32_t G = a.group, ctx = a.ctx, hd = a.head_dim;
+  const int32_t G = a.group, ctx = a.len(), hd = a.head_dim;
   a.ForEachPosition([&](int32_t pos, int64_t off) {
     const void* k = RowAt(a.k, a.bf16, off);
     for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = DotRow(a.q + g * hd, k, a.bf16, hd) * a.scale;
@@ -115,6 +115,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     thread_local std::vector<float> scratch;
     internal::AttendArgs a;
     a.ctx = s.start_pos + i + 1;  // causal: positions 0 .. start_pos + i
+    if (p.sliding_window > 0) a.first = std::max(0, a.ctx - p.sliding_window);
     a.group = group;
     a.head_dim = hd;
     a.scale = p.scale;
@@ -125,9 +126,9 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.block_table = s.block_table;
     a.block_size = p.cache.block_size;
     a.position_stride = kv_width;
-    scratch.resize(static_cast<size_t>(a.ctx) * group + group);
+    scratch.resize(static_cast<size_t>(a.len()) * group + group);
     a.scores = scratch.data();
-    a.sums = scratch.data() + static_cast<size_t>(a.ctx) * group;
+    a.sums = scratch.data() + static_cast<size_t>(a.len()) * group;
     a.out = p.out + (row * H + kvh * group) * hd;
     if (!avx512 || !internal::AttendAvx512(a)) AttendPortable(a);
   };

@@ -57,7 +57,7 @@ inline void PrefetchRow(const void* row, size_t bytes) {
 template <int HV, typename T, int GC>
 void Scores(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
   const T* k_cache = static_cast<const T*>(a.k);
-  const int32_t ctx = a.ctx;
+  const int32_t ctx = a.len();
   __m512 q[GC][HV];
   for (int c = 0; c < GC; ++c)
     for (int j = 0; j < HV; ++j)
@@ -91,7 +91,7 @@ void Scores(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
 template <int HV, typename T, int GC>
 void Values(const AttendArgs& a, const int64_t* offsets, int32_t g0) {
   const T* v_cache = static_cast<const T*>(a.v);
-  const int32_t ctx = a.ctx;
+  const int32_t ctx = a.len();
   const float* s[GC];
   __m512 acc[GC][HV];
   for (int c = 0; c < GC; ++c) {
@@ -153,7 +153,7 @@ int32_t HeadsPerPass(int32_t group) {
 template <int HV, typename T, int GC>
 void AttendInPasses(const AttendArgs& a, const int64_t* offsets) {
   for (int32_t g0 = 0; g0 < a.group; g0 += GC) Scores<HV, T, GC>(a, offsets, g0);
-  for (int32_t g = 0; g < a.group; ++g) a.sums[g] = Softmax(a.scores + static_cast<int64_t>(g) * a.ctx, a.ctx);
+  for (int32_t g = 0; g < a.group; ++g) a.sums[g] = Softmax(a.scores + static_cast<int64_t>(g) * a.len(), a.len());
   for (int32_t g0 = 0; g0 < a.group; g0 += GC) Values<HV, T, GC>(a, offsets, g0);
 }
 
@@ -161,8 +161,8 @@ template <int HV, typename T>  // HV = head_dim / 16; T: the cache element, floa
 void Attend(const AttendArgs& a) {
   // Cache offsets of the positions, looked up once for every query head and both passes.
   thread_local std::vector<int64_t> offsets;
-  offsets.resize(a.ctx);
-  a.ForEachPosition([&](int32_t pos, int64_t off) { offsets[pos] = off; });
+  offsets.resize(a.len());
+  a.ForEachPosition([&](int32_t i, int64_t off) { offsets[i] = off; });
   switch (HeadsPerPass<HV>(a.group)) {
     case 4:
       if constexpr (HV <= 2) return AttendInPasses<HV, T, 4>(a, offsets.data());

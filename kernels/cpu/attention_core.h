@@ -1,5 +1,5 @@
 // The inner step of CPU paged attention, shared by the portable and AVX-512 paths: one token's
-// query heads of one KV group against that KV head's first `ctx` cached positions.
+// query heads of one KV group against that KV head's cached positions first .. ctx - 1.
 #pragma once
 
 #include <cstdint>
@@ -16,20 +16,25 @@ struct AttendArgs {
   int64_t position_stride = 0;   // elements between consecutive cache slots (kv_heads · head_dim)
   int32_t group = 0;
   int32_t head_dim = 0;
-  int32_t ctx = 0;               // positions attended: 0 .. ctx - 1
+  int32_t ctx = 0;               // positions attended: first .. ctx - 1
+  int32_t first = 0;             // 0, or the start of a sliding window
   float scale = 1.f;
-  float* scores = nullptr;       // scratch [group, ctx]
+  float* scores = nullptr;       // scratch [group, len()]
   float* sums = nullptr;         // scratch [group]
   float* out = nullptr;          // [group, head_dim]
 
-  // Calls fn(pos, offset) for pos = 0 .. ctx - 1 in order, one block-table lookup per block;
-  // offset counts elements from k and v.
+  // Positions attended.
+  int32_t len() const { return ctx - first; }
+  // Calls fn(i, offset) for positions first + i, i = 0 .. len() - 1, in order, one block-table
+  // lookup per block; offset counts elements from k and v.
   template <typename Fn>
   void ForEachPosition(Fn&& fn) const {
-    for (int32_t first = 0, b = 0; first < ctx; first += block_size, ++b) {
+    for (int32_t pos = first; pos < ctx;) {
+      const int32_t b = pos / block_size, in_block = pos % block_size;
       const int64_t base = static_cast<int64_t>(block_table[b]) * block_size * position_stride;
-      const int32_t n = ctx - first < block_size ? ctx - first : block_size;
-      for (int32_t j = 0; j < n; ++j) fn(first + j, base + j * position_stride);
+      const int32_t n = ctx - pos < block_size - in_block ? ctx - pos : block_size - in_block;
+      for (int32_t j = 0; j < n; ++j) fn(pos - first + j, base + (in_block + j) * position_stride);
+      pos += n;
     }
   }
 };

@@ -43,8 +43,12 @@ void CpuBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool
 void CpuBackend::GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
   cpu::GemmMany(pool_, x, M, outs, n);
 }
-void CpuBackend::Rope(float* x, int64_t n, int32_t heads, int32_t hd, const int32_t* pos, float theta) {
-  cpu::Rope(pool_, x, n, heads, hd, pos, theta);
+void CpuBackend::Rope(float* x, int64_t n, const int32_t* positions, const RopeParams& p) {
+  cpu::Rope(pool_, x, n, positions, p);
+}
+void CpuBackend::AddBias(float* y, int64_t rows, const Tensor& bias) { cpu::AddBias(pool_, y, rows, bias); }
+void CpuBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) {
+  cpu::MulSigmoid(pool_, x, rows, width, gate, gate_width);
 }
 void CpuBackend::PagedAttention(const AttentionParams& p) { cpu::PagedAttention(pool_, p); }
 void CpuBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,

@@ -30,8 +30,9 @@ class CpuBackend final : public Backend {
   void BeginStep() override { pool_.Wake(); }
   void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
   void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) override;
-  void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
-            float theta) override;
+  void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) override;
+  void AddBias(float* y, int64_t rows, const Tensor& bias) override;
+  void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
   void PagedAttention(const AttentionParams& p) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
@@ -12,8 +13,9 @@ namespace ls::cpu {
 
 void Embedding(ThreadPool& pool, const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out);
 void RmsNorm(ThreadPool& pool, const float* x, int64_t rows, const Tensor& w, float eps, float* out);
-void Rope(ThreadPool& pool, float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim,
-          const int32_t* positions, float theta);
+void Rope(ThreadPool& pool, float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p);
+void AddBias(ThreadPool& pool, float* y, int64_t rows, const Tensor& bias);
+void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width);
 void PagedAttention(ThreadPool& pool, const AttentionParams& p);
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
                    Activation act, float* out);
@@ -30,5 +32,9 @@ float SiLU(float x);  // x · sigmoid(x)
 
 // Per-token top-K of scores + bias, best first, ties to the lower expert index.
 void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, int32_t* ids);
+// Selection keys score + bias of one token under group-limited routing: experts outside the
+// topk_group groups with the largest sums of their two best keys (ties: lower group) get -inf.
+void GroupLimitedKeys(const float* scores, const float* bias, int32_t n, int32_t n_group, int32_t topk_group,
+                      std::vector<float>* keys);
 
 }  // namespace ls::cpu

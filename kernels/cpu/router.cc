@@ -1,7 +1,9 @@
 // CPU MoE router: sigmoid/softmax scores over all experts, top-K of score + frozen bias (ties to
-// the lower index), weights from the unbiased scores, optionally normalised, then scaled.
+// the lower index) among the eligible experts (all, or those of the best groups with group-limited
+// routing), weights from the unbiased scores, optionally normalised, then scaled.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -29,6 +31,29 @@ void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, in
   }
 }
 
+void GroupLimitedKeys(const float* scores, const float* bias, int32_t n, int32_t n_group, int32_t topk_group,
+                      std::vector<float>* keys) {
+  const int32_t size = n / n_group;
+  keys->resize(n);
+  for (int32_t e = 0; e < n; ++e) (*keys)[e] = scores[e] + (bias ? bias[e] : 0.f);
+  // Each group's rank: the sum of its two largest keys.
+  thread_local std::vector<float> group_score;
+  thread_local std::vector<int32_t> best_groups;
+  group_score.resize(n_group);
+  for (int32_t g = 0; g < n_group; ++g) {
+    int32_t top[2];
+    SelectTopK(keys->data() + g * size, nullptr, size, 2, top);
+    group_score[g] = (*keys)[g * size + top[0]] + (*keys)[g * size + top[1]];
+  }
+  best_groups.resize(topk_group);
+  SelectTopK(group_score.data(), nullptr, n_group, topk_group, best_groups.data());
+  thread_local std::vector<char> eligible;
+  eligible.assign(n_group, 0);
+  for (int32_t g : best_groups) eligible[g] = 1;
+  for (int32_t e = 0; e < n; ++e)
+    if (!eligible[e / size]) (*keys)[e] = -std::numeric_limits<float>::infinity();
+}
+
 void Router(ThreadPool& pool, const RouterParams& p) {
   const int32_t n = p.num_experts, k = p.top_k;
   auto token = [&](int64_t t) {
@@ -46,7 +71,13 @@ void Router(ThreadPool& pool, const RouterParams& p) {
     }
     int32_t* ids = p.topk_ids + t * k;
     float* w = p.topk_weights + t * k;
-    SelectTopK(s.data(), p.bias, n, k, ids);
+    if (p.n_group > 1) {
+      thread_local std::vector<float> keys;
+      GroupLimitedKeys(s.data(), p.bias, n, p.n_group, p.topk_group, &keys);
+      SelectTopK(keys.data(), nullptr, n, k, ids);
+    } else {
+      SelectTopK(s.data(), p.bias, n, k, ids);
+    }
     float sum = 0.f;
     for (int32_t j = 0; j < k; ++j) sum += (w[j] = s[ids[j]]);
     const float scale = p.routed_scaling_factor / (p.norm_topk_prob && sum > 0.f ? sum : 1.f);

@@ -1,6 +1,7 @@
 // CUDA paged attention over the float32 KV cache [num_blocks, block_size, Hkv, hd]: first the
 // step's new K/V go into their cache slots, then one block per (new token, KV head) serves that
-// head's query group with a causal online softmax over the sequence's cached positions. Prefill
+// head's query group with a causal online softmax over the sequence's cached positions (or its
+// last sliding_window ones). Prefill
 // chunks and single-token decodes alike. Two kernels:
 //   - WarpAttentionKernel, for query groups of up to 8 heads of up to 256 dims: each warp takes
 //     every fourth position, reads its K and V rows once for the whole group, keeps the group's
@@ -31,6 +32,9 @@ __device__ inline int64_t SlotOffset(const int32_t* table, int32_t pos, int32_t 
   return (static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size) * kv_width;
 }
 
+// The first position a token at `pos` attends to: 0, or the start of its sliding window.
+__device__ inline int32_t FirstPosition(int32_t pos, int32_t window) { return window > 0 ? max(0, pos + 1 - window) : 0; }
+
 // Grid: one block per new token.
 __global__ void WriteKvKernel(const float* __restrict__ k_new, const float* __restrict__ v_new,
                               const AttentionToken* __restrict__ tokens, const int32_t* __restrict__ tables,
@@ -50,7 +54,7 @@ __global__ void WriteKvKernel(const float* __restrict__ k_new, const float* __re
 __global__ void TiledAttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
                                 const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
                                 const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
-                                int32_t block_size, float scale, float* __restrict__ out) {
+                                int32_t block_size, float scale, int32_t window, float* __restrict__ out) {
   extern __shared__ float smem[];
   const int32_t group = num_heads / num_kv_heads;
   const int32_t kv_width = num_kv_heads * hd;
@@ -77,8 +81,8 @@ __global__ void TiledAttentionKernel(const float* __restrict__ q, const float* _
   __syncthreads();
 
   const int32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int32_t ctx = tok.pos + 1;  // causal: positions 0 .. pos
-  for (int32_t start = 0; start < ctx; start += kTile) {
+  const int32_t ctx = tok.pos + 1;  // causal: positions first .. pos
+  for (int32_t start = FirstPosition(tok.pos, window); start < ctx; start += kTile) {
     const int32_t n = min(kTile, ctx - start);
     // Scores: one warp per (query head, position), lanes across the head dimension.
     for (int32_t pair = warp; pair < group * n; pair += kWarps) {
@@ -126,7 +130,8 @@ __global__ void TiledAttentionKernel(const float* __restrict__ q, const float* _
 // and max_sum[((t · Hkv + h) · splits + z) · group + g] is (m, Σ_j e^(s_j − m)), for query head
 // g of the group; a split past the token's context writes nothing.
 struct SplitPartials {
-  int32_t len = 0;  // positions per split; 0: no split (the kernel writes out)
+  int32_t len = 0;     // positions per split; 0: no split (the kernel writes out)
+  int32_t window = 0;  // the sliding window (0: none): splits wholly before it are empty too
   float* acc = nullptr;
   float2* max_sum = nullptr;
 };
@@ -163,12 +168,14 @@ __global__ void __launch_bounds__(kThreads)
     run_sum[g] = 0.f;
   }
 
-  // Causal: positions 0 .. pos, or this block's range of them.
-  int32_t begin = 0, end = tok.pos + 1;
+  // Causal: positions first .. pos (first > 0 in a sliding window), or this block's range of them.
+  const int32_t first = FirstPosition(tok.pos, split.window);
+  int32_t begin = first, end = tok.pos + 1;
   if (split.len > 0) {
     begin = static_cast<int32_t>(blockIdx.z) * split.len;
-    if (begin >= end) return;  // the whole block: nothing of this token's context here
     end = min(end, begin + split.len);
+    begin = max(begin, first);
+    if (begin >= end) return;  // the whole block: nothing of this token's context here
   }
   // K and V rows of a position; the next position's are loaded while this one is used.
   auto load = [&](int32_t pos, float (&kr)[kDims], float (&vr)[kDims]) {
@@ -250,14 +257,15 @@ __global__ void MergeSplitsKernel(const AttentionToken* __restrict__ tokens, int
   const AttentionToken tok = tokens[blockIdx.x];
   const int32_t kvh = blockIdx.y;
   const int32_t used = (tok.pos + split.len) / split.len;  // ceil((pos + 1) / len)
+  const int32_t skipped = FirstPosition(tok.pos, split.window) / split.len;  // splits before the window
   const int64_t slot0 = (static_cast<int64_t>(blockIdx.x) * num_kv_heads + kvh) * splits;
   const int64_t head0 = (static_cast<int64_t>(tok.row) * num_heads + static_cast<int64_t>(kvh) * group) * hd;
   for (int32_t idx = threadIdx.x; idx < group * hd; idx += kThreads) {
     const int32_t g = idx / hd;
     float m = -INFINITY;
-    for (int32_t z = 0; z < used; ++z) m = fmaxf(m, split.max_sum[(slot0 + z) * group + g].x);
+    for (int32_t z = skipped; z < used; ++z) m = fmaxf(m, split.max_sum[(slot0 + z) * group + g].x);
     float sum = 0.f, a = 0.f;
-    for (int32_t z = 0; z < used; ++z) {
+    for (int32_t z = skipped; z < used; ++z) {
       const float2 ms = split.max_sum[(slot0 + z) * group + g];
       const float f = expf(ms.x - m);
       sum += ms.y * f;
@@ -341,6 +349,7 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
   if (AttentionKernelFn warp_kernel = WarpKernelFor(group, p.head_dim)) {
     const int32_t splits = split_scratch ? SplitsFor(num_tokens, p.num_kv_heads, max_context) : 1;
     SplitPartials split;
+    split.window = p.sliding_window;
     if (splits > 1) {
       split.len = (max_context + splits - 1) / splits;
       const int64_t slots = static_cast<int64_t>(num_tokens) * p.num_kv_heads * splits * group;
@@ -371,7 +380,8 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
         cudaFuncSetAttribute(TiledAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   TiledAttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, k_cache, v_cache, tokens, block_tables, p.num_heads,
-                                                    p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale, p.out);
+                                                    p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale,
+                                                    p.sliding_window, p.out);
   LS_CUDA_CHECK_LAUNCH();
 }
 

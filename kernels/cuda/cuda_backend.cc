@@ -84,6 +84,7 @@ CudaBackend::~CudaBackend() {
   uploader_.reset();
   moe_.reset();
   for (auto& [key, entry] : expert_tables_) cudaFree(entry.device);
+  for (auto& [host, device] : rope_tables_) cudaFree(device);
   for (int32_t* b : counts_buffers_) cudaFreeHost(b);
 #if defined(LS_HAVE_NCCL)
   if (expert_comm_) ncclCommDestroy(expert_comm_);
@@ -196,15 +197,33 @@ void CudaBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, boo
   gemm_->Run(x, M, w, y, accumulate, stream_);
 }
 
-void CudaBackend::Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
-                       float theta) {
-  if (num_tokens == 0 || head_dim < 2) return;
+void CudaBackend::Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) {
+  if (num_tokens == 0 || p.rotary_dim < 2) return;
   Activate();
-  inv_freq_.resize(static_cast<size_t>(head_dim / 2));
-  cuda::RopeInverseFrequencies(theta, head_dim, inv_freq_.data());
+  const size_t half = static_cast<size_t>(p.rotary_dim / 2);
+  // A model has one or a few frequency tables: each is copied to the device once and kept.
+  const float* d_inv_freq = nullptr;
+  for (const auto& [host, device] : rope_tables_)
+    if (host.size() == half && std::equal(host.begin(), host.end(), p.inv_freq)) d_inv_freq = device;
+  if (!d_inv_freq) {
+    void* device = nullptr;
+    LS_CUDA_CHECK(cudaMalloc(&device, half * sizeof(float)));
+    LS_CUDA_CHECK(cudaMemcpy(device, p.inv_freq, half * sizeof(float), cudaMemcpyHostToDevice));
+    rope_tables_.emplace_back(std::vector<float>(p.inv_freq, p.inv_freq + half), static_cast<float*>(device));
+    d_inv_freq = static_cast<float*>(device);
+  }
   const int32_t* d_positions = uploader_->Upload(positions, static_cast<size_t>(num_tokens));
-  const float* d_inv_freq = uploader_->Upload(inv_freq_.data(), inv_freq_.size());
-  cuda::Rope(x, num_tokens, num_heads, head_dim, d_positions, d_inv_freq, stream_);
+  cuda::Rope(x, num_tokens, d_positions, p, d_inv_freq, stream_);
+}
+
+void CudaBackend::AddBias(float* y, int64_t rows, const Tensor& bias) {
+  Activate();
+  cuda::AddBias(y, rows, bias, stream_);
+}
+
+void CudaBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) {
+  Activate();
+  cuda::MulSigmoid(x, rows, width, gate, gate_width, stream_);
 }
 
 void CudaBackend::PagedAttention(const AttentionParams& p) {

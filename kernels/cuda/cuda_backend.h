@@ -51,8 +51,9 @@ class CudaBackend final : public Backend {
   void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
   void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
   void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
-  void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
-            float theta) override;
+  void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) override;
+  void AddBias(float* y, int64_t rows, const Tensor& bias) override;
+  void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   void PagedAttention(const AttentionParams& p) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override;
@@ -96,7 +97,8 @@ class CudaBackend final : public Backend {
   std::vector<cuda::AttentionToken> attention_tokens_;
   std::vector<int32_t> attention_tables_;
   cuda::DeviceScratch attention_split_;  // partial softmaxes of split contexts
-  std::vector<float> inv_freq_;
+  // The RoPE frequency tables seen so far: host values and their device copy.
+  std::vector<std::pair<std::vector<float>, float*>> rope_tables_;
   // Expert counts on their way back: pinned buffer i holds the copy for pending_counts_[i].
   struct PendingCounts {
     int64_t* dst;

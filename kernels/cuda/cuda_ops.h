@@ -26,12 +26,14 @@ void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, floa
 // out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w, rows of width w.cols; in place allowed.
 void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out, cudaStream_t stream);
 
-// inv_freq[i] = θ^(−2i/hd) for i < hd/2, computed on the host exactly as the CPU op computes it
-// (host memory), so that both backends rotate by the same angles.
-void RopeInverseFrequencies(float theta, int32_t head_dim, float* inv_freq);
-// Rotate-half RoPE in place on x[T, num_heads * head_dim] at positions[T] with inv_freq[hd / 2].
-void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
-          const float* inv_freq, cudaStream_t stream);
+// RoPE in place on x[T, num_heads * head_dim] at positions[T] (device), with `inv_freq` the
+// device copy of p.inv_freq [rotary_dim / 2].
+void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p, const float* inv_freq,
+          cudaStream_t stream);
+// y[r] += bias over rows of width bias.cols (bias: device memory, F32, BF16 or F16).
+void AddBias(float* y, int64_t rows, const Tensor& bias, cudaStream_t stream);
+// x[r, i] *= σ(gate[r, gate_width == 1 ? 0 : i]).
+void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width, cudaStream_t stream);
 
 // out[r, i] = act(gate[r, i]) · up[r, i] over rows × width elements.
 void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act, float* out,

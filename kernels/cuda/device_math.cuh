@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "kernels/dtype.h"
 #include "kernels/ops.h"
 
 namespace ls::cuda {
@@ -19,6 +20,15 @@ __device__ inline float ToF32(W v) {
     return __bfloat162float(v);
   } else {
     return __half2float(v);
+  }
+}
+
+// Element i of a buffer of F32, BF16 or F16 values, as float32.
+__device__ inline float LoadWeight(const void* base, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(base)[i];
+    case DType::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    default: return __half2float(static_cast<const __half*>(base)[i]);
   }
 }
 

@@ -1,5 +1,5 @@
-// Small elementwise CUDA ops: the residual add (x += y) and the float32 → BF16 conversion that
-// turns activations into GEMM operands.
+// Small elementwise CUDA ops: the residual add (x += y), row biases, sigmoid gating, and the
+// float32 → BF16 conversion that turns activations into GEMM operands.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_math.cuh"
 
 namespace ls::cuda {
 namespace {
@@ -22,6 +23,23 @@ __global__ void AddKernel(float* __restrict__ x, const float* __restrict__ y, in
   }
 }
 
+__global__ void AddBiasKernel(float* __restrict__ y, int64_t n, int64_t width, const void* __restrict__ bias,
+                              DType dtype) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    y[i] += LoadWeight(bias, dtype, i % width);
+  }
+}
+
+__global__ void MulSigmoidKernel(float* __restrict__ x, int64_t n, int64_t width, const float* __restrict__ gate,
+                                 int64_t gate_width) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int64_t r = i / width;
+    x[i] *= Sigmoid(gate[r * gate_width + (gate_width == 1 ? 0 : i % width)]);
+  }
+}
+
 __global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, __nv_bfloat16* __restrict__ out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -34,6 +52,20 @@ __global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, __nv_bfloat
 void Add(float* x, const float* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   AddKernel<<<GridFor(n), kThreads, 0, stream>>>(x, y, n);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void AddBias(float* y, int64_t rows, const Tensor& bias, cudaStream_t stream) {
+  const int64_t n = rows * bias.cols;
+  if (n == 0) return;
+  AddBiasKernel<<<GridFor(n), kThreads, 0, stream>>>(y, n, bias.cols, bias.data, bias.dtype);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width, cudaStream_t stream) {
+  const int64_t n = rows * width;
+  if (n == 0) return;
+  MulSigmoidKernel<<<GridFor(n), kThreads, 0, stream>>>(x, n, width, gate, gate_width);
   LS_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,9 +1,9 @@
-// CUDA rotary position embedding, rotate-half convention over the whole head: pairs (i, i + hd/2)
-// rotate by pos · inv_freq[i]. One block per token. Twin of kernels/cpu/rope.cc: the frequencies
-// come from the same host formula and the products are not fused, so the angles are identical.
+// CUDA rotary position embedding (RopeParams): rotate-half pairs (i, i + r/2) or interleaved
+// pairs (2i, 2i + 1) over the first r = rotary_dim dims of each head, pair i turning by
+// pos · inv_freq[i], cos and sin scaled by attention_scaling. One block per token. Twin of
+// kernels/cpu/rope.cc: the frequencies are the same host table and the products are not fused,
+// so the angles are identical.
 #include <cuda_runtime.h>
-
-#include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -13,34 +13,31 @@ namespace {
 
 constexpr int kThreads = 128;
 
-__global__ void RopeKernel(float* __restrict__ x, int32_t num_heads, int32_t head_dim,
-                           const int32_t* __restrict__ positions, const float* __restrict__ inv_freq) {
-  const int32_t half = head_dim / 2;
+__global__ void RopeKernel(float* __restrict__ x, int32_t num_heads, int32_t head_dim, int32_t rotary_dim,
+                           bool interleaved, const int32_t* __restrict__ positions,
+                           const float* __restrict__ inv_freq, float scaling) {
+  const int32_t half = rotary_dim / 2;
+  const int32_t stride = interleaved ? 2 : 1, partner = interleaved ? 1 : half;
   const float pos = static_cast<float>(positions[blockIdx.x]);
   float* xt = x + static_cast<int64_t>(blockIdx.x) * num_heads * head_dim;
   for (int32_t j = threadIdx.x; j < num_heads * half; j += kThreads) {
     const int32_t h = j / half, i = j % half;
     const float angle = __fmul_rn(pos, inv_freq[i]);
-    const float c = cosf(angle), s = sinf(angle);
-    float* v = xt + h * head_dim;
-    const float a = v[i], b = v[i + half];
-    v[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-    v[i + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+    const float c = __fmul_rn(cosf(angle), scaling), s = __fmul_rn(sinf(angle), scaling);
+    float* v = xt + h * head_dim + i * stride;
+    const float a = v[0], b = v[partner];
+    v[0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+    v[partner] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
   }
 }
 
 }  // namespace
 
-void RopeInverseFrequencies(float theta, int32_t head_dim, float* inv_freq) {
-  for (int32_t i = 0; i < head_dim / 2; ++i) {
-    inv_freq[i] = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-  }
-}
-
-void Rope(float* x, int64_t num_tokens, int32_t num_heads, int32_t head_dim, const int32_t* positions,
-          const float* inv_freq, cudaStream_t stream) {
-  if (num_tokens == 0 || head_dim < 2) return;
-  RopeKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(x, num_heads, head_dim, positions, inv_freq);
+void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p, const float* inv_freq,
+          cudaStream_t stream) {
+  if (num_tokens == 0 || p.rotary_dim < 2) return;
+  RopeKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
+      x, p.num_heads, p.head_dim, p.rotary_dim, p.interleaved, positions, inv_freq, p.attention_scaling);
   LS_CUDA_CHECK_LAUNCH();
 }
 

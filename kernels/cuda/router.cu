@@ -1,7 +1,8 @@
 // CUDA MoE router, fused: one block per token computes the sigmoid or softmax scores of all
-// experts into shared memory, picks the top-K of score + bias by K block-wide arg-max rounds
-// (ties to the lower expert index), then weights from the unbiased scores, optionally
-// normalised, times the scaling factor. Twin of kernels/cpu/router.cc.
+// experts into shared memory, leaves only the best groups' experts eligible under group-limited
+// routing, picks the top-K of score + bias by K block-wide arg-max rounds (ties to the lower
+// expert index), then weights from the unbiased scores, optionally normalised, times the scaling
+// factor. Twin of kernels/cpu/router.cc.
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -35,12 +36,13 @@ struct MaxOf {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
-// Dynamic shared memory: scores [N] float, then taken [N] flags.
+// Dynamic shared memory: scores [N] float, group scores [n_group] float, then taken [N] flags.
 __global__ void RouterKernel(const float* __restrict__ logits, const float* __restrict__ bias, int32_t n, int32_t k,
-                             bool softmax, bool norm_topk_prob, float scaling, int32_t* __restrict__ ids,
-                             float* __restrict__ weights) {
+                             int32_t n_group, int32_t topk_group, bool softmax, bool norm_topk_prob, float scaling,
+                             int32_t* __restrict__ ids, float* __restrict__ weights) {
   extern __shared__ float scores[];
-  unsigned char* taken = reinterpret_cast<unsigned char*>(scores + n);
+  float* group_score = scores + n;
+  unsigned char* taken = reinterpret_cast<unsigned char*>(group_score + n_group);
   using FloatReduce = cub::BlockReduce<float, kThreads>;
   using CandidateReduce = cub::BlockReduce<Candidate, kThreads>;
   __shared__ union {
@@ -79,6 +81,38 @@ __global__ void RouterKernel(const float* __restrict__ logits, const float* __re
   for (int32_t e = threadIdx.x; e < n; e += kThreads) taken[e] = 0;
   __syncthreads();
 
+  if (n_group > 1) {
+    // Group-limited selection: each group ranks by the sum of its two largest score + bias; the
+    // experts of all but the topk_group best groups (ties: lower group) are marked taken.
+    const int32_t size = n / n_group;
+    for (int32_t g = threadIdx.x; g < n_group; g += kThreads) {
+      float a = -INFINITY, b = -INFINITY;  // the two largest keys
+      for (int32_t e = g * size; e < (g + 1) * size; ++e) {
+        const float key = scores[e] + (bias ? bias[e] : 0.f);
+        if (key > a) {
+          b = a;
+          a = key;
+        } else if (key > b) {
+          b = key;
+        }
+      }
+      group_score[g] = a + b;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int32_t j = 0; j < topk_group; ++j) {
+        int32_t best = -1;
+        for (int32_t g = 0; g < n_group; ++g)
+          if (group_score[g] != INFINITY && (best < 0 || group_score[g] > group_score[best])) best = g;
+        if (best >= 0) group_score[best] = INFINITY;  // chosen
+      }
+    }
+    __syncthreads();
+    for (int32_t e = threadIdx.x; e < n; e += kThreads)
+      if (group_score[e / size] != INFINITY) taken[e] = 1;
+    __syncthreads();
+  }
+
   for (int32_t j = 0; j < k; ++j) {
     Candidate best{-INFINITY, INT_MAX};
     for (int32_t e = threadIdx.x; e < n; e += kThreads) {
@@ -112,13 +146,16 @@ __global__ void RouterKernel(const float* __restrict__ logits, const float* __re
 void Router(const RouterParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return;
   LS_CUDA_REQUIRE(p.top_k >= 1 && p.top_k <= p.num_experts, "Router: top_k must be in [1, num_experts]");
-  const size_t smem = static_cast<size_t>(p.num_experts) * (sizeof(float) + 1);
+  LS_CUDA_REQUIRE(p.n_group >= 1 && p.num_experts % p.n_group == 0 && p.topk_group >= 1 && p.topk_group <= p.n_group,
+                  "Router: n_group must divide num_experts and topk_group be within [1, n_group]");
+  const size_t smem = static_cast<size_t>(p.num_experts) * (sizeof(float) + 1) + p.n_group * sizeof(float);
   if (smem > 48 * 1024) {
     LS_CUDA_CHECK(
         cudaFuncSetAttribute(RouterKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   RouterKernel<<<static_cast<unsigned>(p.num_tokens), kThreads, smem, stream>>>(
-      p.logits, p.bias, p.num_experts, p.top_k, p.scoring == ScoringFunc::kSoftmax, p.norm_topk_prob,
+      p.logits, p.bias, p.num_experts, p.top_k, p.n_group, p.topk_group, p.scoring == ScoringFunc::kSoftmax,
+      p.norm_topk_prob,
       p.routed_scaling_factor, p.topk_ids, p.topk_weights);
   LS_CUDA_CHECK_LAUNCH();
 }

@@ -1,56 +1,105 @@
-// ModelConfig: the architecture and sizes of a model, read from its config.json and validated
-// (DESIGN.md §2). Missing required keys and inconsistent sizes are errors naming the key.
+// ModelConfig: the architecture and sizes of a model as the layers read them, filled from a
+// config.json by its family's adapter (models/families/) and validated here. A per-layer plan
+// says which attention and FFN each decoder layer uses. Errors name the file and the key.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kernels/ops.h"
 
 namespace ls {
 
+// Rotary position embedding of an attention layer (the scaling types of transformers'
+// modeling_rope_utils that the server implements; see models/layers/rope_table.h for the math).
+struct RopeConfig {
+  enum class Scaling : uint8_t { kNone, kLinear, kYarn, kLlama3 };
+  float theta = 10000.f;
+  int32_t rotary_dim = 0;    // leading dims of a head that rotate (partial rotary); 0 = no RoPE
+  bool interleaved = false;  // pairs (2i, 2i + 1) instead of rotate-half pairs (i, i + rotary_dim / 2)
+  Scaling scaling = Scaling::kNone;
+  float factor = 1.f;                            // linear, yarn, llama3
+  int64_t original_max_position_embeddings = 0;  // yarn, llama3
+  float beta_fast = 32.f, beta_slow = 1.f;       // yarn
+  float mscale = 0.f, mscale_all_dim = 0.f;      // yarn (0: unset)
+  float attention_factor = 0.f;                  // yarn (0: derived from factor and mscale)
+  bool truncate = true;                          // yarn
+  float low_freq_factor = 1.f, high_freq_factor = 4.f;  // llama3
+};
+
+enum class AttentionKind : uint8_t { kGqa };
+enum class FfnKind : uint8_t { kDense, kMoe };
+
+// What one decoder layer runs.
+struct LayerPlan {
+  AttentionKind attention = AttentionKind::kGqa;
+  FfnKind ffn = FfnKind::kDense;
+  int32_t sliding_window = 0;  // a token attends to the last `sliding_window` positions (0: all)
+};
+
+// Grouped-query attention (query head h reads KV head h·Hkv/H), scale 1/√head_dim.
+struct GqaConfig {
+  int32_t num_heads = 0;     // H
+  int32_t num_kv_heads = 0;  // Hkv, divides H
+  int32_t head_dim = 0;      // hd
+  bool qkv_bias = false;     // q, k and v projections carry biases
+  bool o_bias = false;       // the output projection carries a bias
+  bool qk_norm = false;      // RMSNorm over each head of q and k before RoPE
+  RopeConfig rope;
+};
+
+// Routed experts (DESIGN.md §3), optionally in a latent space, with shared experts.
+struct MoeConfig {
+  int32_t num_experts = 0;     // N
+  int32_t top_k = 0;           // K
+  int64_t expert_ffn = 0;      // f, each routed expert's GLU width
+  int64_t latent_size = 0;     // d_lat; 0 = the experts read and write the hidden state (plain MoE)
+  int64_t shared_ffn = 0;      // width of the merged shared-expert GLU; 0 = none
+  bool shared_gate = false;    // the shared experts' output is scaled by σ(h·w_gate) (Qwen2-MoE)
+  ScoringFunc scoring = ScoringFunc::kSoftmax;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.f;
+  int32_t n_group = 1;         // group-limited top-k: experts in n_group groups ...
+  int32_t topk_group = 1;      // ... of which the topk_group best (sum of their top-2 s + b) are eligible
+  bool expert_output_norm = false;  // RMSNorm on the combined latent expert output
+};
+
 struct ModelConfig {
-  std::string architecture;  // "StableLatentMoeForCausalLM"
+  std::string architecture;  // config.json architectures[0]
+  std::string model_type;
+  std::string family;        // the implementation serving it (models/families/)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;  // d
   int32_t num_hidden_layers = 0;
   float rms_norm_eps = 1e-6f;
   bool tie_word_embeddings = false;
-
-  int32_t num_attention_heads = 0;   // H
-  int32_t num_key_value_heads = 0;   // Hkv, divides H
-  int32_t head_dim = 0;              // hd, even (RoPE pairs i and i + hd/2)
-  float rope_theta = 10000.f;
   int64_t max_position_embeddings = 0;
-  bool qk_norm = false;
+  Activation hidden_act = Activation::kSiLU;  // the dense FFN's and the experts' GLU gate
+  int64_t intermediate_size = 0;              // dense FFN width
 
-  int32_t first_k_dense_replace = 0;  // layers [0, k) use a dense GLU FFN
-  int64_t intermediate_size = 0;      // dense FFN width
-
-  int32_t n_routed_experts = 0;       // N
-  int32_t num_experts_per_tok = 0;    // K
-  int64_t moe_intermediate_size = 0;  // f
-  int64_t moe_latent_size = 0;        // d_lat; 0 = no latent projection (plain MoE)
-  int32_t n_shared_experts = 0;
-  int64_t shared_expert_intermediate_size = 0;
-  Activation hidden_act = Activation::kSiLU;
-  ScoringFunc scoring_func = ScoringFunc::kSoftmax;
-  bool norm_topk_prob = true;
-  float routed_scaling_factor = 1.f;
-  bool expert_output_norm = false;
+  GqaConfig attention;
+  MoeConfig moe;
+  std::vector<LayerPlan> layers;  // [num_hidden_layers]
 
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;
+  // Keys the adapter neither read nor knows to be irrelevant; the server logs them.
+  std::vector<std::string> unrecognized_keys;
 
   // Width the routed experts read and write: d_lat with a latent projection, else d.
-  int64_t expert_width() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
-  bool is_moe_layer(int32_t layer) const { return layer >= first_k_dense_replace; }
+  int64_t expert_width() const { return moe.latent_size > 0 ? moe.latent_size : hidden_size; }
+  bool is_moe_layer(int32_t layer) const { return layers[layer].ffn == FfnKind::kMoe; }
+  bool has_moe_layers() const;
 };
 
-// Parses config.json text; `source` (a file path) prefixes every error message.
+// Checks sizes the adapter read for consistency; errors name the key and `source`.
+absl::Status ValidateModelConfig(const ModelConfig& c, absl::string_view source);
+
+// Parses config.json text with the adapter of the family its architecture (or model_type) names;
+// `source` (a file path) prefixes every error message.
 absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text, absl::string_view source);
 // Reads and parses DIR/config.json.
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);

@@ -4,7 +4,7 @@
 // within 1e-5 absolute plus 1e-5 relative (outputs are averages of values of order 1). GQA, MQA
 // and one KV head per query head; head sizes that are not multiples of 32; contexts over many
 // softmax tiles. Each case runs twice: with split scratch (steps of few tokens divide long
-// contexts among blocks) and without. Reports SKIPPED without a device.
+// contexts among blocks) and without; sliding windows too. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ struct SeqSpec {
 };
 
 void CheckAgainstCpu(int32_t H, int32_t Hkv, int32_t hd, int32_t block_size, const std::vector<SeqSpec>& specs,
-                     uint32_t seed) {
+                     uint32_t seed, int32_t sliding_window = 0) {
   std::mt19937 rng(seed);
   // Block tables: every sequence gets distinct blocks, drawn from a shuffled pool.
   int32_t blocks_needed = 0;
@@ -69,6 +69,7 @@ void CheckAgainstCpu(int32_t H, int32_t Hkv, int32_t hd, int32_t block_size, con
   p.num_kv_heads = Hkv;
   p.head_dim = hd;
   p.scale = 1.f / std::sqrt(static_cast<float>(hd));
+  p.sliding_window = sliding_window;
   p.cache = KvLayer{dkc.get(), dvc.get(), num_blocks, block_size};
   p.seqs = seqs.data();
   p.num_seqs = static_cast<int32_t>(seqs.size());
@@ -130,6 +131,15 @@ TEST(CudaPagedAttention, MatchesCpuForALargeQueryGroup) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   // 64 query heads on one KV head of 128: over 48 KiB of shared memory per block.
   CheckAgainstCpu(64, 1, 128, 16, {{0, 5}, {60, 1}}, 18);
+}
+
+TEST(CudaPagedAttention, MatchesCpuWithASlidingWindow) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  // Prefill and decodes longer and shorter than the window; split contexts whose first splits lie
+  // wholly before the window.
+  CheckAgainstCpu(8, 2, 64, 16, {{0, 40}, {300, 1}, {5, 1}}, 21, 37);
+  CheckAgainstCpu(8, 2, 64, 16, {{1500, 1}, {700, 1}}, 22, 200);
+  CheckAgainstCpu(64, 1, 128, 16, {{0, 5}, {90, 1}}, 23, 33);  // the tiled kernel
 }
 
 }  // namespace

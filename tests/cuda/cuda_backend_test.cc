@@ -194,8 +194,11 @@ LayerResult RunLayer(Backend& b, const HostLayer& h, const StepInputs& in, const
   b.Gemm(hn, T, wv, v, false);
   b.RmsNorm(q, T * kH, q_norm, kEps, q);
   b.RmsNorm(k, T * kHkv, k_norm, kEps, k);
-  b.Rope(q, T, kH, kHd, in.positions.data(), kTheta);
-  b.Rope(k, T, kHkv, kHd, in.positions.data(), kTheta);
+  std::vector<float> inv_freq(kHd / 2);
+  for (int32_t i = 0; i < kHd / 2; ++i)
+    inv_freq[i] = 1.0f / std::pow(kTheta, static_cast<float>(2 * i) / static_cast<float>(kHd));
+  b.Rope(q, T, in.positions.data(), RopeParams{kH, kHd, kHd, false, inv_freq.data(), 1.f});
+  b.Rope(k, T, in.positions.data(), RopeParams{kHkv, kHd, kHd, false, inv_freq.data(), 1.f});
   const AttentionSeq seqs[] = {{0, 6, 0, in.table0.data(), 2}, {6, 1, 9, in.table1.data(), 3}};
   AttentionParams ap;
   ap.q = q;

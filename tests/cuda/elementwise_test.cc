@@ -1,10 +1,12 @@
-// CUDA Add equals the host sum exactly; the float32 → BF16 conversion equals F32ToBf16 exactly,
-// halfway cases (round to even) included. Reports SKIPPED without a device.
+// CUDA Add and AddBias equal the host sums exactly; MulSigmoid the CPU op; the float32 → BF16
+// conversion equals F32ToBf16 exactly, halfway cases (round to even) included. Reports SKIPPED
+// without a device.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -38,6 +40,37 @@ TEST(CudaConvertToBf16, RoundsToNearestEvenAsTheHost) {
   cuda::ConvertToBf16(dx.get(), static_cast<int64_t>(x.size()), dout.get(), nullptr);
   const std::vector<uint16_t> got = dout.Download();
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], F32ToBf16(x[i])) << i << ": " << x[i];
+}
+
+TEST(CudaAddBias, AddsTheBiasOfAnyTypeToEveryRow) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  std::mt19937 rng(9);
+  const int64_t rows = 37, width = 129;
+  const std::vector<float> y = cuda_test::RandomFloats(rows * width, rng), bias = cuda_test::RandomFloats(width, rng);
+  std::vector<uint16_t> bias_bf16(width);
+  for (int64_t i = 0; i < width; ++i) bias_bf16[i] = F32ToBf16(bias[i]);
+  DeviceArray<float> dy(y), dbias(bias);
+  DeviceArray<uint16_t> dbias_bf16(bias_bf16);
+  cuda::AddBias(dy.get(), rows, Tensor{dbias.get(), DType::kF32, 1, width}, nullptr);
+  cuda::AddBias(dy.get(), rows, Tensor{dbias_bf16.get(), DType::kBF16, 1, width}, nullptr);
+  const std::vector<float> got = dy.Download();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < width; ++i)
+      ASSERT_EQ(got[r * width + i], (y[r * width + i] + bias[i]) + Bf16ToF32(bias_bf16[i])) << r << " " << i;
+}
+
+TEST(CudaMulSigmoid, MatchesTheCpuOpForRowAndElementGates) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  std::mt19937 rng(10);
+  const int64_t rows = 23, width = 77;
+  ThreadPool pool(1);
+  for (int64_t gate_width : {int64_t{1}, width}) {
+    std::vector<float> x = cuda_test::RandomFloats(rows * width, rng), gate = cuda_test::RandomFloats(rows * gate_width, rng, 4.f);
+    DeviceArray<float> dx(x), dgate(gate);
+    cuda::MulSigmoid(dx.get(), rows, width, dgate.get(), gate_width, nullptr);
+    cpu::MulSigmoid(pool, x.data(), rows, width, gate.data(), gate_width);
+    EXPECT_TRUE(cuda_test::AllClose(dx.Download(), x, 1e-7, 1e-6)) << "gate width " << gate_width;
+  }
 }
 
 }  // namespace

@@ -42,8 +42,8 @@ std::unique_ptr<Backend> Gpu() {
 struct BothBackends {
   explicit BothBackends(const std::string& dir) : gpu(Gpu()) {
     if (!gpu) return;
-    auto c = StableLatentMoe::Load(dir, &cpu);
-    auto g = StableLatentMoe::Load(dir, gpu.get());
+    auto c = LoadModel(dir, &cpu);
+    auto g = LoadModel(dir, gpu.get());
     EXPECT_TRUE(c.ok()) << c.status();
     EXPECT_TRUE(g.ok()) << g.status();
     if (c.ok() && g.ok()) cpu_model = std::move(*c), gpu_model = std::move(*g);
@@ -52,7 +52,7 @@ struct BothBackends {
 
   testing::Bf16ActivationsBackend cpu{2};
   std::unique_ptr<Backend> gpu;
-  std::unique_ptr<StableLatentMoe> cpu_model, gpu_model;
+  std::unique_ptr<Model> cpu_model, gpu_model;
 };
 
 class CudaFixtureLogits : public ::testing::TestWithParam<std::string> {};
@@ -80,10 +80,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixtureLogits, ::testing::ValuesIn(testin
                          [](const auto& info) { return info.param; });
 
 // Four sequences of different prompt lengths prefill together, then decode 12 steps together.
-std::vector<std::vector<float>> RunBatch(StableLatentMoe& model) {
+std::vector<std::vector<float>> RunBatch(Model& model) {
   const ModelConfig& c = model.config();
   constexpr int32_t kBlock = 16, kSeqs = 4, kSteps = 12;
-  KvCache cache(model.backend(), c, kSeqs * 4, kBlock);
+  KvCache cache(model.backend(), model.kv_layout(), kSeqs * 4, kBlock);
   std::vector<StepSequence> seqs(kSeqs);
   StepBatch b;
   for (int32_t i = 0; i < kSeqs; ++i) {
@@ -150,15 +150,16 @@ TEST(CudaTinyModel, PlacedExpertsOnOneGpuMatchUnplaced) {
   const std::string dir = testing::DataDir() + "/../../models/tiny";
   auto gpu = Gpu();
   ASSERT_TRUE(gpu);
-  auto model = StableLatentMoe::Load(dir, gpu.get());
+  auto model = LoadModel(dir, gpu.get());
   ASSERT_TRUE(model.ok()) << model.status();
   const ModelConfig& c = (*model)->config();
   const auto want = RunBatch(**model);
   for (int32_t D : {1, 2}) {
-    const ExpertPlacement p = SpreadExperts(static_cast<int32_t>(c.n_routed_experts), D);
+    const ExpertPlacement p = SpreadExperts(c.moe.num_experts, D);
     ASSERT_TRUE(p.Validate().ok());
     std::vector<std::pair<int32_t, ExpertPlacement>> placements;
-    for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) placements.emplace_back(l, p);
+    for (int32_t l = 0; l < c.num_hidden_layers; ++l)
+      if (c.is_moe_layer(l)) placements.emplace_back(l, p);
     auto placed = (*model)->BuildPlacedExperts(placements);
     ASSERT_TRUE(placed.ok()) << placed.status();
     (*model)->SetPlacedExperts(*placed);

@@ -1,7 +1,8 @@
 // CUDA router equals the CPU op: the same experts in the same order (where two keys lie within
 // 1e-6 of each other the backends may order them differently, which the test accepts), and the
 // same weights (tolerance 1e-5 relative, 1e-7 absolute); exact ties go to the lower index on
-// both. Sigmoid and softmax, with and without bias, normalised or not, up to 12000 experts.
+// both. Sigmoid and softmax, with and without bias, normalised or not, group-limited or not, up to
+// 12000 experts.
 // Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
@@ -23,6 +24,7 @@ struct Case {
   ScoringFunc scoring;
   bool bias, norm;
   float scale;
+  int32_t n_group = 1, topk_group = 1;
 };
 
 struct Result {
@@ -41,6 +43,8 @@ RouterParams Params(const Case& c, int64_t T, const float* logits, const float* 
   p.scoring = c.scoring;
   p.norm_topk_prob = c.norm;
   p.routed_scaling_factor = c.scale;
+  p.n_group = c.n_group;
+  p.topk_group = c.topk_group;
   p.topk_ids = ids;
   p.topk_weights = weights;
   return p;
@@ -84,6 +88,8 @@ TEST(CudaRouter, MatchesCpuSelectionAndWeights) {
       {37, 5, ScoringFunc::kSoftmax, false, false, 1.f},
       {64, 8, ScoringFunc::kSoftmax, true, true, 1.f},
       {12000, 4, ScoringFunc::kSigmoid, true, false, 0.7f},  // over 48 KiB of shared memory
+      {256, 8, ScoringFunc::kSigmoid, true, true, 2.5f, 8, 4},  // DeepSeek-V3's group-limited routing
+      {64, 6, ScoringFunc::kSigmoid, true, false, 1.f, 16, 3},
   };
   std::mt19937 rng(10);
   for (const Case& c : cases) {

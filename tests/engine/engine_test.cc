@@ -21,7 +21,7 @@ namespace {
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto m = StableLatentMoe::Load(testing::FixtureDir("latent_sigmoid_situ_bf16"), &backend_);
+    auto m = LoadModel(testing::FixtureDir("latent_sigmoid_situ_bf16"), &backend_);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
   }
@@ -62,7 +62,7 @@ class EngineTest : public ::testing::Test {
     return out;
   }
   CpuBackend backend_{2};
-  std::unique_ptr<StableLatentMoe> model_;
+  std::unique_ptr<Model> model_;
 };
 
 TEST_F(EngineTest, ConcurrentGreedyRequestsEqualEachAlone) {
@@ -319,8 +319,8 @@ TEST_F(EngineTest, ExpertParallelDevicesGiveTheSameGreedyTokens) {
   single.reset();
   for (int32_t devices : {1, 2, 4}) {
     EngineConfig cfg;
-    cfg.num_devices = devices;
-    cfg.expert_slots = (16 + devices - 1) / devices + 1;  // one spare slot per device
+    cfg.experts.num_devices = devices;
+    cfg.experts.expert_slots = (16 + devices - 1) / devices + 1;  // one spare slot per device
     auto engine = MakeEngine(cfg);
     EXPECT_EQ(RunAll(*engine, reqs), expected) << devices << " devices";
     const MetricsSnapshot m = engine->Metrics();
@@ -339,10 +339,10 @@ TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
   const auto expected = RunAll(*single, reqs);
   single.reset();
   EngineConfig cfg;
-  cfg.num_devices = 4;
-  cfg.expert_slots = 6;  // 2 spare slots per device
-  cfg.replan_interval = 3;
-  cfg.load_window = 16;
+  cfg.experts.num_devices = 4;
+  cfg.experts.expert_slots = 6;  // 2 spare slots per device
+  cfg.experts.replan_interval = 3;
+  cfg.experts.load_window = 16;
   cfg.scheduler.max_num_seqs = 4;  // many steps, so several re-plans happen mid-stream
   auto engine = MakeEngine(cfg);
   EXPECT_EQ(RunAll(*engine, reqs), expected);
@@ -373,14 +373,14 @@ TEST_F(EngineTest, MaxModelLenBeyondTheModelOrNegativeIsRefused) {
 
 TEST_F(EngineTest, BadPlacementConfigurationIsRefused) {
   EngineConfig cfg;
-  cfg.num_devices = 2;
-  cfg.expert_slots = 3;  // 6 slots for 16 experts
+  cfg.experts.num_devices = 2;
+  cfg.experts.expert_slots = 3;  // 6 slots for 16 experts
   EXPECT_FALSE(Engine::Create(model_.get(), nullptr, cfg).ok());
   EngineConfig bad_json;
-  bad_json.expert_placement_json = R"({"num_devices": 1, "slots_per_device": 16, "layers": {"1": [0]}})";
+  bad_json.experts.placement_json = R"({"num_devices": 1, "slots_per_device": 16, "layers": {"1": [0]}})";
   EXPECT_FALSE(Engine::Create(model_.get(), nullptr, bad_json).ok());
   EngineConfig replan_without_devices;
-  replan_without_devices.replan_interval = 5;
+  replan_without_devices.experts.replan_interval = 5;
   EXPECT_FALSE(Engine::Create(model_.get(), nullptr, replan_without_devices).ok());
 }
 
@@ -400,7 +400,7 @@ TEST_F(EngineTest, KvCacheDTypeFollowsTheCheckpointUnlessAsked) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("kv_cache_dtype F16"), absl::string_view::npos) << refused.status();
 
-  auto f32_model = StableLatentMoe::Load(testing::FixtureDir("plain_softmax_silu_tied_f32"), &backend_);
+  auto f32_model = LoadModel(testing::FixtureDir("plain_softmax_silu_tied_f32"), &backend_);
   ASSERT_TRUE(f32_model.ok()) << f32_model.status();
   auto engine = Engine::Create(f32_model->get(), nullptr, EngineConfig{});
   ASSERT_TRUE(engine.ok()) << engine.status();
@@ -445,7 +445,7 @@ namespace {
 TEST(TinyEngine, ConcurrentGreedyRequestsEqualEachAlone) {
   CpuBackend backend(2);
   const std::string dir = std::filesystem::path(LS_TEST_DATA_DIR).parent_path().parent_path().string() + "/models/tiny";
-  auto model = StableLatentMoe::Load(dir, &backend);
+  auto model = LoadModel(dir, &backend);
   ASSERT_TRUE(model.ok()) << model.status();
   auto tok = tok::Tokenizer::FromFile(dir + "/tokenizer.json");
   ASSERT_TRUE(tok.ok());

@@ -1,6 +1,7 @@
 // Quantile Balancing estimator: a hand-worked case, the PyTorch estimator's vectors, and the C++
 // calibration against the PyTorch calibration on fixtures (within one histogram bin).
 #include "engine/quantile_balancing.h"
+#include "models/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -88,7 +89,7 @@ std::vector<double> CalibrationErrorsInBins(const std::string& name) {
   for (const std::string& base : {std::string(LS_TEST_DATA_DIR) + "/", root + "/"})
     if (std::filesystem::exists(base + model_dir + "/config.json")) model_dir = base + model_dir;
   CpuBackend backend(2);
-  auto model = StableLatentMoe::Load(model_dir, &backend);
+  auto model = LoadModel(model_dir, &backend);
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return {};
   CalibrationOptions opt;

@@ -86,17 +86,89 @@ TEST(SigmoidRow, MatchesFormulaEverywhere) {
   }
 }
 
+// inv_freq of RoPE with base `theta` over `dims` rotary dims.
+std::vector<float> InvFreq(double theta, int dims) {
+  std::vector<float> f(dims / 2);
+  for (int i = 0; i < dims / 2; ++i) f[i] = static_cast<float>(std::pow(theta, -2.0 * i / dims));
+  return f;
+}
+
 TEST(Rope, RotatesPairsIAndIPlusHalf) {
   ThreadPool pool(1);
   const int hd = 6;
   std::vector<float> x = {1, 2, 3, 4, 5, 6}, orig = x;
   const int32_t pos = 7;
-  Rope(pool, x.data(), 1, 1, hd, &pos, 100.f);
+  const std::vector<float> f = InvFreq(100.0, hd);
+  RopeParams p{.num_heads = 1, .head_dim = hd, .rotary_dim = hd, .inv_freq = f.data()};
+  Rope(pool, x.data(), 1, &pos, p);
   for (int i = 0; i < 3; ++i) {
     const double a = pos * std::pow(100.0, -2.0 * i / hd);
     EXPECT_NEAR(x[i], orig[i] * std::cos(a) - orig[i + 3] * std::sin(a), 1e-4);
     EXPECT_NEAR(x[i + 3], orig[i + 3] * std::cos(a) + orig[i] * std::sin(a), 1e-4);
   }
+}
+
+// Partial rotary: only the first rotary_dim dims of each head turn (rotate-half within them), the
+// rest pass through; the attention scaling multiplies the rotated part only.
+TEST(Rope, PartialRotaryLeavesTheRestAndScales) {
+  ThreadPool pool(1);
+  const int hd = 8, rot = 4, heads = 2;
+  std::vector<float> x(heads * hd);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f + static_cast<float>(i);
+  const std::vector<float> orig = x, f = InvFreq(50.0, rot);
+  const int32_t pos = 5;
+  RopeParams p{.num_heads = heads, .head_dim = hd, .rotary_dim = rot, .inv_freq = f.data(), .attention_scaling = 1.5f};
+  Rope(pool, x.data(), 1, &pos, p);
+  for (int h = 0; h < heads; ++h) {
+    const float* o = orig.data() + h * hd;
+    const float* v = x.data() + h * hd;
+    for (int i = 0; i < rot / 2; ++i) {
+      const double a = pos * f[i], c = 1.5 * std::cos(a), sn = 1.5 * std::sin(a);
+      EXPECT_NEAR(v[i], o[i] * c - o[i + rot / 2] * sn, 1e-4);
+      EXPECT_NEAR(v[i + rot / 2], o[i + rot / 2] * c + o[i] * sn, 1e-4);
+    }
+    for (int i = rot; i < hd; ++i) EXPECT_EQ(v[i], o[i]) << "head " << h << " dim " << i;
+  }
+}
+
+// Interleaved pairs (2i, 2i + 1), DeepSeek's convention.
+TEST(Rope, InterleavedRotatesAdjacentPairs) {
+  ThreadPool pool(1);
+  const int hd = 6;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, orig = x;
+  const int32_t pos = 3;
+  const std::vector<float> f = InvFreq(10.0, hd);
+  RopeParams p{.num_heads = 1, .head_dim = hd, .rotary_dim = hd, .interleaved = true, .inv_freq = f.data()};
+  Rope(pool, x.data(), 1, &pos, p);
+  for (int i = 0; i < 3; ++i) {
+    const double a = pos * f[i];
+    EXPECT_NEAR(x[2 * i], orig[2 * i] * std::cos(a) - orig[2 * i + 1] * std::sin(a), 1e-4);
+    EXPECT_NEAR(x[2 * i + 1], orig[2 * i + 1] * std::cos(a) + orig[2 * i] * std::sin(a), 1e-4);
+  }
+}
+
+TEST(AddBias, AddsTheVectorToEveryRow) {
+  ThreadPool pool(2);
+  std::vector<float> y = {1, 2, 3, 4, 5, 6};
+  const std::vector<uint16_t> bias = {F32ToBf16(0.5f), F32ToBf16(-1.f), F32ToBf16(2.f)};
+  AddBias(pool, y.data(), 2, Tensor{bias.data(), DType::kBF16, 1, 3});
+  EXPECT_EQ(y, (std::vector<float>{1.5f, 1.f, 5.f, 4.5f, 4.f, 8.f}));
+}
+
+TEST(MulSigmoid, ScalesRowsOrElements) {
+  ThreadPool pool(1);
+  std::vector<float> x = {2, 4, 6, 8};
+  const std::vector<float> row_gate = {0.f, 100.f};  // σ = 0.5, ~1
+  MulSigmoid(pool, x.data(), 2, 2, row_gate.data(), 1);
+  EXPECT_FLOAT_EQ(x[0], 1.f);
+  EXPECT_FLOAT_EQ(x[1], 2.f);
+  EXPECT_FLOAT_EQ(x[2], 6.f);
+  EXPECT_FLOAT_EQ(x[3], 8.f);
+  std::vector<float> y = {2, 2};
+  const std::vector<float> elem_gate = {0.f, -100.f};
+  MulSigmoid(pool, y.data(), 1, 2, elem_gate.data(), 2);
+  EXPECT_FLOAT_EQ(y[0], 1.f);
+  EXPECT_NEAR(y[1], 0.f, 1e-30);
 }
 
 // SiTU experts of width w in and out over T tokens' rows z, each routed to K of the experts

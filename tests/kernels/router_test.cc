@@ -70,5 +70,61 @@ TEST(Router, SoftmaxWithoutNormalisation) {
   EXPECT_NEAR(w[0], std::exp(3.0) / z, 1e-6);
 }
 
+// Group-limited routing: 8 experts in 4 groups of 2. Groups rank by the sum of their two keys;
+// with topk_group 2 only groups 1 and 3 are eligible, so expert 0 (the single best key) is not
+// chosen; the weights stay the unbiased scores.
+TEST(Router, GroupLimitedSelectionSkipsExpertsOfLosingGroups) {
+  ThreadPool pool(1);
+  // Sigmoid of these logits; group sums (no bias): g0 = σ(3)+σ(-3), g1 = σ(1)+σ(1),
+  // g2 = σ(0)+σ(-1), g3 = σ(2)+σ(0.5).
+  const float logits[8] = {3.f, -3.f, 1.f, 1.f, 0.f, -1.f, 2.f, 0.5f};
+  int32_t ids[3];
+  float w[3];
+  RouterParams p;
+  p.logits = logits;
+  p.num_tokens = 1;
+  p.num_experts = 8;
+  p.top_k = 3;
+  p.scoring = ScoringFunc::kSigmoid;
+  p.n_group = 4;
+  p.topk_group = 2;
+  p.norm_topk_prob = false;
+  p.topk_ids = ids;
+  p.topk_weights = w;
+  Router(pool, p);
+  EXPECT_EQ(ids[0], 6);
+  EXPECT_EQ(ids[1], 2);
+  EXPECT_EQ(ids[2], 3);
+  EXPECT_NEAR(w[0], 1.f / (1.f + std::exp(-2.f)), 1e-6);
+  // Without the group limit, expert 0 wins.
+  p.n_group = 1;
+  p.topk_group = 1;
+  Router(pool, p);
+  EXPECT_EQ(ids[0], 0);
+}
+
+// The bias takes part in ranking groups: a large bias on expert 5 lifts group 2 into the top two.
+TEST(Router, GroupRankUsesBiasedKeys) {
+  ThreadPool pool(1);
+  const float logits[8] = {3.f, -3.f, 1.f, 1.f, 0.f, -1.f, 2.f, 0.5f};
+  const float bias[8] = {0, 0, 0, 0, 0, 3.f, 0, 0};
+  int32_t ids[2];
+  float w[2];
+  RouterParams p;
+  p.logits = logits;
+  p.bias = bias;
+  p.num_tokens = 1;
+  p.num_experts = 8;
+  p.top_k = 2;
+  p.scoring = ScoringFunc::kSigmoid;
+  p.n_group = 4;
+  p.topk_group = 1;
+  p.topk_ids = ids;
+  p.topk_weights = w;
+  Router(pool, p);
+  EXPECT_EQ(ids[0], 5);
+  EXPECT_EQ(ids[1], 4);
+}
+
 }  // namespace
 }  // namespace ls::cpu

@@ -17,9 +17,9 @@ struct Seq {
 };
 
 // Prefill then `steps` greedy-free decode steps feeding fixed ids; returns every logits row.
-std::vector<std::vector<float>> RunSteps(StableLatentMoe& model, const std::vector<Seq>& seqs, int steps) {
+std::vector<std::vector<float>> RunSteps(Model& model, const std::vector<Seq>& seqs, int steps) {
   const int64_t V = model.config().vocab_size;
-  KvCache cache(model.backend(), model.config(), 64, 4);
+  KvCache cache(model.backend(), model.kv_layout(), 64, 4);
   std::vector<std::vector<float>> out(seqs.size());
   std::vector<int32_t> pos(seqs.size(), 0);
   std::vector<float> logits;
@@ -54,7 +54,7 @@ std::vector<std::vector<float>> RunSteps(StableLatentMoe& model, const std::vect
 TEST(BatchInvariance, BatchedLogitsEqualEachSequenceAlone) {
   for (const std::string name : {"latent_sigmoid_situ_bf16", "plain_sigmoid_silu_shared_hd24_bf16_sharded"}) {
     CpuBackend backend(2);
-    auto model = StableLatentMoe::Load(testing::FixtureDir(name), &backend);
+    auto model = LoadModel(testing::FixtureDir(name), &backend);
     ASSERT_TRUE(model.ok()) << model.status();
     std::mt19937 rng(3);
     std::vector<Seq> seqs;

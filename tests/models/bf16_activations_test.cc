@@ -21,8 +21,8 @@ TEST_P(Bf16ActivationsLogits, StayCloseToGoldens) {
   const testing::Golden g = testing::LoadGolden(dir);
   CpuBackend cpu(2);
   testing::Bf16ActivationsBackend rounding(2);
-  auto plain = StableLatentMoe::Load(dir, &cpu);
-  auto rounded = StableLatentMoe::Load(dir, &rounding);
+  auto plain = LoadModel(dir, &cpu);
+  auto rounded = LoadModel(dir, &rounding);
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE(rounded.ok()) << rounded.status();
   const std::vector<int> chunks = {5, 11, 16};

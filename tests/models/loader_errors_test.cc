@@ -52,7 +52,7 @@ class LoaderErrors : public ::testing::Test {
   // Loads and expects failure; returns the message.
   std::string LoadError() {
     CpuBackend backend(1);
-    auto m = StableLatentMoe::Load(dir_, &backend);
+    auto m = LoadModel(dir_, &backend);
     EXPECT_FALSE(m.ok());
     return m.ok() ? "" : std::string(m.status().message());
   }
@@ -157,7 +157,7 @@ TEST(LoaderErrorsSharded, ShardMissingListedTensor) {
   index["weight_map"]["model.layers.0.mlp.extra.weight"] = index["weight_map"]["model.norm.weight"];
   WriteFile(dir + "/model.safetensors.index.json", index.dump());
   CpuBackend backend(1);
-  auto m = StableLatentMoe::Load(dir, &backend);
+  auto m = LoadModel(dir, &backend);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("model.layers.0.mlp.extra.weight"), std::string::npos) << m.status();
   std::filesystem::remove_all(dir);

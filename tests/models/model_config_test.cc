@@ -13,11 +13,11 @@ const char* kMinimal = R"({"vocab_size": 100, "hidden_size": 32, "num_hidden_lay
 TEST(ModelConfig, DefaultsAndNulls) {
   auto c = ParseModelConfig(kMinimal, "config.json");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->head_dim, 8);
-  EXPECT_EQ(c->num_key_value_heads, 4);
-  EXPECT_EQ(c->moe_latent_size, 0);
+  EXPECT_EQ(c->attention.head_dim, 8);
+  EXPECT_EQ(c->attention.num_kv_heads, 4);
+  EXPECT_EQ(c->moe.latent_size, 0);
   EXPECT_EQ(c->expert_width(), 32);
-  EXPECT_EQ(c->shared_expert_intermediate_size, 32);
+  EXPECT_EQ(c->moe.shared_ffn, 32);
 }
 
 TEST(ModelConfig, WrongTypeNamesKey) {

@@ -12,7 +12,7 @@
 #include "models/loader/safetensors_file.h"
 #include "models/loader/safetensors_writer.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "models/stable_latent_moe.h"
+#include "models/registry.h"
 #include "tests/test_util.h"
 
 namespace ls {
@@ -89,7 +89,7 @@ TEST(ModelFileFaults, TruncatedFixtureModelFailsToLoadCleanly) {
   for (int i = 0; i < 60; ++i) {
     const size_t n = rng() % file.size();
     std::ofstream(weights, std::ios::binary | std::ios::trunc).write(file.data(), static_cast<std::streamsize>(n));
-    EXPECT_FALSE(StableLatentMoe::Load(dir, &backend).ok()) << n;
+    EXPECT_FALSE(LoadModel(dir, &backend).ok()) << n;
   }
   std::filesystem::remove_all(dir);
 }

@@ -16,7 +16,7 @@ class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 TEST_P(ReferenceLogits, MatchesPyTorchOverPrefillAndDecode) {
   const std::string dir = testing::FixtureDir(GetParam());
   CpuBackend backend(2);
-  auto model = StableLatentMoe::Load(dir, &backend);
+  auto model = LoadModel(dir, &backend);
   ASSERT_TRUE(model.ok()) << model.status();
   testing::Golden g = testing::LoadGolden(dir);
   ASSERT_EQ(g.prompt_ids.size(), 32u);

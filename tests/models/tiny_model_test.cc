@@ -28,7 +28,7 @@ json Heldout() {
 }
 
 // Mean next-token cross-entropy of the model over the sequences (each run alone, all logits).
-double MeanLoss(StableLatentMoe& model, const std::vector<std::vector<int32_t>>& seqs) {
+double MeanLoss(Model& model, const std::vector<std::vector<int32_t>>& seqs) {
   const int64_t V = model.config().vocab_size;
   double total = 0;
   int64_t count = 0;
@@ -50,7 +50,7 @@ double MeanLoss(StableLatentMoe& model, const std::vector<std::vector<int32_t>>&
 
 TEST(TinyModel, HeldoutLossMatchesPyTorchWithinHalfAPercent) {
   CpuBackend backend(2);
-  auto model = StableLatentMoe::Load(TinyDir(), &backend);
+  auto model = LoadModel(TinyDir(), &backend);
   ASSERT_TRUE(model.ok()) << model.status();
   json h = Heldout();
   const auto seqs = h["ids"].get<std::vector<std::vector<int32_t>>>();
@@ -61,25 +61,26 @@ TEST(TinyModel, HeldoutLossMatchesPyTorchWithinHalfAPercent) {
 
 TEST(TinyModel, FrozenBiasesBalanceExpertsBetterThanZeroBiases) {
   CpuBackend backend(2);
-  auto model = StableLatentMoe::Load(TinyDir(), &backend);
+  auto model = LoadModel(TinyDir(), &backend);
   ASSERT_TRUE(model.ok()) << model.status();
   const auto seqs = Heldout()["ids"].get<std::vector<std::vector<int32_t>>>();
   const ModelConfig& c = (*model)->config();
-  auto max_over_mean = [&](StableLatentMoe& m) {
+  auto max_over_mean = [&](Model& m) {
     m.ResetExpertTokenCounts();
     MeanLoss(m, seqs);
     std::vector<double> r;
-    for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l) {
-      const auto b = m.expert_token_counts().begin() + static_cast<size_t>(l) * c.n_routed_experts;
+    for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
+      if (!c.is_moe_layer(l)) continue;
+      const auto b = m.expert_token_counts().begin() + static_cast<size_t>(l) * c.moe.num_experts;
       int64_t sum = 0, mx = 0;
-      for (auto it = b; it != b + c.n_routed_experts; ++it) sum += *it, mx = std::max(mx, *it);
-      r.push_back(static_cast<double>(mx) * c.n_routed_experts / sum);
+      for (auto it = b; it != b + c.moe.num_experts; ++it) sum += *it, mx = std::max(mx, *it);
+      r.push_back(static_cast<double>(mx) * c.moe.num_experts / sum);
     }
     return r;
   };
   const auto frozen = max_over_mean(**model);
-  for (int32_t l = c.first_k_dense_replace; l < c.num_hidden_layers; ++l)
-    ASSERT_TRUE((*model)->SetRouterBias(l, std::vector<float>(c.n_routed_experts, 0.f)).ok());
+  for (int32_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.is_moe_layer(l)) ASSERT_TRUE((*model)->SetRouterBias(l, std::vector<float>(c.moe.num_experts, 0.f)).ok());
   const auto zero = max_over_mean(**model);
   double mean_frozen = 0, mean_zero = 0;
   for (size_t i = 0; i < frozen.size(); ++i) mean_frozen += frozen[i], mean_zero += zero[i];
@@ -96,7 +97,7 @@ namespace {
 // shared expert), and its parts add up to no more than the step itself.
 TEST(TinyModel, StepProfileTimesEveryPart) {
   CpuBackend backend(2);
-  auto model = StableLatentMoe::Load(TinyDir(), &backend);
+  auto model = LoadModel(TinyDir(), &backend);
   ASSERT_TRUE(model.ok()) << model.status();
   std::vector<int32_t> ids(48);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(3 + i * 37 % 4000);

@@ -1,0 +1,170 @@
+// ExpertBalancer: placement set-up, load statistics, background re-planning and the switch.
+#include "engine/expert_balancer.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "engine/expert_planner.h"
+
+namespace ls {
+
+using Clock = std::chrono::steady_clock;
+
+absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* model,
+                                                                       const ExpertBalancerConfig& config,
+                                                                       EngineMetrics* metrics) {
+  if (config.load_window < 1) return absl::InvalidArgumentError("load_window must be at least 1");
+  const ModelConfig& mc = model->config();
+  model->SetPlacedExperts(nullptr);
+  std::unique_ptr<ExpertBalancer> b(new ExpertBalancer(model, config, metrics));
+  if (config.num_devices > 0 || !config.placement_json.empty()) {
+    if (b->moe_layers_.empty())
+      return absl::InvalidArgumentError("expert parallelism needs a model with MoE layers, and this one has none");
+    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+    if (!config.placement_json.empty()) {
+      auto loaded = PlacementsFromJson(config.placement_json, mc.moe.num_experts);
+      if (!loaded.ok()) return loaded.status();
+      placements = std::move(*loaded);
+      if (!placements.empty() && config.num_devices > 0 && placements[0].second.num_devices != config.num_devices)
+        return absl::InvalidArgumentError(absl::StrCat("the expert placement file is for ",
+                                                       placements[0].second.num_devices, " devices, but ",
+                                                       config.num_devices, " were asked for"));
+    } else {
+      const int32_t D = config.num_devices;
+      const int32_t S = config.expert_slots > 0 ? config.expert_slots : (mc.moe.num_experts + D - 1) / D;
+      for (int32_t l : b->moe_layers_) {
+        auto p = UniformPlacement(mc.moe.num_experts, D, S);
+        if (!p.ok()) return p.status();
+        placements.emplace_back(l, std::move(*p));
+      }
+    }
+    auto placed = model->BuildPlacedExperts(placements);
+    if (!placed.ok()) return placed.status();
+    model->SetPlacedExperts(std::move(*placed));
+    b->InstallMetrics(*model->placed_experts(), 0);
+  }
+  if (config.replan_interval > 0 && !model->placed_experts())
+    return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
+  return b;
+}
+
+ExpertBalancer::ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics)
+    : model_(model),
+      config_(config),
+      metrics_(metrics),
+      window_(model->config().num_hidden_layers, model->config().moe.num_experts, config.load_window),
+      last_counts_(model->expert_token_counts()) {
+  for (int32_t l = 0; l < model->config().num_hidden_layers; ++l)
+    if (model->config().is_moe_layer(l)) moe_layers_.push_back(l);
+}
+
+ExpertBalancer::~ExpertBalancer() {
+  if (planner_.joinable()) planner_.join();
+}
+
+void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, double seconds) {
+  const int32_t layers = model_->config().num_hidden_layers;
+  metrics_->Update([&](MetricsSnapshot& m) {
+    m.num_devices = placed.num_devices();
+    m.slots_per_device = placed.slots_per_device();
+    m.replica_map.assign(layers, {});
+    for (int32_t l = 0; l < layers; ++l)
+      if (const PlacedLayer* pl = placed.layer(l)) m.replica_map[l] = pl->placement.slot_expert;
+    if (seconds > 0) {
+      ++m.replans;
+      m.replan_seconds_total += seconds;
+      m.last_replan_seconds = seconds;
+    }
+  });
+}
+
+void ExpertBalancer::ResetLoad() {
+  model_->ResetExpertTokenCounts();
+  model_->ResetDeviceRowCounts();
+  last_counts_ = model_->expert_token_counts();
+}
+
+void ExpertBalancer::AfterStep() {
+  const std::vector<int64_t>& now = model_->expert_token_counts();
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    window_.AddStepDifference(now, last_counts_);
+  }
+  last_counts_ = now;  // same size: copies without allocating
+  if (config_.replan_interval <= 0 || planning_.load()) return;
+  if (++steps_since_replan_ < config_.replan_interval) return;
+  steps_since_replan_ = 0;
+  std::vector<std::pair<int32_t, std::vector<double>>> loads;
+  {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    for (int32_t l : moe_layers_) loads.emplace_back(l, window_.LayerLoads(l));
+  }
+  const int32_t D = model_->placed_experts()->num_devices(), S = model_->placed_experts()->slots_per_device();
+  if (planner_.joinable()) planner_.join();
+  planning_ = true;
+  // Plan and copy the new replicas' weights off the loop thread; the switch waits for a step boundary.
+  planner_ = std::thread([this, loads = std::move(loads), D, S] {
+    const auto t0 = Clock::now();
+    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+    for (const auto& [l, v] : loads) {
+      auto p = PlanPlacement(v, D, S);
+      if (!p.ok()) {
+        planning_ = false;
+        return;
+      }
+      placements.emplace_back(l, std::move(*p));
+    }
+    auto placed = model_->BuildPlacedExperts(placements);
+    if (!placed.ok()) {
+      planning_ = false;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    pending_ = std::move(*placed);
+    pending_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  });
+}
+
+void ExpertBalancer::BeforeStep() {
+  std::shared_ptr<const PlacedExperts> next;
+  double seconds = 0;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    next = std::move(pending_);
+    seconds = pending_seconds_;
+  }
+  if (!next) return;
+  model_->SetPlacedExperts(next);
+  InstallMetrics(*next, std::max(seconds, 1e-9));
+  switch_step_ = true;
+  planning_ = false;
+}
+
+bool ExpertBalancer::TakeSwitching() {
+  const bool switching = planning_.load() || switch_step_;
+  switch_step_ = false;
+  return switching;
+}
+
+std::string ExpertBalancer::PlacementJson() const {
+  const auto& placed = model_->placed_experts();
+  if (!placed) return "";
+  std::vector<std::pair<int32_t, ExpertPlacement>> layers;
+  for (int32_t l : moe_layers_)
+    if (const PlacedLayer* pl = placed->layer(l)) layers.emplace_back(l, pl->placement);
+  return PlacementsToJson(layers);
+}
+
+std::string ExpertBalancer::ExpertLoadJson() const {
+  std::lock_guard<std::mutex> lock(window_mu_);
+  std::string out = absl::StrCat("{\"window_steps\": ", window_.steps(), ", \"layers\": {");
+  for (size_t i = 0; i < moe_layers_.size(); ++i) {
+    absl::StrAppend(&out, i ? ", " : "", "\"", moe_layers_[i], "\": [");
+    const auto v = window_.LayerLoads(moe_layers_[i]);
+    for (size_t e = 0; e < v.size(); ++e) absl::StrAppend(&out, e ? ", " : "", static_cast<int64_t>(v[e]));
+    out += "]";
+  }
+  return out + "}}";
+}
+
+}  // namespace ls

@@ -1,0 +1,15 @@
+// The families the server loads, each defined in its own file in this directory and listed
+// once in families.cc.
+#pragma once
+
+#include "models/families/family.h"
+
+namespace ls {
+
+extern const Family kStableLatentMoe;
+extern const Family kQwen3Moe;
+extern const Family kQwen2Moe;
+extern const Family kMixtral;
+extern const Family kGlm4Moe;
+
+}  // namespace ls

@@ -1,0 +1,37 @@
+// Glm4MoeForCausalLM (transformers glm4_moe, GLM-4.5): GQA with q/k/v biases, optional q/k
+// norms and partial rotary (half the head by default), dense layers first, then a sigmoid
+// router with correction biases and group-limited top-k, scaled weights and shared experts.
+// The multi-token-prediction layers after the last decoder layer are not served.
+#include "models/families/families.h"
+#include "models/loader/common_keys.h"
+
+namespace ls {
+namespace {
+
+void ReadConfig(ConfigReader& r, ModelConfig* c) {
+  ReadDecoderKeys(r, c, /*tie_default=*/false);
+  ReadGqaKeys(r, c);
+  GqaConfig& a = c->attention;
+  a.qkv_bias = r.Bool("attention_bias", false);
+  a.qk_norm = r.Bool("use_qk_norm", false);
+  ReadRopeKeys(r, c, RopeDefaults{.partial_rotary_factor = 0.5}, a.head_dim, &a.rope);
+  ReadActivation(r, c, /*allow_situ=*/false);
+  ReadDeepseekMoeKeys(r, c);
+  r.Ignore({"num_nextn_predict_layers", "num_mtp_layers"});
+}
+
+// Tensors of the multi-token-prediction layers (model.layers.L .. L + n - 1), used only for
+// speculative decoding.
+bool UnusedOk(const std::string& tensor, const ModelConfig& c) { return IsMtpLayerTensor(tensor, c); }
+
+}  // namespace
+
+const Family kGlm4Moe = {
+    .name = "GLM-4-MoE",
+    .architectures = {"Glm4MoeForCausalLM"},
+    .model_types = {"glm4_moe"},
+    .read_config = ReadConfig,
+    .unused_ok = UnusedOk,
+};
+
+}  // namespace ls

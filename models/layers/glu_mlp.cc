@@ -1,0 +1,36 @@
+// GluMlp: gate and up projections in one GemmMany, the GLU activation, the down projection.
+#include "models/layers/glu_mlp.h"
+
+namespace ls {
+
+GluMlp::GluMlp(WeightBinder& b, const std::string& prefix, const GluNames& names, int64_t width, int64_t in,
+               int64_t out, Activation act)
+    : gate_(b.Get(prefix + names.gate + ".weight", width, in)),
+      up_(b.Get(prefix + names.up + ".weight", width, in)),
+      down_(b.Get(prefix + names.down + ".weight", out, width)),
+      width_(width),
+      act_(act) {}
+
+void GluMlp::Forward(StepContext& ctx, int32_t /*layer*/, const float* h, float* x) {
+  PartTimer t(ctx.profile, StepPart::kSharedOrDense);
+  Apply(ctx, h, x, /*accumulate=*/true);
+}
+
+void GluMlp::Apply(StepContext& ctx, const float* h, float* out, bool accumulate) {
+  const int64_t T = ctx.num_tokens;
+  float* g = ctx.buf->gate.as<float>(T * width_);
+  float* u = ctx.buf->up.as<float>(T * width_);
+  float* a = ctx.buf->act.as<float>(T * width_);
+  const GemmOutput gate_up[] = {{&gate_, g}, {&up_, u}};
+  ctx.backend->GemmMany(h, T, gate_up, 2);
+  ctx.backend->GluActivation(g, u, T, width_, act_, a);
+  ctx.backend->Gemm(a, T, down_, out, accumulate);
+}
+
+void GluMlp::ForEachWeight(const WeightFn& fn) {
+  fn(gate_, WeightUse::kMatmul);
+  fn(up_, WeightUse::kMatmul);
+  fn(down_, WeightUse::kMatmul);
+}
+
+}  // namespace ls

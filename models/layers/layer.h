@@ -1,0 +1,37 @@
+// The interfaces of the layer library: a decoder layer's attention and feed-forward sublayers.
+// Each reads the normed input h and adds its output to the residual stream x; it binds its own
+// tensors at load and lists them for the backend to prepare. Implementations: GqaAttention;
+// GluMlp (dense) and MoeBlock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "kernels/backend.h"
+#include "kernels/tensor.h"
+#include "models/layers/step_context.h"
+
+namespace ls {
+
+// Called once per weight tensor with how the ops read it; the callee may replace the tensor
+// (PrepareWeight returns the backend's view).
+using WeightFn = std::function<void(Tensor&, WeightUse)>;
+
+class AttentionLayer {
+ public:
+  virtual ~AttentionLayer() = default;
+  // x[T, d] += attention output over h[T, d] (the input norm's output), reading and writing the
+  // layer's cache.
+  virtual void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) = 0;
+  virtual void ForEachWeight(const WeightFn& fn) = 0;
+};
+
+class FfnLayer {
+ public:
+  virtual ~FfnLayer() = default;
+  // x[T, d] += FFN(h[T, d]).
+  virtual void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) = 0;
+  virtual void ForEachWeight(const WeightFn& fn) = 0;
+};
+
+}  // namespace ls

@@ -1,0 +1,202 @@
+// Shared config.json key groups of the family adapters.
+#include "models/loader/common_keys.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace ls {
+
+void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, bool tie_default) {
+  c->vocab_size = r.Int("vocab_size", true);
+  c->hidden_size = r.Int("hidden_size", true);
+  c->num_hidden_layers = static_cast<int32_t>(r.Int("num_hidden_layers", true));
+  c->rms_norm_eps = static_cast<float>(r.Number({"rms_norm_eps"}, false, 1e-6));
+  c->tie_word_embeddings = r.Bool("tie_word_embeddings", tie_default);
+  c->max_position_embeddings = r.Int("max_position_embeddings", false, 4096);
+  // The checkpoint's own floating-point type decides how weights are read; the declared one must
+  // be one the loader reads.
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    const std::string dtype = r.String(key, "float32");
+    if (dtype != "float32" && dtype != "bfloat16" && dtype != "float16")
+      r.Unsupported(key, "float32, bfloat16 or float16 weights");
+  }
+  c->bos_token_id = static_cast<int32_t>(r.Int("bos_token_id", false, -1));
+  for (int64_t id : r.IntList("eos_token_id")) c->eos_token_ids.push_back(static_cast<int32_t>(id));
+  // Bookkeeping, training-only and generation keys of transformers configs.
+  r.Ignore({"architectures", "model_type", "transformers_version", "_name_or_path", "auto_map", "initializer_range",
+            "use_cache", "attention_dropout", "hidden_dropout", "output_router_logits", "router_aux_loss_coef",
+            "router_z_loss_coef", "router_jitter_noise", "pad_token_id", "return_dict", "output_hidden_states",
+            "output_attentions", "use_return_dict", "id2label", "label2id", "problem_type", "tokenizer_class",
+            "is_encoder_decoder", "is_decoder", "add_cross_attention", "chunk_size_feed_forward",
+            "task_specific_params", "prefix", "pretraining_tp", "max_length", "min_length", "do_sample",
+            "temperature", "top_p", "top_k", "num_beams", "repetition_penalty", "use_bfloat16", "bad_words_ids",
+            "decoder_start_token_id", "sep_token_id", "tf_legacy_loss", "torchscript", "pruned_heads",
+            "cross_attention_hidden_size", "finetuning_task"});
+}
+
+void ReadGqaKeys(ConfigReader& r, ModelConfig* c) {
+  GqaConfig& a = c->attention;
+  a.num_heads = static_cast<int32_t>(r.Int("num_attention_heads", true));
+  a.num_kv_heads = static_cast<int32_t>(r.Int("num_key_value_heads", false, a.num_heads));
+  a.head_dim = static_cast<int32_t>(r.Int("head_dim", false, a.num_heads > 0 ? c->hidden_size / a.num_heads : 0));
+}
+
+namespace {
+
+// The scaling keys of one rope dict (legacy rope_scaling or rope_parameters).
+void ReadScaling(ConfigReader& p, const std::string& type, RopeConfig* rope) {
+  if (type == "default") return;
+  if (type == "linear") {
+    rope->scaling = RopeConfig::Scaling::kLinear;
+    rope->factor = static_cast<float>(p.Number("factor", true, 1.0));
+  } else if (type == "yarn") {
+    rope->scaling = RopeConfig::Scaling::kYarn;
+    rope->factor = static_cast<float>(p.Number("factor", true, 1.0));
+    rope->original_max_position_embeddings = p.Int("original_max_position_embeddings", false, 0);
+    rope->beta_fast = static_cast<float>(p.Number("beta_fast", false, 32.0));
+    rope->beta_slow = static_cast<float>(p.Number("beta_slow", false, 1.0));
+    rope->mscale = static_cast<float>(p.Number("mscale", false, 0.0));
+    rope->mscale_all_dim = static_cast<float>(p.Number("mscale_all_dim", false, 0.0));
+    rope->attention_factor = static_cast<float>(p.Number("attention_factor", false, 0.0));
+    rope->truncate = p.Bool("truncate", true);
+  } else if (type == "llama3") {
+    rope->scaling = RopeConfig::Scaling::kLlama3;
+    rope->factor = static_cast<float>(p.Number("factor", true, 1.0));
+    rope->original_max_position_embeddings = p.Int("original_max_position_embeddings", false, 0);
+    rope->low_freq_factor = static_cast<float>(p.Number("low_freq_factor", true, 1.0));
+    rope->high_freq_factor = static_cast<float>(p.Number("high_freq_factor", true, 4.0));
+  } else if (type == "dynamic") {
+    p.Fail(absl::StrCat("key '", p.Path("rope_type"),
+                        "' = \"dynamic\" is not supported: its frequencies change with the length of each forward "
+                        "call, which continuous batching and chunked prefill cannot reproduce (supported: default, "
+                        "linear, yarn, llama3)"));
+  } else {
+    p.Fail(absl::StrCat("key '", p.Path("rope_type"), "' = \"", type,
+                        "\" is not supported (supported: default, linear, yarn, llama3)"));
+  }
+  if (!(rope->factor > 0.f)) p.Fail(absl::StrCat("key '", p.Path("factor"), "' must be positive"));
+}
+
+}  // namespace
+
+void ReadRopeKeys(ConfigReader& r, ModelConfig* c, const RopeDefaults& defaults, int32_t head_dim,
+                  RopeConfig* rope) {
+  rope->theta = static_cast<float>(r.Number("rope_theta", false, defaults.theta));
+  double partial = r.Number("partial_rotary_factor", false, defaults.partial_rotary_factor);
+  // transformers 5 writes rope_parameters, earlier checkpoints rope_scaling (null: no scaling);
+  // where both are present, rope_scaling wins, as transformers reads them.
+  std::optional<ConfigReader> params = r.Object("rope_scaling");
+  if (!params) params = r.Object("rope_parameters");
+  if (params) {
+    ConfigReader& p = *params;
+    rope->theta = static_cast<float>(p.Number("rope_theta", false, rope->theta));
+    partial = p.Number("partial_rotary_factor", false, partial);
+    std::string type = p.String("rope_type", "");
+    if (type.empty()) type = p.String("type", "default");
+    ReadScaling(p, type, rope);
+  }
+  // A top-level original_max_position_embeddings wins over the dict's, as transformers reads it.
+  if (r.Has("original_max_position_embeddings"))
+    rope->original_max_position_embeddings = r.Int("original_max_position_embeddings", false);
+  if (rope->original_max_position_embeddings <= 0) rope->original_max_position_embeddings = c->max_position_embeddings;
+  if (!(partial > 0.0 && partial <= 1.0)) r.Fail("key 'partial_rotary_factor' must be in (0, 1]");
+  rope->rotary_dim = static_cast<int32_t>(static_cast<double>(head_dim) * partial);
+  if (rope->rotary_dim % 2 != 0)
+    r.Fail(absl::StrCat("head_dim (", head_dim, ") × partial_rotary_factor (", partial, ") = ", rope->rotary_dim,
+                        " rotary dims: must be even"));
+  if (!(rope->theta > 0.f)) r.Fail("key 'rope_theta' must be positive");
+}
+
+void ReadActivation(ConfigReader& r, ModelConfig* c, bool allow_situ) {
+  const std::string act = r.String("hidden_act", "silu");
+  if (act == "silu" || act == "swish") {
+    c->hidden_act = Activation::kSiLU;
+  } else if (act == "situ" && allow_situ) {
+    c->hidden_act = Activation::kSiTU;
+  } else {
+    r.Unsupported("hidden_act", allow_situ ? "\"situ\" or \"silu\"" : "\"silu\"");
+  }
+}
+
+void PlanLayers(ModelConfig* c, int32_t first_dense) {
+  c->layers.assign(std::max(0, c->num_hidden_layers), LayerPlan{});
+  for (int32_t l = 0; l < c->num_hidden_layers; ++l) c->layers[l].ffn = l < first_dense ? FfnKind::kDense : FfnKind::kMoe;
+}
+
+void PlanSparseLayers(ConfigReader& r, ModelConfig* c) {
+  const int64_t step = r.Int("decoder_sparse_step", false, 1);
+  const std::vector<int64_t> dense = r.IntList("mlp_only_layers");
+  if (step < 1) r.Fail("key 'decoder_sparse_step' must be at least 1");
+  PlanLayers(c, 0);
+  for (int32_t l = 0; l < c->num_hidden_layers; ++l) {
+    const bool listed = std::find(dense.begin(), dense.end(), l) != dense.end();
+    const bool moe = !listed && c->moe.num_experts > 0 && step >= 1 && (l + 1) % step == 0;
+    c->layers[l].ffn = moe ? FfnKind::kMoe : FfnKind::kDense;
+  }
+}
+
+void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c) {
+  const bool sliding = r.Bool("use_sliding_window", false);
+  const int64_t window = r.Int("sliding_window", false, 4096);
+  const int64_t max_window_layers = r.Int("max_window_layers", false, 28);
+  std::vector<bool> slides(c->num_hidden_layers, false);
+  if (r.Has("layer_types")) {
+    // An explicit list wins, as transformers reads it.
+    const std::string err = "key 'layer_types' must list \"full_attention\" or \"sliding_attention\" per layer";
+    std::optional<std::vector<std::string>> list = r.StringList("layer_types");
+    if (!list || static_cast<int64_t>(list->size()) != c->num_hidden_layers) {
+      r.Fail(err);
+      return;
+    }
+    for (int32_t l = 0; l < c->num_hidden_layers; ++l) {
+      if ((*list)[l] == "sliding_attention") {
+        slides[l] = true;
+      } else if ((*list)[l] != "full_attention") {
+        r.Fail(err);
+        return;
+      }
+    }
+  } else {
+    // transformers 5: every other layer (0, 2, 4, ...) below max_window_layers slides.
+    for (int32_t l = 0; l < c->num_hidden_layers; ++l) slides[l] = sliding && (l + 1) % 2 == 1 && l < max_window_layers;
+  }
+  if (!sliding) return;  // transformers sets no window at all without use_sliding_window
+  if (window <= 0) r.Fail("key 'sliding_window' must be positive with use_sliding_window");
+  for (int32_t l = 0; l < c->num_hidden_layers; ++l)
+    if (slides[l]) c->layers[l].sliding_window = static_cast<int32_t>(window);
+}
+
+void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c) {
+  MoeConfig& m = c->moe;
+  m.num_experts = static_cast<int32_t>(r.Int({"n_routed_experts", "num_local_experts"}, true));
+  m.top_k = static_cast<int32_t>(r.Int("num_experts_per_tok", true));
+  m.expert_ffn = r.Int("moe_intermediate_size", true);
+  m.shared_ffn = r.Int("n_shared_experts", false, 1) * m.expert_ffn;
+  m.scoring = ScoringFunc::kSigmoid;
+  m.n_group = static_cast<int32_t>(r.Int("n_group", false, 1));
+  m.topk_group = static_cast<int32_t>(r.Int("topk_group", false, 1));
+  m.norm_topk_prob = r.Bool("norm_topk_prob", true);
+  m.routed_scaling_factor = static_cast<float>(r.Number("routed_scaling_factor", false, 1.0));
+  c->intermediate_size = r.Int("intermediate_size", false, 0);
+  const int64_t first_dense = r.Int("first_k_dense_replace", false, 1);
+  if (first_dense < 0 || first_dense > c->num_hidden_layers)
+    r.Fail("key 'first_k_dense_replace' must be within [0, num_hidden_layers]");
+  PlanLayers(c, static_cast<int32_t>(first_dense));
+}
+
+bool IsMtpLayerTensor(const std::string& tensor, const ModelConfig& c) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (tensor.rfind(kPrefix, 0) != 0) return false;
+  int64_t layer = 0;
+  size_t i = kPrefix.size();
+  if (i >= tensor.size() || !std::isdigit(static_cast<unsigned char>(tensor[i]))) return false;
+  for (; i < tensor.size() && std::isdigit(static_cast<unsigned char>(tensor[i])) && layer < (1 << 20); ++i)
+    layer = layer * 10 + (tensor[i] - '0');
+  return i < tensor.size() && tensor[i] == '.' && layer >= c.num_hidden_layers;
+}
+
+}  // namespace ls

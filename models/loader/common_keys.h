@@ -1,0 +1,48 @@
+// The config.json keys several families spell the same way, read for the family adapters:
+// decoder sizes and token ids, GQA attention sizes, RoPE (legacy `rope_theta`/`rope_scaling` or
+// transformers 5 `rope_parameters`), the GLU activation, and the bookkeeping keys every
+// transformers config carries that do not change the math.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/loader/config_reader.h"
+#include "models/loader/model_config.h"
+
+namespace ls {
+
+// vocab_size, hidden_size, num_hidden_layers, rms_norm_eps, tie_word_embeddings (default as the
+// family's transformers config class), max_position_embeddings, torch_dtype/dtype, bos/eos ids;
+// declares the common bookkeeping keys irrelevant.
+void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, bool tie_default);
+// num_attention_heads, num_key_value_heads (default H), head_dim (default d / H).
+void ReadGqaKeys(ConfigReader& r, ModelConfig* c);
+// What a family's transformers config class assumes when config.json says nothing.
+struct RopeDefaults {
+  float theta = 10000.f;
+  double partial_rotary_factor = 1.0;
+};
+// The RoPE of an attention layer over `head_dim` dims: theta, the partial rotary factor and the
+// scaling type; unsupported types are an error naming key and value.
+void ReadRopeKeys(ConfigReader& r, ModelConfig* c, const RopeDefaults& defaults, int32_t head_dim, RopeConfig* rope);
+// hidden_act: "silu", or also "situ" where the family allows it.
+void ReadActivation(ConfigReader& r, ModelConfig* c, bool allow_situ);
+// One plan per layer: layers [0, first_dense) dense, the rest MoE.
+void PlanLayers(ModelConfig* c, int32_t first_dense);
+// Qwen's sparse-layer rule: layer l is MoE unless listed in `mlp_only_layers`, when there are
+// experts and (l + 1) is a multiple of `decoder_sparse_step`.
+void PlanSparseLayers(ConfigReader& r, ModelConfig* c);
+// Qwen2's sliding-window layers: `layer_types` when given, else transformers' rule from
+// use_sliding_window, max_window_layers and sliding_window.
+void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c);
+// DeepSeek-V3-style MoE keys (GLM-4-MoE too): n_routed_experts, num_experts_per_tok,
+// moe_intermediate_size, n_shared_experts, first_k_dense_replace, intermediate_size, n_group,
+// topk_group, norm_topk_prob, routed_scaling_factor; a sigmoid router.
+void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c);
+// Whether a tensor lies in a layer past the decoder's last (model.layers.N with N >=
+// num_hidden_layers): the multi-token-prediction layers some checkpoints carry for speculative
+// decoding, which transformers skips on load too.
+bool IsMtpLayerTensor(const std::string& tensor, const ModelConfig& c);
+
+}  // namespace ls

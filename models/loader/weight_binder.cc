@@ -1,0 +1,38 @@
+// WeightBinder: tensor lookup with the first error kept, and the check for unread tensors.
+#include "models/loader/weight_binder.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ls {
+
+Tensor WeightBinder::Get(const std::string& name, int64_t rows, int64_t cols) {
+  taken_.insert(name);
+  if (!status_.ok()) return {};
+  auto t = store_.Get(name, rows, cols);
+  if (!t.ok()) {
+    status_ = t.status();
+    return {};
+  }
+  return *t;
+}
+
+Tensor WeightBinder::Optional(const std::string& name, int64_t rows, int64_t cols) {
+  return store_.Has(name) ? Get(name, rows, cols) : Tensor{};
+}
+
+absl::Status WeightBinder::CheckAllTaken(const std::function<bool(const std::string&)>& unused_ok) const {
+  std::vector<std::string> unused;
+  for (const auto& [name, entry] : store_.Entries())
+    if (!taken_.count(name) && !(unused_ok && unused_ok(name))) unused.push_back(name);
+  if (unused.empty()) return absl::OkStatus();
+  const size_t shown = std::min<size_t>(unused.size(), 5);
+  return absl::InvalidArgumentError(absl::StrCat(
+      unused.size(), " checkpoint tensor(s) are not used by any layer of this architecture, so the model would ",
+      "run without them: '", absl::StrJoin(unused.begin(), unused.begin() + shown, "', '"), "'",
+      unused.size() > shown ? absl::StrCat(" and ", unused.size() - shown, " more") : ""));
+}
+
+}  // namespace ls

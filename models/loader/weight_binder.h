@@ -1,0 +1,38 @@
+// WeightBinder: hands a model's layers their checkpoint tensors by name, shape-checked, keeping
+// the first error so binding code reads as a list of tensors; remembers every name taken, so
+// that the loader can refuse a checkpoint holding tensors no layer reads (DESIGN.md §2).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "absl/status/status.h"
+#include "kernels/tensor.h"
+#include "models/loader/weight_store.h"
+
+namespace ls {
+
+class WeightBinder {
+ public:
+  explicit WeightBinder(const WeightStore& store) : store_(store) {}
+
+  // The tensor `name` of shape [rows, cols] ([cols] when rows == 0); an empty tensor after an error.
+  Tensor Get(const std::string& name, int64_t rows, int64_t cols);
+  // As Get, or an empty tensor (and no error) when the checkpoint has no such tensor.
+  Tensor Optional(const std::string& name, int64_t rows, int64_t cols);
+  bool Has(const std::string& name) const { return store_.Has(name); }
+
+  const absl::Status& status() const { return status_; }
+  // An error naming the checkpoint tensors not taken (the first few and their count), except
+  // those `unused_ok` excuses.
+  absl::Status CheckAllTaken(const std::function<bool(const std::string&)>& unused_ok) const;
+
+ private:
+  const WeightStore& store_;
+  absl::Status status_;
+  std::unordered_set<std::string> taken_;
+};
+
+}  // namespace ls

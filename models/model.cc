@@ -1,0 +1,154 @@
+// Model: the hooks shared by every model structure, and the pieces of a step they share.
+#include "models/model.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace ls {
+
+Model::Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend)
+    : config_(std::move(config)), store_(std::move(store)), backend_(backend), buf_(backend) {
+  moe_blocks_.assign(config_.num_hidden_layers, nullptr);
+  experts_.num_experts = config_.moe.num_experts;
+  experts_.tokens.assign(static_cast<size_t>(config_.num_hidden_layers) * config_.moe.num_experts, 0);
+}
+
+absl::Status Model::ForwardSequence(const std::vector<int32_t>& ids, bool all_logits, std::vector<float>* logits) {
+  constexpr int32_t kBlock = 16;
+  const int32_t blocks = std::max<int32_t>(1, static_cast<int32_t>((ids.size() + kBlock - 1) / kBlock));
+  KvCache cache(backend_, kv_layout(), blocks, kBlock);
+  StepSequence s;
+  s.num_tokens = static_cast<int32_t>(ids.size());
+  s.all_logits = all_logits;
+  for (int32_t i = 0; i < blocks; ++i) s.block_table.push_back(i);
+  StepBatch b;
+  b.tokens = ids;
+  b.seqs = {std::move(s)};
+  return Forward(b, cache, logits);
+}
+
+void Model::CaptureRouterLogits(std::vector<std::vector<float>>* sink) {
+  if (sink) sink->resize(config_.num_hidden_layers);
+  experts_.router_sink = sink;
+}
+
+absl::Status Model::SetRouterBias(int32_t layer, std::vector<float> bias) {
+  if (layer < 0 || layer >= config_.num_hidden_layers || !moe_blocks_[layer])
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is not a MoE layer"));
+  if (static_cast<int64_t>(bias.size()) != config_.moe.num_experts)
+    return absl::InvalidArgumentError(
+        absl::StrCat("bias has ", bias.size(), " values, expected ", config_.moe.num_experts));
+  moe_blocks_[layer]->SetRouterBias(std::move(bias), backend_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const PlacedExperts>> Model::BuildPlacedExperts(
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const {
+  std::vector<const ExpertWeights*> experts(config_.num_hidden_layers, nullptr);
+  for (int32_t l = 0; l < config_.num_hidden_layers; ++l)
+    if (moe_blocks_[l]) experts[l] = &moe_blocks_[l]->experts();
+  return PlacedExperts::Build(experts, backend_, placements);
+}
+
+void Model::SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed) {
+  experts_.placed = std::move(placed);
+  experts_.device_rows.assign(
+      experts_.placed ? static_cast<size_t>(config_.num_hidden_layers) * experts_.placed->num_devices() : 0, 0);
+}
+
+namespace {
+
+size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+}  // namespace
+
+void Model::PrepareWeights(const std::function<void(const WeightFn&)>& for_each) {
+  size_t total = 0;
+  for_each([&](Tensor& t, WeightUse use) {
+    if (!t.empty()) total += Aligned(backend_->PreparedWeightBytes(t, use));
+  });
+  weight_storage_ = DeviceBuffer(backend_, std::max<size_t>(total, 64));
+  auto* next = static_cast<unsigned char*>(weight_storage_.data());
+  std::vector<Tensor> copied;
+  for_each([&](Tensor& t, WeightUse use) {
+    if (t.empty()) return;
+    const size_t bytes = backend_->PreparedWeightBytes(t, use);
+    if (bytes && use == WeightUse::kMatmul) copied.push_back(t);
+    t = backend_->PrepareWeight(t, use, bytes ? next : nullptr);
+    next += Aligned(bytes);
+  });
+  // The backend reads its own copies of these: their mapped file pages need not stay resident
+  // (otherwise a packed model would hold its GEMM weights twice).
+  for (const Tensor& t : copied) WeightStore::ReleaseResidentPages(t);
+}
+
+absl::Status Model::BeginStep(const StepBatch& batch, const KvCache& cache, std::vector<int32_t>* positions,
+                              std::vector<AttentionSeq>* seqs) {
+  backend_->BeginStep();
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  int64_t counted = 0;
+  for (const auto& s : batch.seqs) counted += s.num_tokens;
+  if (counted != T) return absl::InvalidArgumentError("StepBatch: sequence token counts do not add up to tokens");
+  for (int32_t id : batch.tokens)
+    if (id < 0 || id >= config_.vocab_size)
+      return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range"));
+  positions->resize(T);
+  seqs->clear();
+  int32_t offset = 0;
+  for (const auto& s : batch.seqs) {
+    const int64_t needed =
+        (static_cast<int64_t>(s.start_pos) + s.num_tokens + cache.block_size() - 1) / cache.block_size();
+    if (static_cast<int64_t>(s.block_table.size()) < needed)
+      return absl::InvalidArgumentError("StepBatch: block table too short for the sequence");
+    for (int32_t b : s.block_table)
+      if (b < 0 || b >= cache.num_blocks()) return absl::InvalidArgumentError("StepBatch: block id out of range");
+    for (int32_t i = 0; i < s.num_tokens; ++i) (*positions)[offset + i] = s.start_pos + i;
+    seqs->push_back(
+        {offset, s.num_tokens, s.start_pos, s.block_table.data(), static_cast<int32_t>(s.block_table.size())});
+    offset += s.num_tokens;
+  }
+  return absl::OkStatus();
+}
+
+StepContext Model::Context(int64_t num_tokens, const std::vector<int32_t>& positions,
+                           const std::vector<AttentionSeq>& seqs, KvCache& cache) {
+  StepContext ctx;
+  ctx.backend = backend_;
+  ctx.num_tokens = num_tokens;
+  ctx.positions = positions.data();
+  ctx.seqs = &seqs;
+  ctx.cache = &cache;
+  ctx.buf = &buf_;
+  ctx.experts = &experts_;
+  ctx.profile = profile_;
+  return ctx;
+}
+
+void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs, const float* x,
+                   const Tensor& final_norm, const Tensor& lm_head, std::vector<float>* logits) {
+  PartTimer timer(profile_, StepPart::kLmHead);
+  const int64_t d = config_.hidden_size, V = config_.vocab_size;
+  std::vector<int64_t> wanted;  // token rows whose logits were asked for, in sequence order
+  wanted.reserve(batch.num_logit_rows());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const StepSequence& want = batch.seqs[i];
+    if (!want.want_logits) continue;
+    for (int32_t j = want.all_logits ? 0 : seqs[i].num_tokens - 1; j < seqs[i].num_tokens; ++j)
+      wanted.push_back(seqs[i].token_offset + j);
+  }
+  const int64_t rows = static_cast<int64_t>(wanted.size());
+  logits->resize(static_cast<size_t>(rows * V));
+  if (rows == 0) {
+    backend_->Synchronize();  // the step's expert counts are in place when it returns
+    return;
+  }
+  float* sel = buf_.h.as<float>(rows * d);
+  backend_->GatherRows(x, wanted.data(), rows, d, sel);
+  backend_->RmsNorm(sel, rows, final_norm, config_.rms_norm_eps, sel);
+  float* out = buf_.act.as<float>(rows * V);
+  backend_->Gemm(sel, rows, lm_head, out, false);
+  backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
+}
+
+}  // namespace ls

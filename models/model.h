@@ -1,0 +1,106 @@
+// Model: what the engine drives — one forward step over a batch of sequences (StepBatch) with
+// their caches, and the hooks around it: expert load counters, calibration (router logits in,
+// router biases out) and expert placement. A structure of model (DecoderModel for pre-norm
+// decoders) implements Forward; everything else is shared here over the MoE layers it
+// registers. Loaded by LoadModel (models/registry.h). Not thread-safe: one step at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "kernels/device_buffer.h"
+#include "models/expert_placement.h"
+#include "models/kv_cache.h"
+#include "models/layers/layer.h"
+#include "models/layers/moe_block.h"
+#include "models/layers/step_context.h"
+#include "models/loader/model_config.h"
+#include "models/loader/weight_store.h"
+#include "models/placed_experts.h"
+#include "models/step_batch.h"
+#include "models/step_profile.h"
+
+namespace ls {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  Backend* backend() const { return backend_; }
+  size_t weight_bytes() const { return store_->total_bytes(); }
+  const WeightStore& weight_store() const { return *store_; }
+  // The checkpoint's floating-point type (that of its embedding table).
+  virtual DType dtype() const = 0;
+  // What each layer keeps in the KV cache per token.
+  virtual std::vector<KvLayerSpec> kv_layout() const = 0;
+
+  // Runs one step. `logits` receives batch.num_logit_rows() rows of vocab_size floats, in
+  // sequence order (all new tokens of a sequence when all_logits, else its last token).
+  // The caller guarantees block tables cover every position written.
+  virtual absl::Status Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits) = 0;
+  // One sequence alone from position 0, with a KV cache of its own: logits of its last token, or
+  // of every token when all_logits ([len, vocab]). For evaluation, calibration and benchmarks.
+  absl::Status ForwardSequence(const std::vector<int32_t>& ids, bool all_logits, std::vector<float>* logits);
+
+  // Tokens routed to each expert since the last reset: [num_hidden_layers * num_experts].
+  const std::vector<int64_t>& expert_token_counts() const { return experts_.tokens; }
+  void ResetExpertTokenCounts() { std::fill(experts_.tokens.begin(), experts_.tokens.end(), 0); }
+
+  // Calibration hooks. While a sink is set, every MoE layer appends its router logits
+  // ([T, N] row-major) to (*sink)[layer]. Biases of a MoE layer can be replaced.
+  void CaptureRouterLogits(std::vector<std::vector<float>>* sink);
+  const std::vector<float>& router_bias(int32_t layer) const { return moe_blocks_[layer]->router_bias(); }
+  // The checkpoint name of a MoE layer's selection-bias tensor (where calibration writes it).
+  const std::string& router_bias_name(int32_t layer) const { return moe_blocks_[layer]->router_bias_name(); }
+  absl::Status SetRouterBias(int32_t layer, std::vector<float> bias);
+
+  // While set, every step adds its time per part of the layer to *profile (null: off).
+  void SetProfile(StepProfile* profile) { profile_ = profile; }
+
+  // Expert parallelism: with placed experts, every MoE layer dispatches its routed rows to the
+  // devices holding their experts (split over replicas), each device computes its share with its
+  // own weight copies, and the results are combined — numerically the same as without. Set
+  // between steps; null turns it off. BuildPlacedExperts may run on another thread.
+  absl::StatusOr<std::shared_ptr<const PlacedExperts>> BuildPlacedExperts(
+      const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const;
+  void SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed);
+  const std::shared_ptr<const PlacedExperts>& placed_experts() const { return experts_.placed; }
+  // Routed rows computed per (layer, device) since the last reset: [layers * devices].
+  const std::vector<int64_t>& device_row_counts() const { return experts_.device_rows; }
+  void ResetDeviceRowCounts() { std::fill(experts_.device_rows.begin(), experts_.device_rows.end(), 0); }
+
+ protected:
+  Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);
+
+  // Hands every weight `for_each` lists to the backend once (Backend::PrepareWeight), replacing
+  // each tensor with the backend's view; host pages of copied weights are released.
+  void PrepareWeights(const std::function<void(const WeightFn&)>& for_each);
+  // Checks a batch against the cache and the vocabulary; fills the token positions [T] and the
+  // attention sequences.
+  absl::Status BeginStep(const StepBatch& batch, const KvCache& cache, std::vector<int32_t>* positions,
+                         std::vector<AttentionSeq>* seqs);
+  // Final norm and LM head over the rows of x[T, d] whose logits the batch asks for.
+  void Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs, const float* x, const Tensor& final_norm,
+              const Tensor& lm_head, std::vector<float>* logits);
+  // A StepContext for this step over the model's buffers and expert state.
+  StepContext Context(int64_t num_tokens, const std::vector<int32_t>& positions, const std::vector<AttentionSeq>& seqs,
+                      KvCache& cache);
+
+  ModelConfig config_;
+  std::unique_ptr<WeightStore> store_;
+  Backend* backend_;
+  DeviceBuffer weight_storage_;    // the backend's prepared copies (packed GEMM weights on the CPU)
+  std::vector<MoeBlock*> moe_blocks_;  // [layers] the MoE block of each layer, null elsewhere
+  ExpertState experts_;
+  StepBuffers buf_;
+  StepProfile* profile_ = nullptr;
+};
+
+}  // namespace ls

@@ -1,0 +1,18 @@
+// LoadModel: the one entry point from a model directory to a runnable Model. It reads
+// config.json, picks the family from architectures[0] (or model_type), opens the weights and
+// builds the family's model on the backend. Unsupported architectures, keys and tensors are
+// errors that name them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "models/model.h"
+
+namespace ls {
+
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend);
+
+}  // namespace ls
