@@ -2,14 +2,14 @@
 # computed by transformers itself, into tests/data/hf/<fixture>/. Offline only: needs torch + transformers 5.
 # Usage: python models/reference/hf_fixtures.py [--out tests/data/hf] [--only NAME ...] [--list]
 import argparse
-import warnings
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -42,7 +42,6 @@ class Fixture:
     publish: Callable[[dict], dict] | None = None  # rewrites config.json to a published spelling
     rename: Callable[[str, dict], str] | None = None  # rewrites tensor names (name, config.json) -> name
     embed_std: float = 1.0  # a tied head reads the input embedding back: keep it small or greedy repeats the input
-    notes: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -114,7 +113,7 @@ def kimi_dense_mlp_names(name, cfg):
     """transformers 5 saves a dense Kimi-Linear layer's MLP under block_sparse_moe. (its load-time rename of
     block_sparse_moe -> mlp run backwards); the published checkpoint names dense layers mlp."""
     m = re.match(r"model\.layers\.(\d+)\.block_sparse_moe\.((gate|up|down)_proj\.weight)$", name)
-    if m and int(m.group(1)) < cfg.get("first_k_dense_replace", 1):
+    if m and cfg["mlp_layer_types"][int(m.group(1))] == "dense":
         return f"model.layers.{m.group(1)}.mlp.{m.group(2)}"
     return name
 
@@ -123,8 +122,8 @@ def kimi_dense_mlp_names(name, cfg):
 # The fixtures. Seeds are fixed; every value below is what transformers receives.
 
 Q3 = dict(COMMON, head_dim=24, intermediate_size=64, num_hidden_layers=3, moe_intermediate_size=16, num_experts=8,
-          num_experts_per_tok=2, norm_topk_prob=True, max_position_embeddings=128, rope_parameters={"rope_theta":
-          10000.0, "rope_type": "default"})
+          num_experts_per_tok=2, norm_topk_prob=True, max_position_embeddings=128,
+          rope_parameters={"rope_theta": 10000.0, "rope_type": "default"})
 Q2 = dict(COMMON, intermediate_size=64, num_hidden_layers=3, moe_intermediate_size=16,
           shared_expert_intermediate_size=40, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
           max_position_embeddings=128, rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"})
@@ -278,9 +277,7 @@ def randomize(model, seed, embed_std=1.0):
                 v = randn(shape, embed_std)
             elif name.endswith("f_b_proj.weight"):  # small forget-gate input: decays exp(g) mostly in (0.4, 1)
                 v = randn(shape, 0.5 / shape[-1] ** 0.5)
-            elif name.endswith("experts.gate_up_proj") or name.endswith("experts.down_proj"):
-                v = randn(shape, 1.0 / shape[-1] ** 0.5)
-            elif t.dim() >= 2:
+            elif t.dim() >= 2:  # Linear [out, in] and the fused experts [N, out, in]
                 v = randn(shape, 1.0 / shape[-1] ** 0.5)
             else:
                 raise ValueError(f"no init rule for {name} {tuple(shape)}")
@@ -315,13 +312,13 @@ def read_tensors(path):
 
 def write_checkpoint(fx, model, out):
     """save_pretrained (through a float32 -> BF16 reload for BF16 fixtures, so transformers decides which tensors
-    stay F32), then the published config spelling and tensor names where the fixture asks for them."""
-    if fx.dtype == "float32":
-        model.save_pretrained(out)
-    else:
+    stay F32), then the published config spelling and tensor names where the fixture asks for them.
+    Returns the model the file holds."""
+    if fx.dtype == "bfloat16":
         with tempfile.TemporaryDirectory() as tmp:
             model.save_pretrained(tmp)
-            T.AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.bfloat16).save_pretrained(out)
+            model = T.AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.bfloat16).eval()
+    model.save_pretrained(out)
     cfg_path = os.path.join(out, "config.json")
     with open(cfg_path) as f:
         cfg = json.load(f)
@@ -333,12 +330,13 @@ def write_checkpoint(fx, model, out):
     if fx.publish is not None:
         with open(cfg_path, "w") as f:
             f.write(json.dumps(fx.publish(cfg), indent=2, sort_keys=True) + "\n")
+    return model
 
 
 def check_names(out):
     """Every expert tensor is per expert (published names), none is transformers' fused runtime parameter."""
     names = read_tensors(out).keys()
-    fused = [n for n in names if re.search(r"experts\.(gate_up_proj|down_proj)$|gate_up_proj|\.conv1d\.weight$", n)]
+    fused = [n for n in names if re.search(r"gate_up_proj|experts\.down_proj$|\.conv1d\.weight$", n)]
     if fused:
         raise RuntimeError(f"{out}: fused runtime tensor names in the file: {fused[:4]}")
     return names
@@ -348,7 +346,7 @@ IGNORED_CONFIG_KEYS = {"transformers_version", "_name_or_path", "dtype", "torch_
                        "_attn_implementation_autoset", "max_window_layers", "scoring_func", "topk_method",
                        "moe_layer_freq", "ep_size", "seq_aux", "aux_loss_alpha", "mla_use_nope",
                        "moe_router_activation_func", "use_grouped_topk", "rope_theta", "rope_scaling",
-                       "partial_rotary_factor", "qkv_bias_default"}
+                       "partial_rotary_factor"}
 
 
 def _resolved(config):
@@ -474,12 +472,7 @@ def write_fixture(fx, root):
     out = os.path.join(root, fx.name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    model = build_model(fx)
-    write_checkpoint(fx, model, out)
-    if fx.dtype == "bfloat16":  # the reference is what the BF16 file holds
-        with tempfile.TemporaryDirectory() as tmp:
-            model.save_pretrained(tmp)
-            model = T.AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.bfloat16).eval()
+    model = write_checkpoint(fx, build_model(fx), out)
     names = check_names(out)
     verify_reload(fx, model, out)
     golden = make_goldens(fx, out)
