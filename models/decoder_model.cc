@@ -21,7 +21,10 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   const int64_t d = c.hidden_size;
   m->embed_ = b.Get("model.embed_tokens.weight", c.vocab_size, d);
   m->final_norm_ = b.Get("model.norm.weight", 0, d);
-  m->lm_head_ = c.tie_word_embeddings ? m->embed_ : b.Get("lm_head.weight", c.vocab_size, d);
+  // Tied: the embedding is the head, unless the checkpoint carries a head of its own anyway, which
+  // transformers then uses.
+  m->lm_head_ = c.tie_word_embeddings ? b.Optional("lm_head.weight", c.vocab_size, d) : b.Get("lm_head.weight", c.vocab_size, d);
+  if (m->lm_head_.empty() && b.status().ok()) m->lm_head_ = m->embed_;
   m->layers_.resize(c.num_hidden_layers);
   for (int32_t i = 0; i < c.num_hidden_layers && b.status().ok(); ++i) {
     Layer& L = m->layers_[i];

@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "kernels/create_backend.h"
 #include "models/registry.h"
+#include "nlohmann/json.hpp"
 #include "server/api_context.h"
 #include "server/grpc_server.h"
 #include "server/http_server.h"
@@ -207,9 +208,16 @@ int main(int argc, char** argv) {
           absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
                        grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(), ",\"kv_cache_dtype\":\"",
                        ls::KvCacheDTypeName((*engine)->kv_cache_dtype()), "\",\"backend\":\"", std::string(backend->name()),
-                       "\",\"warmup_tokens\":", (*engine)->warmup_tokens(), ",\"warmup_ms\":",
+                       "\",\"family\":\"", (*model)->config().family, "\",\"warmup_tokens\":", (*engine)->warmup_tokens(), ",\"warmup_ms\":",
                        static_cast<int64_t>(1e3 * (*engine)->warmup_seconds()),
                        ",\"auth\":", ctx.keys().enabled() ? "true" : "false"));
+
+  if (const auto& unknown = (*model)->config().unrecognized_keys; !unknown.empty())
+    ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",
+            absl::StrCat("\"family\":\"", (*model)->config().family, "\",\"keys\":",
+                         nlohmann::json(unknown).dump(),
+                         ",\"note\":\"config.json keys the loader neither reads nor knows to be irrelevant; check "
+                         "that none of them changes the model's math\""));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -17,15 +17,22 @@ namespace ls::testing {
 
 std::string DataDir() { return LS_TEST_DATA_DIR; }
 
-std::vector<std::string> FixtureNames() {
+namespace {
+
+std::vector<std::string> Subdirectories(const std::string& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(DataDir() + "/fixtures"))
+  for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.is_directory()) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }
 
+}  // namespace
+
+std::vector<std::string> FixtureNames() { return Subdirectories(DataDir() + "/fixtures"); }
 std::string FixtureDir(const std::string& name) { return DataDir() + "/fixtures/" + name; }
+std::vector<std::string> HfFixtureNames() { return Subdirectories(DataDir() + "/hf"); }
+std::string HfFixtureDir(const std::string& name) { return DataDir() + "/hf/" + name; }
 
 Golden LoadGolden(const std::string& dir) {
   Golden g;

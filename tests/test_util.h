@@ -11,6 +11,9 @@ namespace ls::testing {
 std::string DataDir();
 std::vector<std::string> FixtureNames();  // every directory under tests/data/fixtures
 std::string FixtureDir(const std::string& name);
+// The checkpoints written by transformers (tests/data/hf, models/reference/hf_fixtures.py).
+std::vector<std::string> HfFixtureNames();
+std::string HfFixtureDir(const std::string& name);
 
 struct Golden {
   std::vector<int32_t> prompt_ids;  // [32]

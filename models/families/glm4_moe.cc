@@ -9,12 +9,12 @@ namespace ls {
 namespace {
 
 void ReadConfig(ConfigReader& r, ModelConfig* c) {
-  ReadDecoderKeys(r, c, /*tie_default=*/false);
+  ReadDecoderKeys(r, c, DecoderDefaults{.rms_norm_eps = 1e-5, .max_position_embeddings = 131072});
   ReadGqaKeys(r, c);
   GqaConfig& a = c->attention;
   a.qkv_bias = r.Bool("attention_bias", false);
   a.qk_norm = r.Bool("use_qk_norm", false);
-  ReadRopeKeys(r, c, RopeDefaults{.partial_rotary_factor = 0.5}, a.head_dim, &a.rope);
+  ReadRopeKeys(r, c, RopeDefaults{.partial_rotary_factor = 0.5, .partial_in_default = true}, a.head_dim, &a.rope);
   ReadActivation(r, c, /*allow_situ=*/false);
   ReadDeepseekMoeKeys(r, c);
   r.Ignore({"num_nextn_predict_layers", "num_mtp_layers"});

@@ -8,7 +8,7 @@ namespace ls {
 namespace {
 
 void ReadConfig(ConfigReader& r, ModelConfig* c) {
-  ReadDecoderKeys(r, c, /*tie_default=*/false);
+  ReadDecoderKeys(r, c, DecoderDefaults{.rms_norm_eps = 1e-5, .max_position_embeddings = 131072});
   ReadGqaKeys(r, c);
   ReadRopeKeys(r, c, RopeDefaults{.theta = 1e6f}, c->attention.head_dim, &c->attention.rope);
   ReadActivation(r, c, /*allow_situ=*/false);

@@ -8,7 +8,7 @@ namespace ls {
 namespace {
 
 void ReadConfig(ConfigReader& r, ModelConfig* c) {
-  ReadDecoderKeys(r, c, /*tie_default=*/false);
+  ReadDecoderKeys(r, c, DecoderDefaults{.max_position_embeddings = 32768});
   ReadGqaKeys(r, c);
   GqaConfig& a = c->attention;
   a.qkv_bias = r.Bool("qkv_bias", true);

@@ -9,7 +9,7 @@ namespace ls {
 namespace {
 
 void ReadConfig(ConfigReader& r, ModelConfig* c) {
-  ReadDecoderKeys(r, c, /*tie_default=*/false);
+  ReadDecoderKeys(r, c, DecoderDefaults{});
   ReadGqaKeys(r, c);
   c->attention.qk_norm = r.Bool("qk_norm", false);
   ReadRopeKeys(r, c, RopeDefaults{}, c->attention.head_dim, &c->attention.rope);

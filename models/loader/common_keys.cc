@@ -10,13 +10,13 @@
 
 namespace ls {
 
-void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, bool tie_default) {
+void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, const DecoderDefaults& defaults) {
   c->vocab_size = r.Int("vocab_size", true);
   c->hidden_size = r.Int("hidden_size", true);
   c->num_hidden_layers = static_cast<int32_t>(r.Int("num_hidden_layers", true));
-  c->rms_norm_eps = static_cast<float>(r.Number({"rms_norm_eps"}, false, 1e-6));
-  c->tie_word_embeddings = r.Bool("tie_word_embeddings", tie_default);
-  c->max_position_embeddings = r.Int("max_position_embeddings", false, 4096);
+  c->rms_norm_eps = static_cast<float>(r.Number({"rms_norm_eps"}, false, defaults.rms_norm_eps));
+  c->tie_word_embeddings = r.Bool("tie_word_embeddings", false);
+  c->max_position_embeddings = r.Int("max_position_embeddings", false, defaults.max_position_embeddings);
   // The checkpoint's own floating-point type decides how weights are read; the declared one must
   // be one the loader reads.
   for (const char* key : {"torch_dtype", "dtype"}) {
@@ -47,8 +47,9 @@ void ReadGqaKeys(ConfigReader& r, ModelConfig* c) {
 
 namespace {
 
-// The scaling keys of one rope dict (legacy rope_scaling or rope_parameters).
-void ReadScaling(ConfigReader& p, const std::string& type, RopeConfig* rope) {
+// The scaling keys of one rope dict (legacy rope_scaling or rope_parameters); `type_key` is the
+// key the type was read from ("rope_type" or the legacy "type").
+void ReadScaling(ConfigReader& p, const std::string& type, const char* type_key, RopeConfig* rope) {
   if (type == "default") return;
   if (type == "linear") {
     rope->scaling = RopeConfig::Scaling::kLinear;
@@ -70,12 +71,12 @@ void ReadScaling(ConfigReader& p, const std::string& type, RopeConfig* rope) {
     rope->low_freq_factor = static_cast<float>(p.Number("low_freq_factor", true, 1.0));
     rope->high_freq_factor = static_cast<float>(p.Number("high_freq_factor", true, 4.0));
   } else if (type == "dynamic") {
-    p.Fail(absl::StrCat("key '", p.Path("rope_type"),
+    p.Fail(absl::StrCat("key '", p.Path(type_key),
                         "' = \"dynamic\" is not supported: its frequencies change with the length of each forward "
                         "call, which continuous batching and chunked prefill cannot reproduce (supported: default, "
                         "linear, yarn, llama3)"));
   } else {
-    p.Fail(absl::StrCat("key '", p.Path("rope_type"), "' = \"", type,
+    p.Fail(absl::StrCat("key '", p.Path(type_key), "' = \"", type,
                         "\" is not supported (supported: default, linear, yarn, llama3)"));
   }
   if (!(rope->factor > 0.f)) p.Fail(absl::StrCat("key '", p.Path("factor"), "' must be positive"));
@@ -85,6 +86,7 @@ void ReadScaling(ConfigReader& p, const std::string& type, RopeConfig* rope) {
 
 void ReadRopeKeys(ConfigReader& r, ModelConfig* c, const RopeDefaults& defaults, int32_t head_dim,
                   RopeConfig* rope) {
+  bool partial_default_path = true;  // no scaling type: transformers' family default RoPE
   rope->theta = static_cast<float>(r.Number("rope_theta", false, defaults.theta));
   double partial = r.Number("partial_rotary_factor", false, defaults.partial_rotary_factor);
   // transformers 5 writes rope_parameters, earlier checkpoints rope_scaling (null: no scaling);
@@ -95,15 +97,20 @@ void ReadRopeKeys(ConfigReader& r, ModelConfig* c, const RopeDefaults& defaults,
     ConfigReader& p = *params;
     rope->theta = static_cast<float>(p.Number("rope_theta", false, rope->theta));
     partial = p.Number("partial_rotary_factor", false, partial);
-    std::string type = p.String("rope_type", "");
-    if (type.empty()) type = p.String("type", "default");
-    ReadScaling(p, type, rope);
+    const char* type_key = p.Has("rope_type") ? "rope_type" : "type";
+    const std::string type = p.String(type_key, "default");
+    p.Ignore({"rope_type", "type"});
+    ReadScaling(p, type, type_key, rope);
+    partial_default_path = type == "default";
   }
   // A top-level original_max_position_embeddings wins over the dict's, as transformers reads it.
   if (r.Has("original_max_position_embeddings"))
     rope->original_max_position_embeddings = r.Int("original_max_position_embeddings", false);
   if (rope->original_max_position_embeddings <= 0) rope->original_max_position_embeddings = c->max_position_embeddings;
   if (!(partial > 0.0 && partial <= 1.0)) r.Fail("key 'partial_rotary_factor' must be in (0, 1]");
+  // Most families' own default RoPE rotates the whole head whatever the factor says; only the
+  // scaled types (and families whose default honours it) rotate part of it, as transformers does.
+  if (partial_default_path && !defaults.partial_in_default) partial = 1.0;
   rope->rotary_dim = static_cast<int32_t>(static_cast<double>(head_dim) * partial);
   if (rope->rotary_dim % 2 != 0)
     r.Fail(absl::StrCat("head_dim (", head_dim, ") × partial_rotary_factor (", partial, ") = ", rope->rotary_dim,
@@ -165,7 +172,7 @@ void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c) {
     for (int32_t l = 0; l < c->num_hidden_layers; ++l) slides[l] = sliding && (l + 1) % 2 == 1 && l < max_window_layers;
   }
   if (!sliding) return;  // transformers sets no window at all without use_sliding_window
-  if (window <= 0) r.Fail("key 'sliding_window' must be positive with use_sliding_window");
+  if (!r.Has("sliding_window") || window <= 0) r.Fail("key 'sliding_window' must be positive with use_sliding_window");
   for (int32_t l = 0; l < c->num_hidden_layers; ++l)
     if (slides[l]) c->layers[l].sliding_window = static_cast<int32_t>(window);
 }

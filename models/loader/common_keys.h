@@ -12,16 +12,24 @@
 
 namespace ls {
 
-// vocab_size, hidden_size, num_hidden_layers, rms_norm_eps, tie_word_embeddings (default as the
-// family's transformers config class), max_position_embeddings, torch_dtype/dtype, bos/eos ids;
+// What a family's transformers config class assumes for keys config.json leaves out.
+struct DecoderDefaults {
+  double rms_norm_eps = 1e-6;
+  int64_t max_position_embeddings = 4096;
+};
+// vocab_size, hidden_size, num_hidden_layers, rms_norm_eps, tie_word_embeddings (default false,
+// as every family's config class), max_position_embeddings, torch_dtype/dtype, bos/eos ids;
 // declares the common bookkeeping keys irrelevant.
-void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, bool tie_default);
+void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, const DecoderDefaults& defaults);
 // num_attention_heads, num_key_value_heads (default H), head_dim (default d / H).
 void ReadGqaKeys(ConfigReader& r, ModelConfig* c);
 // What a family's transformers config class assumes when config.json says nothing.
 struct RopeDefaults {
   float theta = 10000.f;
   double partial_rotary_factor = 1.0;
+  // Whether the family's unscaled RoPE honours partial_rotary_factor (GLM's does; in transformers
+  // the others rotate the whole head unless a scaling type is set).
+  bool partial_in_default = false;
 };
 // The RoPE of an attention layer over `head_dim` dims: theta, the partial rotary factor and the
 // scaling type; unsupported types are an error naming key and value.

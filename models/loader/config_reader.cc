@@ -28,9 +28,14 @@ const json* ConfigReader::Find(std::initializer_list<const char*> keys, const ch
   for (const char* k : keys) {
     state_->seen.insert(Path(k));
     auto it = j_->find(k);
-    if (hit == nullptr && it != j_->end() && !it->is_null()) {
+    if (it == j_->end() || it->is_null()) continue;
+    if (hit == nullptr) {
       hit = &*it;
       *found = k;
+    } else if (*it != *hit) {
+      // Two spellings of one setting that disagree: which one the model was trained with is unknown.
+      Fail(absl::StrCat("keys '", Path(*found), "' (", hit->dump(), ") and '", Path(k), "' (", it->dump(),
+                        ") name the same setting with different values"));
     }
   }
   return hit;

@@ -1,4 +1,4 @@
-// The CUDA backend end to end: on every fixture, the logits of a chunked prefill and 16 decode
+// The CUDA backend end to end: on every fixture (ours and those transformers wrote), the logits of a chunked prefill and 16 decode
 // steps agree with the CPU backend under the GPU's rounding (BF16 weights, GEMM inputs rounded to
 // BF16: tests/bf16_activations_backend.h) up to accumulation order, and pick the PyTorch
 // goldens' top token; on the tiny model, a batch of sequences decoding together through the paged
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/bf16_activations_backend.h"
@@ -55,11 +56,21 @@ struct BothBackends {
   std::unique_ptr<Model> cpu_model, gpu_model;
 };
 
+// The fixture directory of a test parameter: "hf/NAME" (transformers' checkpoints) or NAME.
+std::string ParamDir(const std::string& param) {
+  return param.rfind("hf/", 0) == 0 ? testing::HfFixtureDir(param.substr(3)) : testing::FixtureDir(param);
+}
+
 class CudaFixtureLogits : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaFixtureLogits, MatchGoldensAndCpuBackend) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  const std::string dir = testing::FixtureDir(GetParam());
+  const std::string dir = ParamDir(GetParam());
+  {
+    CpuBackend probe(1);
+    if (auto m = LoadModel(dir, &probe); !m.ok())
+      GTEST_SKIP() << "the loader refuses this fixture (pinned by HfFixtures): " << m.status();
+  }
   const testing::Golden g = testing::LoadGolden(dir);
   BothBackends b(dir);
   ASSERT_TRUE(b.ok());
@@ -78,6 +89,14 @@ TEST_P(CudaFixtureLogits, MatchGoldensAndCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixtureLogits, ::testing::ValuesIn(testing::FixtureNames()),
                          [](const auto& info) { return info.param; });
+
+std::vector<std::string> HfParams() {
+  std::vector<std::string> out;
+  for (const std::string& name : testing::HfFixtureNames()) out.push_back("hf/" + name);
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Transformers, CudaFixtureLogits, ::testing::ValuesIn(HfParams()),
+                         [](const auto& info) { return info.param.substr(3); });
 
 // Four sequences of different prompt lengths prefill together, then decode 12 steps together.
 std::vector<std::vector<float>> RunBatch(Model& model) {
