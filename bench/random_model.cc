@@ -36,10 +36,18 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
     const std::string p = absl::StrCat("model.layers.", i, ".");
     ones(p + "input_layernorm.weight", s.d);
     ones(p + "post_attention_layernorm.weight", s.d);
-    lin(p + "self_attn.q_proj.weight", s.heads * s.head_dim, s.d);
-    lin(p + "self_attn.k_proj.weight", s.kv_heads * s.head_dim, s.d);
-    lin(p + "self_attn.v_proj.weight", s.kv_heads * s.head_dim, s.d);
-    lin(p + "self_attn.o_proj.weight", s.d, s.heads * s.head_dim);
+    if (s.mla_latent > 0) {
+      lin(p + "self_attn.q_proj.weight", s.heads * (s.mla_nope + s.mla_rope), s.d);
+      lin(p + "self_attn.kv_a_proj_with_mqa.weight", s.mla_latent + s.mla_rope, s.d);
+      ones(p + "self_attn.kv_a_layernorm.weight", s.mla_latent);
+      lin(p + "self_attn.kv_b_proj.weight", s.heads * (s.mla_nope + s.mla_v), s.mla_latent);
+      lin(p + "self_attn.o_proj.weight", s.d, s.heads * s.mla_v);
+    } else {
+      lin(p + "self_attn.q_proj.weight", s.heads * s.head_dim, s.d);
+      lin(p + "self_attn.k_proj.weight", s.kv_heads * s.head_dim, s.d);
+      lin(p + "self_attn.v_proj.weight", s.kv_heads * s.head_dim, s.d);
+      lin(p + "self_attn.o_proj.weight", s.d, s.heads * s.head_dim);
+    }
     lin(p + "mlp.gate.weight", s.experts, s.d);
     w.Add(p + "mlp.gate.e_score_correction_bias", {s.experts}, std::vector<float>(s.experts, 0.f), DType::kF32);
     if (s.d_lat > 0) {
@@ -80,6 +88,35 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
                       {"norm_topk_prob", true},
                       {"expert_output_norm", s.expert_output_norm},
                       {"eos_token_id", 2}};
+  if (s.mla_latent > 0) {
+    // DeepSeek-V3's schema: MLA, dense layers none, one shared expert of the routed width.
+    c = {{"architectures", {"DeepseekV3ForCausalLM"}},
+         {"model_type", "deepseek_v3"},
+         {"vocab_size", s.vocab},
+         {"hidden_size", s.d},
+         {"num_hidden_layers", s.layers},
+         {"num_attention_heads", s.heads},
+         {"num_key_value_heads", s.heads},
+         {"q_lora_rank", nullptr},
+         {"kv_lora_rank", s.mla_latent},
+         {"qk_nope_head_dim", s.mla_nope},
+         {"qk_rope_head_dim", s.mla_rope},
+         {"v_head_dim", s.mla_v},
+         {"rms_norm_eps", 1e-6},
+         {"rope_theta", 1e6},
+         {"max_position_embeddings", 4096},
+         {"n_routed_experts", s.experts},
+         {"num_experts_per_tok", s.top_k},
+         {"moe_intermediate_size", s.f},
+         {"n_shared_experts", s.shared_f > 0 ? s.shared_f / s.f : 0},
+         {"first_k_dense_replace", 0},
+         {"n_group", 1},
+         {"topk_group", 1},
+         {"routed_scaling_factor", 1.0},
+         {"norm_topk_prob", true},
+         {"hidden_act", "silu"},
+         {"eos_token_id", 2}};
+  }
   std::ofstream(dir + "/config.json") << c.dump(1);
   return w.Write(dir + "/model.safetensors");
 }

@@ -1,5 +1,6 @@
-// Writes a random Stable LatentMoE checkpoint (config.json + BF16 model.safetensors) of given
-// sizes, for benchmarks that need a model of a particular shape rather than a trained one.
+// Writes a random checkpoint (config.json + BF16 model.safetensors) of given sizes, for
+// benchmarks that need a model of a particular shape rather than a trained one: this project's
+// format with GQA attention, or a DeepSeek-V3 checkpoint with MLA attention (mla_latent > 0).
 #pragma once
 
 #include <string>
@@ -13,6 +14,8 @@ struct RandomModelSpec {
   int experts = 64, top_k = 8, f = 512, d_lat = 256;  // d_lat 0: plain MoE
   int shared_f = 0;                                   // shared expert width, 0: none
   bool situ = true, sigmoid = true, expert_output_norm = true;
+  // MLA (a DeepseekV3ForCausalLM directory; plain MoE, SiLU, sigmoid router, the heads above):
+  int mla_latent = 0, mla_rope = 32, mla_nope = 64, mla_v = 64;
 };
 
 absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& dir, unsigned seed);

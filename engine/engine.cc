@@ -136,6 +136,7 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
       eos_ids_(model->config().eos_token_ids) {
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = num_blocks;
+    m.kv_block_size = config.block_size;
     m.num_layers = model->config().num_hidden_layers;
     m.num_experts = model->config().moe.num_experts;
     for (int32_t l = 0; l < m.num_layers; ++l)

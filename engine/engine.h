@@ -83,6 +83,9 @@ class Engine {
   const tok::Tokenizer* tokenizer() const { return tokenizer_; }
   int32_t max_model_len() const { return max_model_len_; }
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
+  int32_t kv_block_size() const { return blocks_.block_size(); }
+  // Tokens the cache holds: blocks × tokens per block.
+  int64_t kv_cache_tokens() const { return static_cast<int64_t>(blocks_.num_blocks()) * blocks_.block_size(); }
   DType kv_cache_dtype() const { return cache_.dtype(); }
   // Tokens and seconds of the creation warm-up step (0 without one).
   int64_t warmup_tokens() const { return warmup_tokens_; }

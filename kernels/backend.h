@@ -66,6 +66,14 @@ class Backend {
   virtual bool SupportsKvCacheDType(DType dtype) const { return dtype == DType::kF32; }
   // Writes the new K/V into the cache, then causal GQA attention for every new token.
   virtual void PagedAttention(const AttentionParams& p) = 0;
+  // Writes the new latent rows into the cache, then causal latent attention (MLA) for every new
+  // token.
+  virtual void PagedLatentAttention(const LatentAttentionParams& p) = 0;
+  // One GEMM per head: y[t, h, 0:w[h].rows] = x[t, h, 0:w[h].cols] · w[h]ᵀ for t < num_tokens and
+  // h < heads, with x[t, h] at x + t·x.token + h·x.head and y[t, h] at y + t·y.token + h·y.head
+  // (x.head = 0: every head reads the token's one row).
+  virtual void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                        RowStrides ys) = 0;
   // out[r, i] = act(gate[r, i]) · up[r, i] for rows of width `width`.
   virtual void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
                              Activation act, float* out) = 0;

@@ -10,6 +10,15 @@ namespace ls {
 
 enum class Activation : uint8_t { kSiTU, kSiLU };  // gate functions of the GLU experts
 enum class ScoringFunc : uint8_t { kSigmoid, kSoftmax };
+// How group-limited routing ranks a group: the sum of its two best keys (DeepSeek-V3), or its
+// best key (DeepSeek-V2).
+enum class GroupScore : uint8_t { kTop2Sum, kMax };
+
+// Where row (token t, head h) of a [tokens, heads, width] activation lies: at t·token + h·head.
+struct RowStrides {
+  int64_t token = 0;
+  int64_t head = 0;
+};
 
 // One output of Backend::GemmMany: y[M, w.rows] (+)= x · wᵀ.
 struct GemmOutput {
@@ -64,6 +73,27 @@ struct AttentionParams {
   int32_t num_seqs = 0;
 };
 
+// Multi-head latent attention (MLA) in its absorbed form over a paged latent cache: every cached
+// position keeps one row [c (latent_dim) | k_rope (rope_dim)] shared by all heads; head h scores
+// position p as scale · (q_latent_h · c_p + q_rope_h · k_rope_p) and returns Σ_p softmax · c_p.
+// The caller absorbs the key up-projection into q_latent and applies the value up-projection to
+// the output.
+struct LatentAttentionParams {
+  const float* q_latent = nullptr;  // [T, H, latent_dim]
+  const float* q_rope = nullptr;    // head h of token t at q_rope + (t·H + h)·q_rope_stride, rope_dim values
+  int64_t q_rope_stride = 0;
+  const float* c_new = nullptr;       // [T, latent_dim] the new tokens' normed latents; written into the cache
+  const float* k_rope_new = nullptr;  // [T, rope_dim] their rope keys (rotated); written beside them
+  float* out = nullptr;               // [T, H, latent_dim]
+  int32_t num_heads = 0;
+  int32_t latent_dim = 0;
+  int32_t rope_dim = 0;
+  float scale = 1.f;
+  KvLayer cache;  // k: [num_blocks, block_size, latent_dim + rope_dim]; v unused
+  const AttentionSeq* seqs = nullptr;  // [num_seqs], token ranges ascending and disjoint
+  int32_t num_seqs = 0;
+};
+
 struct RouterParams {
   const float* logits = nullptr;  // [T, N] router logits h·Wrᵀ
   const float* bias = nullptr;    // [N] frozen selection bias, or null
@@ -71,10 +101,11 @@ struct RouterParams {
   int32_t num_experts = 0;
   int32_t top_k = 0;
   ScoringFunc scoring = ScoringFunc::kSigmoid;
-  // Group-limited selection: experts form n_group equal groups, each ranked by the sum of its
-  // two largest score + bias; only the topk_group best groups (ties: lower group) are eligible.
+  // Group-limited selection: experts form n_group equal groups, each ranked by group_score over
+  // its score + bias; only the topk_group best groups (ties: lower group) are eligible.
   int32_t n_group = 1;
   int32_t topk_group = 1;
+  GroupScore group_score = GroupScore::kTop2Sum;
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
   int32_t* topk_ids = nullptr;      // [T, K] chosen experts, best first (ties: lower index)

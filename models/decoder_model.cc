@@ -4,13 +4,16 @@
 #include "absl/strings/str_cat.h"
 #include "models/layers/glu_mlp.h"
 #include "models/layers/gqa_attention.h"
+#include "models/layers/mla_attention.h"
 #include "models/layers/moe_block.h"
 #include "models/loader/weight_binder.h"
 
 namespace ls {
 
 DecoderModel::DecoderModel(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend)
-    : Model(std::move(config), std::move(store), backend), rope_(ComputeRopeTable(config_.attention.rope)) {}
+    : Model(std::move(config), std::move(store), backend),
+      gqa_rope_(ComputeRopeTable(config_.attention.rope)),
+      mla_rope_(ComputeRopeTable(config_.mla.rope)) {}
 
 absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, ModelConfig config,
                                                          std::unique_ptr<WeightStore> store, Backend* backend) {
@@ -31,7 +34,14 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
     const std::string p = absl::StrCat("model.layers.", i, ".");
     L.input_norm = b.Get(p + "input_layernorm.weight", 0, d);
     L.post_attention_norm = b.Get(p + "post_attention_layernorm.weight", 0, d);
-    L.attention = std::make_unique<GqaAttention>(b, p + names.attention, c, c.layers[i], &m->rope_);
+    switch (c.layers[i].attention) {
+      case AttentionKind::kGqa:
+        L.attention = std::make_unique<GqaAttention>(b, p + names.attention, c, c.layers[i], &m->gqa_rope_);
+        break;
+      case AttentionKind::kMla:
+        L.attention = std::make_unique<MlaAttention>(b, p + names.attention, c, &m->mla_rope_);
+        break;
+    }
     if (c.is_moe_layer(i)) {
       auto moe = std::make_unique<MoeBlock>(b, p + names.moe.block, c, names.moe);
       m->moe_blocks_[i] = moe.get();
@@ -47,6 +57,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
     return absl::InvalidArgumentError(absl::StrCat(m->store_->dir(), ": ", s.message()));
   m->dtype_ = m->embed_.dtype;
   m->PrepareWeights([&](const WeightFn& fn) { m->ForEachWeight(fn); });
+  for (Layer& L : m->layers_) L.attention->WeightsPrepared();
   return std::unique_ptr<Model>(std::move(m));
 }
 
@@ -64,8 +75,12 @@ void DecoderModel::ForEachWeight(const WeightFn& fn) {
 
 std::vector<KvLayerSpec> DecoderModel::kv_layout() const {
   const GqaConfig& a = config_.attention;
-  const int64_t width = static_cast<int64_t>(a.num_kv_heads) * a.head_dim;
-  return std::vector<KvLayerSpec>(config_.num_hidden_layers, KvLayerSpec{width, width});
+  const int64_t gqa = static_cast<int64_t>(a.num_kv_heads) * a.head_dim;
+  const int64_t mla = config_.mla.kv_lora_rank + config_.mla.qk_rope_head_dim;
+  std::vector<KvLayerSpec> out;
+  for (const LayerPlan& l : config_.layers)
+    out.push_back(l.attention == AttentionKind::kMla ? KvLayerSpec{mla, 0} : KvLayerSpec{gqa, gqa});
+  return out;
 }
 
 absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits) {

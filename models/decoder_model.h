@@ -34,7 +34,7 @@ class DecoderModel final : public Model {
   void ForEachWeight(const WeightFn& fn);
 
   DType dtype_ = DType::kF32;
-  RopeTable rope_;
+  RopeTable gqa_rope_, mla_rope_;  // the RoPE tables of the GQA and the MLA layers
   Tensor embed_;       // [V, d]
   Tensor final_norm_;  // [d]
   Tensor lm_head_;     // [V, d] (the embedding when tied)

@@ -158,7 +158,7 @@ class Service final : public pb::GenerationService::Service {
     info->set_max_model_len(ctx_->engine().max_model_len());
     info->set_backend(ctx_->backend());
     info->set_kv_cache_blocks(ctx_->engine().num_kv_blocks());
-    info->set_kv_block_size(16);
+    info->set_kv_block_size(ctx_->engine().kv_block_size());
     return Count(Status::OK);
   }
 

@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
   if (auto s = grpc_server.Start(); !s.ok()) return Fail(std::string(s.message()));
   ctx.Log(LogLevel::kInfo, "ready",
           absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
-                       grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(), ",\"kv_cache_dtype\":\"",
+                       grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(),
+                       ",\"kv_cache_tokens\":", (*engine)->kv_cache_tokens(), ",\"kv_cache_dtype\":\"",
                        ls::KvCacheDTypeName((*engine)->kv_cache_dtype()), "\",\"backend\":\"", std::string(backend->name()),
                        "\",\"family\":\"", (*model)->config().family, "\",\"warmup_tokens\":", (*engine)->warmup_tokens(), ",\"warmup_ms\":",
                        static_cast<int64_t>(1e3 * (*engine)->warmup_seconds()),

@@ -68,6 +68,10 @@ std::string RenderPrometheus(const ApiContext& ctx) {
   Value(&out, "latentserve_num_requests_waiting", "gauge", "Sequences waiting to be scheduled.", m.waiting);
   Value(&out, "latentserve_kv_cache_blocks_used", "gauge", "KV cache blocks in use.", m.kv_blocks_used);
   Value(&out, "latentserve_kv_cache_blocks_total", "gauge", "KV cache blocks in all.", m.kv_blocks_total);
+  Value(&out, "latentserve_kv_cache_capacity_tokens", "gauge",
+        "Tokens the KV cache holds in all (blocks times tokens per block; per-layer widths as each attention kind "
+        "caches).",
+        static_cast<int64_t>(m.kv_blocks_total) * m.kv_block_size);
   Value(&out, "latentserve_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use.",
         m.kv_blocks_total ? static_cast<double>(m.kv_blocks_used) / m.kv_blocks_total : 0.0);
   Value(&out, "latentserve_prefix_cache_queries_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.",

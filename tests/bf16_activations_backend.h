@@ -59,6 +59,13 @@ class Bf16ActivationsBackend final : public Backend {
   }
   bool SupportsKvCacheDType(DType dtype) const override { return cpu_.SupportsKvCacheDType(dtype); }
   void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }
+  void PagedLatentAttention(const LatentAttentionParams& p) override { cpu_.PagedLatentAttention(p); }
+  void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                RowStrides ys) override {
+    // The GPU rounds GEMM inputs to BF16: the span of x the heads read.
+    const int64_t span = (num_tokens - 1) * xs.token + (heads - 1) * xs.head + w[0].cols;
+    cpu_.HeadGemm(Rounded(x, span), xs, num_tokens, heads, w, y, ys);
+  }
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override {
     cpu_.GluActivation(gate, up, rows, width, act, out);

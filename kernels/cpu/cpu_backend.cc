@@ -51,6 +51,11 @@ void CpuBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* 
   cpu::MulSigmoid(pool_, x, rows, width, gate, gate_width);
 }
 void CpuBackend::PagedAttention(const AttentionParams& p) { cpu::PagedAttention(pool_, p); }
+void CpuBackend::PagedLatentAttention(const LatentAttentionParams& p) { cpu::PagedLatentAttention(pool_, p); }
+void CpuBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                          RowStrides ys) {
+  cpu::HeadGemm(pool_, x, xs, num_tokens, heads, w, y, ys);
+}
 void CpuBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
                                Activation act, float* out) {
   cpu::GluActivation(pool_, gate, up, rows, width, act, out);

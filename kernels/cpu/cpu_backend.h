@@ -35,6 +35,9 @@ class CpuBackend final : public Backend {
   void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
   void PagedAttention(const AttentionParams& p) override;
+  void PagedLatentAttention(const LatentAttentionParams& p) override;
+  void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                RowStrides ys) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override;
   void Router(const RouterParams& p) override;

@@ -17,6 +17,7 @@ void Rope(ThreadPool& pool, float* x, int64_t num_tokens, const int32_t* positio
 void AddBias(ThreadPool& pool, float* y, int64_t rows, const Tensor& bias);
 void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width);
 void PagedAttention(ThreadPool& pool, const AttentionParams& p);
+void PagedLatentAttention(ThreadPool& pool, const LatentAttentionParams& p);
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
                    Activation act, float* out);
 void Router(ThreadPool& pool, const RouterParams& p);
@@ -33,8 +34,8 @@ float SiLU(float x);  // x · sigmoid(x)
 // Per-token top-K of scores + bias, best first, ties to the lower expert index.
 void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, int32_t* ids);
 // Selection keys score + bias of one token under group-limited routing: experts outside the
-// topk_group groups with the largest sums of their two best keys (ties: lower group) get -inf.
+// topk_group groups ranked best by `rank` (ties: lower group) get -inf.
 void GroupLimitedKeys(const float* scores, const float* bias, int32_t n, int32_t n_group, int32_t topk_group,
-                      std::vector<float>* keys);
+                      GroupScore rank, std::vector<float>* keys);
 
 }  // namespace ls::cpu

@@ -88,4 +88,19 @@ void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* out
   });
 }
 
+void HeadGemm(ThreadPool& pool, const float* x, RowStrides xs, int64_t M, int32_t heads, const Tensor* w, float* y,
+              RowStrides ys) {
+  if (M == 0 || heads == 0) return;
+  // Tasks over (head, column chunk); every output element is GemmRange's dot product.
+  const int64_t chunk = ColumnChunk(pool, M, w[0]);
+  const int64_t per_head = (w[0].rows + chunk - 1) / chunk;
+  pool.ParallelFor(heads * per_head, [&](int64_t task) {
+    const int64_t h = task / per_head;
+    const Tensor& wh = w[h];
+    const int64_t n0 = (task % per_head) * chunk, n1 = std::min(wh.rows, n0 + chunk);
+    if (n0 >= n1) return;
+    GemmRange(x + h * xs.head, xs.token, M, wh, n0, n1, y + h * ys.head + n0, ys.token, false);
+  });
+}
+
 }  // namespace ls::cpu

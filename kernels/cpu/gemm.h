@@ -27,6 +27,11 @@ void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y
 // than one call each); each output is computed exactly as Gemm computes it.
 void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* outs, int32_t n);
 
+// One GEMM per head (Backend::HeadGemm): y[t, h, :] = x[t, h, :] · w[h]ᵀ with the given row
+// strides; all heads' weights have the same shape.
+void HeadGemm(ThreadPool& pool, const float* x, RowStrides xs, int64_t M, int32_t heads, const Tensor* w, float* y,
+              RowStrides ys);
+
 // Whether the AVX-512 path is in use on this machine (reported by benchmarks).
 bool GemmUsesAvx512();
 

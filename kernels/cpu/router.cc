@@ -32,18 +32,19 @@ void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, in
 }
 
 void GroupLimitedKeys(const float* scores, const float* bias, int32_t n, int32_t n_group, int32_t topk_group,
-                      std::vector<float>* keys) {
+                      GroupScore rank, std::vector<float>* keys) {
   const int32_t size = n / n_group;
   keys->resize(n);
   for (int32_t e = 0; e < n; ++e) (*keys)[e] = scores[e] + (bias ? bias[e] : 0.f);
-  // Each group's rank: the sum of its two largest keys.
+  // Each group's rank: the sum of its two largest keys, or its largest.
   thread_local std::vector<float> group_score;
   thread_local std::vector<int32_t> best_groups;
   group_score.resize(n_group);
   for (int32_t g = 0; g < n_group; ++g) {
     int32_t top[2];
-    SelectTopK(keys->data() + g * size, nullptr, size, 2, top);
-    group_score[g] = (*keys)[g * size + top[0]] + (*keys)[g * size + top[1]];
+    const int32_t k = rank == GroupScore::kTop2Sum ? 2 : 1;
+    SelectTopK(keys->data() + g * size, nullptr, size, k, top);
+    group_score[g] = (*keys)[g * size + top[0]] + (k == 2 ? (*keys)[g * size + top[1]] : 0.f);
   }
   best_groups.resize(topk_group);
   SelectTopK(group_score.data(), nullptr, n_group, topk_group, best_groups.data());
@@ -73,7 +74,7 @@ void Router(ThreadPool& pool, const RouterParams& p) {
     float* w = p.topk_weights + t * k;
     if (p.n_group > 1) {
       thread_local std::vector<float> keys;
-      GroupLimitedKeys(s.data(), p.bias, n, p.n_group, p.topk_group, &keys);
+      GroupLimitedKeys(s.data(), p.bias, n, p.n_group, p.topk_group, p.group_score, &keys);
       SelectTopK(keys.data(), nullptr, n, k, ids);
     } else {
       SelectTopK(s.data(), p.bias, n, k, ids);

@@ -236,6 +236,32 @@ void CudaBackend::PagedAttention(const AttentionParams& p) {
                        &attention_split_, stream_);
 }
 
+void CudaBackend::PagedLatentAttention(const LatentAttentionParams& p) {
+  Activate();
+  AttentionParams seqs;
+  seqs.seqs = p.seqs;
+  seqs.num_seqs = p.num_seqs;
+  cuda::FlattenAttentionSeqs(seqs, &attention_tokens_, &attention_tables_);
+  if (attention_tokens_.empty()) return;
+  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
+  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
+  cuda::PagedLatentAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+}
+
+void CudaBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                           RowStrides ys) {
+  if (num_tokens == 0 || heads == 0) return;
+  Activate();
+  // The heads' rows gathered head-major in BF16, one cuBLASLt GEMM per head, the results scattered.
+  const int64_t K = w[0].cols, N = w[0].rows;
+  uint16_t* in = head_in_.As<uint16_t>(static_cast<size_t>(heads * num_tokens * K), stream_);
+  float* out = head_out_.As<float>(static_cast<size_t>(heads * num_tokens * N), stream_);
+  cuda::GatherHeadRowsBf16(x, xs, num_tokens, heads, K, in, stream_);
+  for (int32_t h = 0; h < heads; ++h)
+    gemm_->RunBf16(in + h * num_tokens * K, num_tokens, w[h], out + h * num_tokens * N, false, stream_);
+  cuda::ScatterHeadRows(out, num_tokens, heads, N, y, ys, stream_);
+}
+
 void CudaBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                                 float* out) {
   Activate();

@@ -55,6 +55,9 @@ class CudaBackend final : public Backend {
   void AddBias(float* y, int64_t rows, const Tensor& bias) override;
   void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   void PagedAttention(const AttentionParams& p) override;
+  void PagedLatentAttention(const LatentAttentionParams& p) override;
+  void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                RowStrides ys) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
                      float* out) override;
   void Router(const RouterParams& p) override;
@@ -97,6 +100,7 @@ class CudaBackend final : public Backend {
   std::vector<cuda::AttentionToken> attention_tokens_;
   std::vector<int32_t> attention_tables_;
   cuda::DeviceScratch attention_split_;  // partial softmaxes of split contexts
+  cuda::DeviceScratch head_in_, head_out_;  // HeadGemm's gathered operands and per-head results
   // The RoPE frequency tables seen so far: host values and their device copy.
   std::vector<std::pair<std::vector<float>, float*>> rope_tables_;
   // Expert counts on their way back: pinned buffer i holds the copy for pending_counts_[i].

@@ -76,6 +76,19 @@ int32_t FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToke
 void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                     const int32_t* block_tables, int32_t max_context, DeviceScratch* split, cudaStream_t stream);
 
+// Writes the new latent rows into the paged latent cache, then latent attention (MLA, absorbed)
+// for every new token; tokens and block_tables as for PagedAttention (FlattenAttentionSeqs over
+// the same sequences).
+void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                          const int32_t* block_tables, cudaStream_t stream);
+
+// HeadGemm's row moves: out[h, t, 0:width] = BF16(x[t, h, 0:width]) (x through its strides), and
+// y[t, h, 0:width] = in[h, t, 0:width] (y through its strides).
+void GatherHeadRowsBf16(const float* x, RowStrides xs, int64_t T, int32_t heads, int64_t width, uint16_t* out,
+                        cudaStream_t stream);
+void ScatterHeadRows(const float* in, int64_t T, int32_t heads, int64_t width, float* y, RowStrides ys,
+                     cudaStream_t stream);
+
 // One MoE layer's expert weights as the grouped GEMMs read them: device arrays of N device
 // pointers, each to a BF16 row-major matrix.
 struct ExpertTable {

@@ -38,7 +38,8 @@ struct MaxOf {
 
 // Dynamic shared memory: scores [N] float, group scores [n_group] float, then taken [N] flags.
 __global__ void RouterKernel(const float* __restrict__ logits, const float* __restrict__ bias, int32_t n, int32_t k,
-                             int32_t n_group, int32_t topk_group, bool softmax, bool norm_topk_prob, float scaling,
+                             int32_t n_group, int32_t topk_group, bool group_max, bool softmax, bool norm_topk_prob,
+                             float scaling,
                              int32_t* __restrict__ ids, float* __restrict__ weights) {
   extern __shared__ float scores[];
   float* group_score = scores + n;
@@ -82,7 +83,8 @@ __global__ void RouterKernel(const float* __restrict__ logits, const float* __re
   __syncthreads();
 
   if (n_group > 1) {
-    // Group-limited selection: each group ranks by the sum of its two largest score + bias; the
+    // Group-limited selection: each group ranks by the sum of its two largest score + bias (or its
+    // largest, group_max); the
     // experts of all but the topk_group best groups (ties: lower group) are marked taken.
     const int32_t size = n / n_group;
     for (int32_t g = threadIdx.x; g < n_group; g += kThreads) {
@@ -96,7 +98,7 @@ __global__ void RouterKernel(const float* __restrict__ logits, const float* __re
           b = key;
         }
       }
-      group_score[g] = a + b;
+      group_score[g] = group_max ? a : a + b;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -154,7 +156,8 @@ void Router(const RouterParams& p, cudaStream_t stream) {
         cudaFuncSetAttribute(RouterKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   RouterKernel<<<static_cast<unsigned>(p.num_tokens), kThreads, smem, stream>>>(
-      p.logits, p.bias, p.num_experts, p.top_k, p.n_group, p.topk_group, p.scoring == ScoringFunc::kSoftmax,
+      p.logits, p.bias, p.num_experts, p.top_k, p.n_group, p.topk_group, p.group_score == GroupScore::kMax,
+      p.scoring == ScoringFunc::kSoftmax,
       p.norm_topk_prob,
       p.routed_scaling_factor, p.topk_ids, p.topk_weights);
   LS_CUDA_CHECK_LAUNCH();

@@ -11,5 +11,7 @@ extern const Family kQwen3Moe;
 extern const Family kQwen2Moe;
 extern const Family kMixtral;
 extern const Family kGlm4Moe;
+extern const Family kDeepseekV3;
+extern const Family kDeepseekV2;
 
 }  // namespace ls

@@ -16,7 +16,7 @@ void ReadConfig(ConfigReader& r, ModelConfig* c) {
   a.qk_norm = r.Bool("use_qk_norm", false);
   ReadRopeKeys(r, c, RopeDefaults{.partial_rotary_factor = 0.5, .partial_in_default = true}, a.head_dim, &a.rope);
   ReadActivation(r, c, /*allow_situ=*/false);
-  ReadDeepseekMoeKeys(r, c);
+  ReadDeepseekMoeKeys(r, c, MoeDefaults{});
   r.Ignore({"num_nextn_predict_layers", "num_mtp_layers"});
 }
 

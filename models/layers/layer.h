@@ -24,6 +24,8 @@ class AttentionLayer {
   // layer's cache.
   virtual void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) = 0;
   virtual void ForEachWeight(const WeightFn& fn) = 0;
+  // The backend has prepared every weight: host copies made at load may go.
+  virtual void WeightsPrepared() {}
 };
 
 class FfnLayer {

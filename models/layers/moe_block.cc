@@ -77,6 +77,7 @@ void MoeBlock::Forward(StepContext& ctx, int32_t layer, const float* h, float* x
   r.scoring = m_.scoring;
   r.n_group = m_.n_group;
   r.topk_group = m_.topk_group;
+  r.group_score = m_.group_score;
   r.norm_topk_prob = m_.norm_topk_prob;
   r.routed_scaling_factor = m_.routed_scaling_factor;
   r.topk_ids = buf.topk_ids.as<int32_t>(T * K);

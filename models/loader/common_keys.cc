@@ -177,22 +177,51 @@ void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c) {
     if (slides[l]) c->layers[l].sliding_window = static_cast<int32_t>(window);
 }
 
-void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c) {
+void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& defaults) {
   MoeConfig& m = c->moe;
-  m.num_experts = static_cast<int32_t>(r.Int({"n_routed_experts", "num_local_experts"}, true));
-  m.top_k = static_cast<int32_t>(r.Int("num_experts_per_tok", true));
+  m.num_experts = static_cast<int32_t>(r.Int({"n_routed_experts", "num_local_experts", "num_experts"}, true));
+  m.top_k = static_cast<int32_t>(r.Int({"num_experts_per_tok", "num_experts_per_token"}, true));
   m.expert_ffn = r.Int("moe_intermediate_size", true);
-  m.shared_ffn = r.Int("n_shared_experts", false, 1) * m.expert_ffn;
+  m.shared_ffn = r.Int({"n_shared_experts", "num_shared_experts"}, false, defaults.n_shared_experts) * m.expert_ffn;
   m.scoring = ScoringFunc::kSigmoid;
-  m.n_group = static_cast<int32_t>(r.Int("n_group", false, 1));
-  m.topk_group = static_cast<int32_t>(r.Int("topk_group", false, 1));
-  m.norm_topk_prob = r.Bool("norm_topk_prob", true);
-  m.routed_scaling_factor = static_cast<float>(r.Number("routed_scaling_factor", false, 1.0));
+  m.n_group = static_cast<int32_t>(r.Int({"n_group", "num_expert_group"}, false, defaults.n_group));
+  m.topk_group = static_cast<int32_t>(r.Int("topk_group", false, defaults.topk_group));
+  m.norm_topk_prob = r.Bool({"norm_topk_prob", "moe_renormalize"}, defaults.norm_topk_prob);
+  m.routed_scaling_factor =
+      static_cast<float>(r.Number("routed_scaling_factor", false, defaults.routed_scaling_factor));
   c->intermediate_size = r.Int("intermediate_size", false, 0);
-  const int64_t first_dense = r.Int("first_k_dense_replace", false, 1);
+  const int64_t first_dense = r.Int("first_k_dense_replace", false, defaults.first_k_dense_replace);
   if (first_dense < 0 || first_dense > c->num_hidden_layers)
     r.Fail("key 'first_k_dense_replace' must be within [0, num_hidden_layers]");
   PlanLayers(c, static_cast<int32_t>(first_dense));
+}
+
+void ReadMlaKeys(ConfigReader& r, ModelConfig* c, const MlaDefaults& defaults) {
+  MlaConfig& m = c->mla;
+  m.num_heads = static_cast<int32_t>(r.Int("num_attention_heads", true));
+  if (r.Has("num_key_value_heads") && r.Int("num_key_value_heads", false) != m.num_heads)
+    r.Unsupported("num_key_value_heads", "MLA expands keys and values for every query head: it must equal "
+                                         "num_attention_heads");
+  m.q_lora_rank = r.IsNull("q_lora_rank") ? 0 : r.Int("q_lora_rank", false, defaults.q_lora_rank);
+  m.kv_lora_rank = r.Int("kv_lora_rank", true);
+  m.qk_nope_head_dim = static_cast<int32_t>(r.Int("qk_nope_head_dim", true));
+  m.qk_rope_head_dim = static_cast<int32_t>(r.Int("qk_rope_head_dim", true));
+  m.v_head_dim = static_cast<int32_t>(r.Int("v_head_dim", true));
+  m.bias = r.Bool("attention_bias", false);
+  // Derived values transformers 5 writes back; qk_nope + qk_rope and qk_rope are what it means.
+  r.Ignore({"head_dim", "qk_head_dim"});
+  m.softmax_scale = 1.f / std::sqrt(static_cast<float>(m.qk_nope_head_dim + m.qk_rope_head_dim));
+  m.use_rope = defaults.rope;
+  if (!defaults.rope) return;
+  ReadRopeKeys(r, c, RopeDefaults{}, m.qk_rope_head_dim, &m.rope);
+  m.rope.interleaved = r.Bool("rope_interleave", true);
+  // DeepSeek's attention scale grows with YaRN's magnitude correction of all dims, squared.
+  if (m.rope.scaling != RopeConfig::Scaling::kNone && m.rope.mscale_all_dim != 0.f) {
+    const float ms = m.rope.factor <= 1.f
+                         ? 1.f
+                         : static_cast<float>(0.1 * m.rope.mscale_all_dim * std::log(static_cast<double>(m.rope.factor)) + 1.0);
+    m.softmax_scale *= ms * ms;
+  }
 }
 
 bool IsMtpLayerTensor(const std::string& tensor, const ModelConfig& c) {

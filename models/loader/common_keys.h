@@ -44,10 +44,30 @@ void PlanSparseLayers(ConfigReader& r, ModelConfig* c);
 // Qwen2's sliding-window layers: `layer_types` when given, else transformers' rule from
 // use_sliding_window, max_window_layers and sliding_window.
 void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c);
-// DeepSeek-V3-style MoE keys (GLM-4-MoE too): n_routed_experts, num_experts_per_tok,
-// moe_intermediate_size, n_shared_experts, first_k_dense_replace, intermediate_size, n_group,
-// topk_group, norm_topk_prob, routed_scaling_factor; a sigmoid router.
-void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c);
+// What a DeepSeek-style family's config class assumes for MoE keys config.json leaves out.
+struct MoeDefaults {
+  int64_t n_shared_experts = 1;
+  int32_t n_group = 1, topk_group = 1;
+  bool norm_topk_prob = true;
+  double routed_scaling_factor = 1.0;
+  int64_t first_k_dense_replace = 1;
+};
+// DeepSeek-style MoE keys (GLM-4-MoE, DeepSeek-V2/V3, Kimi), with Kimi's spellings as aliases:
+// n_routed_experts (num_local_experts, num_experts), num_experts_per_tok (num_experts_per_token),
+// moe_intermediate_size, n_shared_experts (num_shared_experts), first_k_dense_replace,
+// intermediate_size, n_group (num_expert_group), topk_group, norm_topk_prob (moe_renormalize),
+// routed_scaling_factor; a sigmoid router. Plans the layers (dense first, then MoE).
+void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& defaults);
+// What a family's config class assumes for MLA keys config.json leaves out.
+struct MlaDefaults {
+  int64_t q_lora_rank = 0;  // 0: none
+  bool rope = true;         // false: no RoPE at all (Kimi), and no RoPE keys read
+};
+// MLA keys: num_attention_heads (num_key_value_heads must equal it), q_lora_rank (null: none),
+// kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, attention_bias, and with RoPE the
+// RoPE keys over qk_rope_head_dim, rope_interleave (default true) and YaRN's mscale² on the
+// softmax scale.
+void ReadMlaKeys(ConfigReader& r, ModelConfig* c, const MlaDefaults& defaults);
 // Whether a tensor lies in a layer past the decoder's last (model.layers.N with N >=
 // num_hidden_layers): the multi-token-prediction layers some checkpoints carry for speculative
 // decoding, which transformers skips on load too.

@@ -23,6 +23,12 @@ bool ConfigReader::Has(const char* key) const {
   return it != j_->end() && !it->is_null();
 }
 
+bool ConfigReader::IsNull(const char* key) {
+  state_->seen.insert(Path(key));
+  auto it = j_->find(key);
+  return it != j_->end() && it->is_null();
+}
+
 const json* ConfigReader::Find(std::initializer_list<const char*> keys, const char** found) {
   const json* hit = nullptr;
   for (const char* k : keys) {

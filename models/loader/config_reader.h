@@ -23,6 +23,8 @@ class ConfigReader {
 
   // Present and not null.
   bool Has(const char* key) const;
+  // Present with the value null (for keys whose null differs from their absence).
+  bool IsNull(const char* key);
   // The value of the first present key among `keys` (the spellings families use for one
   // setting); `required` keys name every spelling when all are missing.
   int64_t Int(std::initializer_list<const char*> keys, bool required, int64_t def = 0);

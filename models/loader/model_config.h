@@ -30,7 +30,7 @@ struct RopeConfig {
   float low_freq_factor = 1.f, high_freq_factor = 4.f;  // llama3
 };
 
-enum class AttentionKind : uint8_t { kGqa };
+enum class AttentionKind : uint8_t { kGqa, kMla };
 enum class FfnKind : uint8_t { kDense, kMoe };
 
 // What one decoder layer runs.
@@ -51,6 +51,23 @@ struct GqaConfig {
   RopeConfig rope;
 };
 
+// Multi-head latent attention (DeepSeek-V2/V3, Kimi): q from the hidden state (optionally
+// through a LoRA with its norm), one latent c (kv_lora_rank) and one rope key per token, cached,
+// from which kv_b_proj expands per-head keys (qk_nope) and values (v_head_dim).
+struct MlaConfig {
+  int32_t num_heads = 0;         // H
+  int64_t q_lora_rank = 0;       // 0: q_proj straight from the hidden state
+  int64_t kv_lora_rank = 0;      // L, the cached latent width
+  int32_t qk_nope_head_dim = 0;
+  int32_t qk_rope_head_dim = 0;  // R: the rope key shared by all heads, cached beside the latent
+  int32_t v_head_dim = 0;
+  bool bias = false;             // q_a_proj (or nothing), kv_a_proj_with_mqa and o_proj carry biases
+  bool use_rope = true;          // false: the rope dims are not rotated (Kimi)
+  float norm_eps = 1e-6f;        // q_a_layernorm and kv_a_layernorm
+  float softmax_scale = 0.f;     // (qk_nope + qk_rope)^-1/2, times YaRN's mscale² where the config asks
+  RopeConfig rope;               // over qk_rope_head_dim dims
+};
+
 // Routed experts (DESIGN.md §3), optionally in a latent space, with shared experts.
 struct MoeConfig {
   int32_t num_experts = 0;     // N
@@ -63,7 +80,8 @@ struct MoeConfig {
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
   int32_t n_group = 1;         // group-limited top-k: experts in n_group groups ...
-  int32_t topk_group = 1;      // ... of which the topk_group best (sum of their top-2 s + b) are eligible
+  int32_t topk_group = 1;      // ... of which the topk_group best are eligible, ranked by
+  GroupScore group_score = GroupScore::kTop2Sum;  // ... the sum of their top-2 s + b, or their best
   bool expert_output_norm = false;  // RMSNorm on the combined latent expert output
 };
 
@@ -80,7 +98,8 @@ struct ModelConfig {
   Activation hidden_act = Activation::kSiLU;  // the dense FFN's and the experts' GLU gate
   int64_t intermediate_size = 0;              // dense FFN width
 
-  GqaConfig attention;
+  GqaConfig attention;  // the GQA layers'
+  MlaConfig mla;        // the MLA layers'
   MoeConfig moe;
   std::vector<LayerPlan> layers;  // [num_hidden_layers]
 
@@ -93,6 +112,7 @@ struct ModelConfig {
   int64_t expert_width() const { return moe.latent_size > 0 ? moe.latent_size : hidden_size; }
   bool is_moe_layer(int32_t layer) const { return layers[layer].ffn == FfnKind::kMoe; }
   bool has_moe_layers() const;
+  bool has_attention(AttentionKind kind) const;
 };
 
 // Checks sizes the adapter read for consistency; errors name the key and `source`.

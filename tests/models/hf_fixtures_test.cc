@@ -18,10 +18,6 @@ namespace {
 const std::map<std::string, std::string>& Refused() {
   static const std::map<std::string, std::string> refused = {
       {"qwen3_moe_dynamic_rope_f32", "\"dynamic\" is not supported"},
-      {"deepseek_v3_f32", "unsupported architecture \"DeepseekV3ForCausalLM\""},
-      {"deepseek_v3_noqlora_f32", "unsupported architecture \"DeepseekV3ForCausalLM\""},
-      {"deepseek_v3_yarn_f32", "unsupported architecture \"DeepseekV3ForCausalLM\""},
-      {"deepseek_v3_grouped_bf16", "unsupported architecture \"DeepseekV3ForCausalLM\""},
       {"kimi_linear_f32", "unsupported architecture \"KimiLinearForCausalLM\""},
       {"kimi_linear_bf16", "unsupported architecture \"KimiLinearForCausalLM\""},
   };
