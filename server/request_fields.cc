@@ -57,6 +57,8 @@ class FieldReader {
 
 using Reader = void (*)(FieldReader& f, const json& v, RequestDraft& d);
 
+enum class FieldUse { kHonoured, kIgnored, kRefused };
+
 constexpr unsigned kC = 1, kH = 2, kBoth = kC | kH;  // completions, chat
 
 struct Row {
@@ -259,12 +261,6 @@ bool IsNeutral(const Row& r, const json& v) {
 }
 
 }  // namespace
-
-std::vector<FieldInfo> RequestFields() {
-  std::vector<FieldInfo> out;
-  for (const Row& r : Table()) out.push_back({r.name, (r.endpoints & kC) != 0, (r.endpoints & kH) != 0, r.use, r.note});
-  return out;
-}
 
 bool ReadRequestFields(Endpoint endpoint, const json& body, RequestDraft* draft, ApiError* error) {
   const unsigned ep = endpoint == Endpoint::kChat ? kH : kC;

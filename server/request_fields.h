@@ -45,17 +45,6 @@ struct RequestDraft {
   bool tokens_as_ids = false;                     // return_tokens_as_token_ids
 };
 
-enum class FieldUse { kHonoured, kIgnored, kRefused };
-
-// One row of the table, as data (for documentation and tests).
-struct FieldInfo {
-  std::string name;
-  bool completions = false, chat = false;  // endpoints that know the field
-  FieldUse use = FieldUse::kHonoured;
-  std::string note;  // ignored: why that is harmless; refused: what the field asks for
-};
-std::vector<FieldInfo> RequestFields();
-
 // Reads every field of `body` (a JSON object) for `endpoint` into *draft. False, with *error
 // naming the field, for an unknown field, a refused one that asks for something, or a bad value.
 bool ReadRequestFields(Endpoint endpoint, const nlohmann::json& body, RequestDraft* draft, ApiError* error);

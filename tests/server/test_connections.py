@@ -83,8 +83,9 @@ def test_thousands_of_half_open_connections_are_closed_within_the_header_timeout
         assert requests.get(s.url + "/health", timeout=5).json() == {"status": "ok"}
         generate(s)
         assert s.metric("latentserve_http_connections_open") >= n
-        # All are closed within the 2 s timeout of their opening (plus scheduling slack).
-        deadline = t0 + opened + 2 + 5
+        # All are closed within the 2 s timeout of their opening (plus slack for slow builds:
+        # sanitizers, a loaded machine).
+        deadline = t0 + opened + 2 + 10
         pending = list(socks)
         while pending and time.time() < deadline:
             time.sleep(0.2)
