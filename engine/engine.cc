@@ -41,6 +41,13 @@ struct Engine::Stream {
   Clock::time_point arrival, first_scheduled, first_token, last_token;
   bool scheduled = false;
   bool counted_queued = true;  // still counted in queued_
+  // With params.prompt_logprobs: entry i is prompt token i + 1's, filled as prefill rows arrive
+  // (a recomputation after preemption overwrites) and sent with the first output.
+  std::vector<TokenLogprob> prompt_logprobs;
+  bool prompt_logprobs_sent = false;
+  bool WantsPromptRows() const {
+    return request.params.prompt_logprobs && !prompt_logprobs_sent && seq.num_computed < seq.num_prompt_tokens - 1;
+  }
 };
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::Tokenizer* tokenizer,
@@ -190,6 +197,7 @@ absl::Status Engine::Submit(Request request, OutputCallback on_output) {
       s->seq.priority = request.priority;
       s->seq.tokens = request.prompt_ids;
       s->seq.num_prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
+      s->seq.reuse_cached_prefix = !request.params.prompt_logprobs;
       s->rng.seed(request.params.seed ? *request.params.seed : std::random_device{}());
       if (tokenizer_) s->detok = std::make_unique<tok::IncrementalDetokenizer>(tokenizer_, request.params.skip_special_tokens);
       s->stop = std::make_unique<StopChecker>(request.params.stop);
@@ -325,6 +333,10 @@ void Engine::HandleToken(Stream* s, float* logits) {
   out.request_id = s->request.id;
   out.token_ids = {r.token_id};
   if (r.has_logprobs) out.logprobs.push_back(std::move(r.logprob));
+  if (p.prompt_logprobs && !s->prompt_logprobs_sent) {
+    out.prompt_logprobs = std::move(s->prompt_logprobs);
+    s->prompt_logprobs_sent = true;
+  }
   out.prompt_tokens = s->seq.num_prompt_tokens;
   out.completion_tokens = s->seq.num_output_tokens();
 
@@ -357,6 +369,15 @@ void Engine::HandleToken(Stream* s, float* logits) {
   }
 }
 
+void Engine::CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits) {
+  const int32_t V = static_cast<int32_t>(model_->config().vocab_size);
+  const int32_t prompt = s->seq.num_prompt_tokens;
+  s->prompt_logprobs.resize(std::max(prompt - 1, 0));
+  for (int32_t j = 0; j < n && start + j + 1 < prompt; ++j)
+    s->prompt_logprobs[start + j] = Sampler::Logprobs(logits + static_cast<int64_t>(j) * V, V,
+                                                      s->seq.tokens[start + j + 1], *s->request.params.prompt_logprobs);
+}
+
 void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   StepBatch batch;
   for (const ScheduledSeq& item : plan.items) {
@@ -366,6 +387,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     ss.start_pos = seq->num_computed;
     ss.block_table = seq->table.blocks;
     ss.want_logits = item.sample;
+    if (by_seq_.at(seq)->WantsPromptRows()) ss.all_logits = ss.want_logits = true;
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
                         seq->tokens.begin() + seq->num_computed + item.num_tokens);
     batch.seqs.push_back(std::move(ss));
@@ -397,9 +419,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
       --queued_;
       s->counted_queued = false;
     }
-    if (!plan.items[i].sample) continue;
-    HandleToken(s, logits.data() + row * V);
-    ++row;
+    const StepSequence& ss = batch.seqs[i];
+    const int64_t rows = !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
+    if (ss.all_logits) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, logits.data() + row * V);
+    if (plan.items[i].sample) HandleToken(s, logits.data() + (row + rows - 1) * V);
+    row += rows;
   }
   const auto t1 = Clock::now();
   const bool switching = balancer_->TakeSwitching();
@@ -490,6 +514,7 @@ RequestOutput OutputQueue::WaitFinal() {
     all.token_ids.insert(all.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
     all.text += o.text;
     for (auto& l : o.logprobs) all.logprobs.push_back(std::move(l));
+    for (auto& l : o.prompt_logprobs) all.prompt_logprobs.push_back(std::move(l));
     all.prompt_tokens = o.prompt_tokens;
     all.completion_tokens = o.completion_tokens;
     all.cached_prompt_tokens = o.cached_prompt_tokens;

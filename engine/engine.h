@@ -100,6 +100,8 @@ class Engine {
   void TakeInbox();
   void RunStep(const SchedulerPlan& plan, std::chrono::steady_clock::time_point start);
   void HandleToken(Stream* s, float* logits);
+  // Prompt logprobs from the rows of positions start..start+n-1 ([n, vocab]).
+  void CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits);
   void UpdateGauges();
   void Finish(Stream* s, FinishReason reason, std::string error = {});
   absl::Status Validate(const Request& r) const;

@@ -34,6 +34,9 @@ struct RequestOutput {
   std::vector<int32_t> token_ids;
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  // With params.prompt_logprobs, in the first output only: one entry per prompt token after the
+  // first (the logprob of prompt token i + 1 given tokens 0..i).
+  std::vector<TokenLogprob> prompt_logprobs;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;                // kError: what failed; kCancelled: the server's reason (empty
                                     // when the client cancelled)

@@ -8,27 +8,23 @@
 #include <unordered_map>
 
 namespace ls {
-namespace {
 
-// Log-softmax of the raw logits for logprobs: the sampled token's and the top-n alternatives.
-TokenLogprob RawLogprobs(const std::vector<float>& raw, int32_t token, int32_t top_n) {
-  const float mx = *std::max_element(raw.begin(), raw.end());
+TokenLogprob Sampler::Logprobs(const float* raw, int32_t vocab, int32_t token, int32_t top_n) {
+  const float mx = *std::max_element(raw, raw + vocab);
   double sum = 0;
-  for (float v : raw) sum += std::exp(static_cast<double>(v - mx));
+  for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(raw[v] - mx));
   const float lse = mx + static_cast<float>(std::log(sum));
   TokenLogprob lp{token, raw[token] - lse, {}};
   if (top_n > 0) {
-    std::vector<int32_t> idx(raw.size());
+    const int32_t n = std::min(top_n, vocab);
+    std::vector<int32_t> idx(vocab);
     std::iota(idx.begin(), idx.end(), 0);
-    const int32_t n = std::min<int32_t>(top_n, static_cast<int32_t>(raw.size()));
     std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
                       [&](int32_t a, int32_t b) { return raw[a] != raw[b] ? raw[a] > raw[b] : a < b; });
     for (int32_t i = 0; i < n; ++i) lp.top.emplace_back(idx[i], raw[idx[i]] - lse);
   }
   return lp;
 }
-
-}  // namespace
 
 int32_t Sampler::Argmax(const float* logits, int32_t vocab) {
   // The maximum over 16 independent lanes (a loop the compiler vectorises), then its first id.
@@ -66,6 +62,7 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
   SampleResult r;
   std::vector<float> raw;
   if (p.logprobs) raw.assign(logits, logits + vocab);
+  for (auto [id, bias] : p.logit_bias) logits[id] += bias;
   ApplyPenalties(logits, vocab, p, tokens, num_prompt_tokens);
 
   if (p.greedy()) {
@@ -123,7 +120,7 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
   }
   if (p.logprobs) {
     r.has_logprobs = true;
-    r.logprob = RawLogprobs(raw, r.token_id, *p.logprobs);
+    r.logprob = Logprobs(raw.data(), vocab, r.token_id, *p.logprobs);
   }
   return r;
 }

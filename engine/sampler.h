@@ -1,8 +1,8 @@
 // Sampler: turns one sequence's logits into its next token — penalties (repetition on prompt and
-// output, presence and frequency on output), then greedy, or temperature, top-k, top-p and min-p
+// output, presence and frequency on output) after the request's logit bias, then greedy, or temperature, top-k, top-p and min-p
 // followed by a draw from the sequence's own random stream (so a seeded request gives the same
 // tokens alone or batched). Logprobs are of the model's raw distribution (log-softmax of the
-// logits before penalties and temperature), with the top-n alternatives.
+// logits before logit bias, penalties and temperature), with the top-n alternatives.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,8 @@ class Sampler {
   static void ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
                              int32_t num_prompt_tokens);
   static int32_t Argmax(const float* logits, int32_t vocab);  // ties: lowest id
+  // Log-softmax of `logits` [vocab]: `token`'s value and the top_n most likely ids (ties: lowest id).
+  static TokenLogprob Logprobs(const float* logits, int32_t vocab, int32_t token, int32_t top_n);
 };
 
 }  // namespace ls

@@ -24,11 +24,17 @@ absl::Status SamplingParams::Validate(int64_t vocab_size, int32_t max_logprobs) 
     return bad("min_tokens must be in [0, max_tokens = ", max_tokens, "], got ", min_tokens);
   for (const auto& s : stop)
     if (s.empty()) return bad("stop strings must not be empty");
-  if (stop.size() > 16) return bad("at most 16 stop strings are allowed, got ", stop.size());
+  if (stop.size() > 16) return bad("stop: at most 16 stop strings are allowed, got ", stop.size());
   for (int32_t id : stop_token_ids)
     if (id < 0 || id >= vocab_size) return bad("stop_token_ids: id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
   if (logprobs && (*logprobs < 0 || *logprobs > max_logprobs))
     return bad("logprobs must be in [0, ", max_logprobs, "], got ", *logprobs);
+  if (prompt_logprobs && (*prompt_logprobs < 0 || *prompt_logprobs > max_logprobs))
+    return bad("prompt_logprobs must be in [0, ", max_logprobs, "], got ", *prompt_logprobs);
+  for (auto [id, bias] : logit_bias) {
+    if (id < 0 || id >= vocab_size) return bad("logit_bias: token id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
+    if (!(bias >= -100.f && bias <= 100.f)) return bad("logit_bias: the bias of token ", id, " must be in [-100, 100], got ", bias);
+  }
   return absl::OkStatus();
 }
 

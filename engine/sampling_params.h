@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,6 +27,10 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   std::optional<int32_t> logprobs;  // return the sampled token's logprob and this many alternatives
+  // Logprobs of the prompt tokens after the first, each with this many alternatives (delivered
+  // with the first output). Every prompt position is then computed: the prefix cache is bypassed.
+  std::optional<int32_t> prompt_logprobs;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]) added to its logit
   bool skip_special_tokens = true;
 
   bool greedy() const { return temperature < 1e-5f; }

@@ -53,7 +53,7 @@ void Scheduler::AdmitWaiting(int32_t* budget, SchedulerPlan* plan) {
     Sequence* seq = *waiting_.begin();
     // A sequence preempted in this very step waits for the next one.
     if (std::find(plan->preempted.begin(), plan->preempted.end(), seq) != plan->preempted.end()) break;
-    if (seq->table.blocks.empty()) {
+    if (seq->table.blocks.empty() && seq->reuse_cached_prefix) {
       seq->num_computed = blocks_->AcquirePrefix(seq->tokens, &seq->table);
       if (seq->num_preemptions == 0) seq->prefix_cached_tokens = seq->num_computed;
     }

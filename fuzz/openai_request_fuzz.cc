@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                     body, *t.api, &err);
   if (!r) {
     if (err.http_status < 400 || err.http_status >= 500 || err.message.empty()) std::abort();
-  } else if (r->prompt_ids.empty() || !r->params.Validate(t.model->config().vocab_size).ok()) {
+  } else if (r->prompts.empty() || r->prompts[0].empty() || !r->params.Validate(t.model->config().vocab_size).ok()) {
     std::abort();  // what parses must be a request the engine accepts
   }
   return 0;

@@ -1,6 +1,6 @@
 // ApiContext: what both front ends share — the engine, tokenizer and chat template, the served
-// model name, API keys, request-id generation, per-status request counters for /metrics, and the
-// structured request log. Thread-safe.
+// model name, API keys, request-id generation, per-status request and HTTP connection counters for
+// /metrics, and the structured request log. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,15 @@ struct RequestLogEntry {
   std::string status;  // HTTP status code or gRPC code name, or the finish reason
 };
 
+// HTTP connection accounting for /metrics (updated by the HTTP server's I/O threads).
+struct HttpConnectionCounters {
+  std::atomic<int64_t> open{0};                 // connections being served now
+  std::atomic<uint64_t> accepted{0};            // served (not rejected) since start
+  std::atomic<uint64_t> header_timeouts{0};     // closed: request head incomplete in time
+  std::atomic<uint64_t> idle_timeouts{0};       // closed: kept alive without a new request in time
+  std::atomic<uint64_t> rejected{0};            // answered 503 and closed: over --max_connections
+};
+
 class ApiContext {
  public:
   ApiContext(Engine* engine, const tok::Tokenizer* tokenizer, tok::ChatTemplate chat, std::string model_name,
@@ -38,6 +47,7 @@ class ApiContext {
   const std::string& model_name() const { return model_name_; }
   const std::string& backend() const { return backend_; }
   const ApiKeys& keys() const { return keys_; }
+  HttpConnectionCounters& http_connections() const { return http_connections_; }
   bool ready() const { return !engine_->draining(); }
 
   // A fresh id with the given prefix ("cmpl-", "chatcmpl-", "gen-").
@@ -58,6 +68,7 @@ class ApiContext {
   ApiKeys keys_;
   LogLevel level_;
   mutable std::atomic<uint64_t> next_id_{1};
+  mutable HttpConnectionCounters http_connections_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (api, status) -> requests
 };

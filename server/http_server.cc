@@ -128,17 +128,45 @@ class Session {
   Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating)
       : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating) {}
 
-  awaitable<void> Run() {
+  // Serves requests until the client leaves, an error, or a timeout. The first request's head
+  // must be complete by `head_deadline`; a later one's within the header timeout of its first
+  // byte, which must come within the keep-alive timeout of the last response.
+  awaitable<void> Run(Clock::time_point head_deadline) {
     beast::flat_buffer buffer;
-    for (;;) {
+    auto& lowest = beast::get_lowest_layer(stream_);
+    HttpConnectionCounters& counters = ctx_->http_connections();
+    for (bool first = true;; first = false) {
+      boost::system::error_code ec;
+      if (!first) {
+        if (buffer.size() == 0) {  // else a pipelined request has begun already
+          lowest.expires_after(opt_.keepalive_timeout);
+          const size_t n = co_await stream_.async_read_some(buffer.prepare(4096), net::redirect_error(use_awaitable, ec));
+          buffer.commit(n);
+          if (ec == beast::error::timeout) {
+            ++counters.idle_timeouts;
+            ctx_->Log(LogLevel::kDebug, "http_idle_timeout", "");
+          }
+          if (ec) co_return;
+        }
+        head_deadline = Clock::now() + opt_.header_timeout;
+      }
       http::request_parser<http::string_body> parser;
       parser.body_limit(opt_.max_body_bytes);
       parser.header_limit(64 * 1024);
-      beast::get_lowest_layer(stream_).expires_after(std::chrono::minutes(5));
-      boost::system::error_code ec;
-      co_await http::async_read(stream_, buffer, parser, net::redirect_error(use_awaitable, ec));
+      lowest.expires_at(head_deadline);
+      co_await http::async_read_header(stream_, buffer, parser, net::redirect_error(use_awaitable, ec));
+      if (ec == beast::error::timeout) {
+        ++counters.header_timeouts;
+        ctx_->Log(LogLevel::kDebug, "http_header_timeout", "");
+        co_return;
+      }
+      if (!ec) {
+        lowest.expires_after(std::chrono::minutes(5));  // the body
+        co_await http::async_read(stream_, buffer, parser, net::redirect_error(use_awaitable, ec));
+      }
       if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) co_return;
       if (ec == http::error::body_limit) {
+        // Answered before the body is read: the rest is not read, and the connection closes.
         Request req;
         req.version(11);
         req.keep_alive(false);
@@ -157,7 +185,7 @@ class Session {
         }
         co_return;
       }
-      beast::get_lowest_layer(stream_).expires_never();
+      lowest.expires_never();
       Request req = parser.release();
       const bool keep = req.keep_alive();
       if (!co_await Route(req)) co_return;
@@ -254,12 +282,14 @@ class Session {
                                 std::chrono::system_clock::now().time_since_epoch()).count();
     auto channel = std::make_shared<Channel>(co_await net::this_coro::executor);
     auto ids = std::make_shared<std::vector<std::string>>();
-    for (int32_t i = 0; i < r.n; ++i) {
+    const int32_t num_choices = r.num_choices();
+    for (int32_t i = 0; i < num_choices; ++i) {
+      const int32_t sample = i % r.n;  // choice i is sample `sample` of prompt i / n
       ls::Request er;
-      er.id = r.n == 1 ? id : absl::StrCat(id, "-", i);
-      er.prompt_ids = r.prompt_ids;
+      er.id = num_choices == 1 ? id : absl::StrCat(id, "-", i);
+      er.prompt_ids = r.prompts[i / r.n];
       er.params = r.params;
-      if (r.params.seed && i > 0) er.params.seed = *r.params.seed + i;
+      if (r.params.seed && sample > 0) er.params.seed = *r.params.seed + sample;
       er.priority = r.priority;
       absl::Status st = ctx_->engine().Submit(er, channel->Callback(i));
       if (!st.ok()) {
@@ -272,9 +302,10 @@ class Session {
     auto done = std::make_shared<bool>(false);
     net::co_spawn(co_await net::this_coro::executor, WatchDisconnect(ids, done), net::detached);
 
-    std::vector<Choice> choices(r.n);
+    std::vector<Choice> choices(num_choices);
+    std::vector<bool> first(num_choices, true);  // no output of the choice seen yet
     Usage usage;
-    usage.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
+    for (const auto& p : r.prompts) usage.prompt_tokens += static_cast<int32_t>(p.size());
     RequestLogEntry log;
     log.id = id;
     log.api = "http";
@@ -292,10 +323,10 @@ class Session {
         return Err(503, o.error, "", "service_unavailable");
       return std::nullopt;
     };
-    auto finish = [&](const RequestOutput& o) {
+    auto finish = [&](int32_t i, const RequestOutput& o) {
       ++finished;
-      usage.completion_tokens += o.completion_tokens;
-      usage.cached_tokens = o.cached_prompt_tokens;
+      if (r.generate) usage.completion_tokens += o.completion_tokens;
+      if (i % r.n == 0) usage.cached_tokens += o.cached_prompt_tokens;
       log.queue_s = std::max(log.queue_s, o.queue_seconds);
       log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
       if (auto f = failure_of(o)) failure = std::move(f);
@@ -311,22 +342,24 @@ class Session {
       boost::system::error_code ec;
       co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
       ok = !ec;
-      std::vector<bool> first(r.n, true);
-      while (finished < r.n) {
+      std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
+      while (finished < num_choices) {
         auto batch = co_await channel->Wait();
         std::string data;
         for (auto& [i, o] : batch) {
-          Choice delta{o.token_ids, o.text, o.logprobs, o.finished() ? o.finish_reason : FinishReason::kNone};
-          if (o.finished()) finish(o);
+          Choice delta = OutputToDelta(r, i, o, first[i]);
+          delta.text_offset = offsets[i];
+          if (o.finished()) finish(i, o);
           if (delta.text.empty() && delta.logprobs.empty() && delta.finish == FinishReason::kNone && !first[i]) continue;
           if (auto f = failure_of(o)) {
             absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
             continue;
           }
           absl::StrAppend(&data, "data: ", StreamChunk(r, id, created, ctx_->model_name(), i, delta, first[i], *ctx_).dump(), "\n\n");
+          offsets[i] += TextChars(delta.text);
           first[i] = false;
         }
-        if (finished == r.n) {
+        if (finished == num_choices) {
           if (r.include_usage) absl::StrAppend(&data, "data: ", UsageChunk(r, id, created, ctx_->model_name(), usage).dump(), "\n\n");
           data += "data: [DONE]\n\n";
         }
@@ -346,15 +379,21 @@ class Session {
       ctx_->CountRequest("http", status);
       log.status = ok ? status : "client_disconnected";
     } else {
-      while (finished < r.n) {
+      while (finished < num_choices) {
         for (auto& [i, o] : co_await channel->Wait()) {
+          Choice delta = OutputToDelta(r, i, o, first[i]);
+          first[i] = false;
           Choice& c = choices[i];
-          c.token_ids.insert(c.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
-          c.text += o.text;
-          for (auto& lp : o.logprobs) c.logprobs.push_back(std::move(lp));
+          c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+          c.text += delta.text;
+          for (auto& lp : delta.logprobs) c.logprobs.push_back(std::move(lp));
+          if (!delta.echo_ids.empty()) {
+            c.echo_ids = std::move(delta.echo_ids);
+            c.echo_logprobs = std::move(delta.echo_logprobs);
+          }
           if (o.finished()) {
-            finish(o);
-            c.finish = o.finish_reason;
+            finish(i, o);
+            c.finish = delta.finish;
             if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) ok = false;  // the client left
           }
         }
@@ -404,33 +443,88 @@ struct HttpServer::Impl {
 
   Impl(HttpOptions o, ApiContext* c) : opt(std::move(o)), ctx(c), ioc(std::max(1, opt.threads)) {}
 
-  awaitable<void> Serve(tcp::socket socket) {
+  // Counts a served connection as open until it ends.
+  struct OpenConnection {
+    std::atomic<int64_t>* open;
+    ~OpenConnection() { open->fetch_sub(1); }
+  };
+
+  awaitable<void> Serve(tcp::socket socket, Clock::time_point accepted) {
+    const OpenConnection counted{&ctx->http_connections().open};
+    const Clock::time_point head_deadline = accepted + opt.header_timeout;
     if (ssl) {
       beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *ssl);
-      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
+      beast::get_lowest_layer(stream).expires_at(head_deadline);
       boost::system::error_code ec;
       co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
+      if (ec == beast::error::timeout) ++ctx->http_connections().header_timeouts;
       if (ec) co_return;
       Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating);
-      co_await s.Run();
+      co_await s.Run(head_deadline);
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
       co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
     } else {
       beast::tcp_stream stream(std::move(socket));
       Session<beast::tcp_stream> s(stream, ctx, opt, &generating);
-      co_await s.Run();
+      co_await s.Run(head_deadline);
       boost::system::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);
     }
   }
 
+  // Over --max_connections: a 503 with the JSON error and Connection: close, without reading the
+  // request; then the client has a moment to read it before the socket closes.
+  template <typename Stream>
+  static awaitable<void> Refuse(Stream& stream) {
+    Request req;
+    req.version(11);
+    req.keep_alive(false);
+    http::response<http::string_body> res = ErrorResponse(
+        req, Err(503, "the server is at its connection limit (--max_connections); retry later", "", "service_unavailable"));
+    res.set(http::field::retry_after, "1");
+    boost::system::error_code ec;
+    co_await http::async_write(stream, res, net::redirect_error(use_awaitable, ec));
+    Socket(stream).shutdown(tcp::socket::shutdown_send, ec);
+    char sink[4096];  // until the client closes, at most a second
+    while (!ec) co_await stream.async_read_some(net::buffer(sink), net::redirect_error(use_awaitable, ec));
+  }
+
+  awaitable<void> Reject(tcp::socket socket) {
+    const auto deadline = Clock::now() + std::min<Clock::duration>(opt.header_timeout, std::chrono::seconds(1));
+    ctx->Log(LogLevel::kDebug, "http_connection_rejected", "");
+    if (ssl) {
+      beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *ssl);
+      beast::get_lowest_layer(stream).expires_at(deadline);
+      boost::system::error_code ec;
+      co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
+      if (!ec) co_await Refuse(stream);
+    } else {
+      beast::tcp_stream stream(std::move(socket));
+      stream.expires_at(deadline);
+      co_await Refuse(stream);
+    }
+  }
+
   awaitable<void> Listen() {
+    HttpConnectionCounters& counters = ctx->http_connections();
     for (;;) {
       boost::system::error_code ec;
       tcp::socket socket = co_await acceptor.async_accept(net::make_strand(ioc), net::redirect_error(use_awaitable, ec));
       if (ec == net::error::operation_aborted) co_return;
-      if (ec) continue;  // e.g. out of file descriptors: keep serving the connections we have
+      if (ec) {  // e.g. out of file descriptors: keep serving the connections we have, retry shortly
+        net::steady_timer pause(ioc, std::chrono::milliseconds(10));
+        co_await pause.async_wait(net::redirect_error(use_awaitable, ec));
+        continue;
+      }
       auto ex = socket.get_executor();
-      net::co_spawn(ex, Serve(std::move(socket)), net::detached);
+      if (counters.open.load() >= opt.max_connections) {
+        ++counters.rejected;
+        net::co_spawn(ex, Reject(std::move(socket)), net::detached);
+        continue;
+      }
+      ++counters.open;
+      ++counters.accepted;
+      net::co_spawn(ex, Serve(std::move(socket), Clock::now()), net::detached);
     }
   }
 };

@@ -1,6 +1,8 @@
 // HttpServer: the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions with SSE
 // streaming, /v1/models, /health, /ready, /metrics) on Boost.Beast/Asio coroutines: a few I/O
 // threads serve every connection, so thousands of streams cost no thread each. Optional TLS.
+// Slow or idle clients cannot hold connections: incomplete request heads and idle kept-alive
+// connections are closed on timeouts, and connections beyond a cap are refused with a 503.
 #pragma once
 
 #include <chrono>
@@ -18,6 +20,13 @@ struct HttpOptions {
   int threads = 2;
   size_t max_body_bytes = size_t{4} << 20;
   std::string tls_cert, tls_key;  // both set: HTTPS
+  // A connection whose request head (TLS handshake included) is not complete this long after it
+  // was accepted, or after the first byte of a later request, is closed.
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(30);
+  // A kept-alive connection with no new request this long after its last response is closed.
+  std::chrono::milliseconds keepalive_timeout = std::chrono::seconds(60);
+  // Connections served at once; one more is answered 503 (JSON error, Connection: close) and closed.
+  int max_connections = 10000;
 };
 
 class HttpServer {

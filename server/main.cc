@@ -26,6 +26,7 @@
 #include "models/registry.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"
+#include "server/grouped_help.h"
 #include "server/grpc_server.h"
 #include "server/http_server.h"
 
@@ -51,6 +52,13 @@ ABSL_FLAG(bool, warmup, true,
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
 ABSL_FLAG(int32_t, max_waiting, 1024, "waiting-queue limit; requests beyond it get 429 / RESOURCE_EXHAUSTED");
 ABSL_FLAG(int32_t, max_body_mb, 4, "largest HTTP request body in MiB (larger: 413)");
+ABSL_FLAG(int32_t, max_connections, 10000,
+          "HTTP connections served at once; one more is answered 503 and closed (keep it below the file limit)");
+ABSL_FLAG(int32_t, http_header_timeout_s, 30,
+          "close an HTTP connection whose request head is not complete this many seconds after it opened (or after "
+          "the first byte of a later request)");
+ABSL_FLAG(int32_t, http_keepalive_timeout_s, 60,
+          "close a kept-alive HTTP connection that sends no new request for this many seconds");
 ABSL_FLAG(std::string, api_key_file, "", "file of accepted API keys, one per line (empty: no authentication)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both ports (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
@@ -65,6 +73,24 @@ ABSL_FLAG(std::string, expert_load_dump, "", "on shutdown, write the recorded ex
 ABSL_FLAG(std::string, expert_placement_dump, "", "on shutdown, write the expert placement in use (loadable with --expert_placement)");
 
 namespace {
+
+// --help: the flags by topic.
+const std::vector<ls::server::FlagTopic>& FlagTopics() {
+  static const std::vector<ls::server::FlagTopic> topics = {
+      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "max_model_len", "warmup"}},
+      {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
+      {"Serving limits",
+       {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
+        "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s"}},
+      {"Cache", {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching"}},
+      {"Expert parallelism",
+       {"devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
+        "expert_placement_dump"}},
+      {"Security", {"api_key_file", "tls_cert", "tls_key"}},
+      {"Logging", {"log_level"}},
+  };
+  return topics;
+}
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "latentserve: %s\n", msg.c_str());
@@ -87,6 +113,10 @@ int main(int argc, char** argv) {
       "LatentServe: serves a Stable LatentMoE model over gRPC and an OpenAI-compatible HTTP API.\n"
       "  latentserve --model DIR [--http_port 8000] [--grpc_port 50051] ...\n"
       "Every flag can also be set as an environment variable LATENTSERVE_<NAME>, e.g. LATENTSERVE_HTTP_PORT.");
+  if (ls::server::WantsHelp(argc, argv)) {
+    std::fputs(ls::server::GroupedHelp(std::string(absl::ProgramUsageMessage()), FlagTopics()).c_str(), stdout);
+    return 0;
+  }
   // Environment values first, so that the command line overrides them: every flag of this
   // program (not Abseil's own) may come from LATENTSERVE_<NAME>.
   std::vector<std::string> args = {argv[0]};
@@ -120,6 +150,9 @@ int main(int argc, char** argv) {
                          {"block_size", absl::GetFlag(FLAGS_block_size)},
                          {"max_waiting", absl::GetFlag(FLAGS_max_waiting)},
                          {"max_body_mb", absl::GetFlag(FLAGS_max_body_mb)},
+                         {"max_connections", absl::GetFlag(FLAGS_max_connections)},
+                         {"http_header_timeout_s", absl::GetFlag(FLAGS_http_header_timeout_s)},
+                         {"http_keepalive_timeout_s", absl::GetFlag(FLAGS_http_keepalive_timeout_s)},
                          {"http_threads", absl::GetFlag(FLAGS_http_threads)}})
     if (v < 1) return Fail(absl::StrCat("--", name, " must be at least 1, got ", v));
   if (absl::GetFlag(FLAGS_drain_timeout_s) < 0) return Fail("--drain_timeout_s must not be negative");
@@ -189,6 +222,12 @@ int main(int argc, char** argv) {
   ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()), std::move(keys),
                             level);
 
+  if (rlimit rl; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                 static_cast<rlim_t>(absl::GetFlag(FLAGS_max_connections)) + 256 > rl.rlim_cur)
+    ctx.Log(LogLevel::kWarning, "max_connections_near_file_limit",
+            absl::StrCat("\"max_connections\":", absl::GetFlag(FLAGS_max_connections), ",\"file_limit\":",
+                         static_cast<uint64_t>(rl.rlim_cur)));
+
   ls::server::GrpcServer grpc_server({absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_grpc_port),
                                       absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
                                      &ctx);
@@ -199,6 +238,9 @@ int main(int argc, char** argv) {
   http_opt.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_mb)) << 20;
   http_opt.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   http_opt.tls_key = absl::GetFlag(FLAGS_tls_key);
+  http_opt.max_connections = absl::GetFlag(FLAGS_max_connections);
+  http_opt.header_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_header_timeout_s));
+  http_opt.keepalive_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_keepalive_timeout_s));
   ls::server::HttpServer http_server(http_opt, &ctx);
   // HTTP first: it checks --host and the TLS files itself and names what is wrong, where gRPC
   // reports only that it cannot listen.

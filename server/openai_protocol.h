@@ -1,7 +1,6 @@
 // OpenAI-compatible request parsing and response formatting for /v1/completions and
 // /v1/chat/completions: JSON in, engine structs out (and back). Every validation error names the
-// field. The vLLM extensions users send are accepted too (top_k, min_p, repetition_penalty,
-// stop_token_ids, ignore_eos, priority, min_tokens, skip_special_tokens).
+// field. Which fields are read, ignored or refused is the table in request_fields.h.
 #pragma once
 
 #include <cstdint>
@@ -12,31 +11,27 @@
 #include "engine/request.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"
+#include "server/request_fields.h"
 
 namespace ls::server {
 
-// A client error: HTTP status, message, and the offending field (if one).
-struct ApiError {
-  int http_status = 400;
-  std::string message;
-  std::string param;
-  std::string type = "invalid_request_error";
-};
-
-enum class Endpoint { kCompletions, kChat };
-
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kCompletions;
-  std::vector<int32_t> prompt_ids;
-  SamplingParams params;
-  int32_t n = 1;
+  std::vector<std::vector<int32_t>> prompts;  // completions: one or more (a batch); chat: one
+  std::vector<std::string> prompt_texts;      // with echo: each prompt as text
+  SamplingParams params;                      // as the engine gets them (max_tokens >= 1)
+  int32_t n = 1;                              // choices per prompt; choice p·n + i is prompt p's i-th
   int32_t priority = 0;
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
   bool chat_logprobs = false;     // chat: logprobs: true
+  bool echo = false;              // completions: each choice's text starts with its prompt
+  bool generate = true;           // false: echo with max_tokens 0 (the engine's one token is dropped)
+  bool tokens_as_ids = false;     // logprob tokens as "token_id:<id>"
+  int32_t num_choices() const { return static_cast<int32_t>(prompts.size()) * n; }
 };
 
-constexpr int32_t kMaxChoices = 8;
+constexpr int32_t kMaxPrompts = 256;  // prompts in one completions batch
 
 // Parses and validates a request body; tokenizes the prompt or renders and tokenizes the chat.
 // On error returns nullopt and fills *error.
@@ -45,12 +40,24 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
 
 // Response bodies and stream chunks.
 nlohmann::json ErrorBody(const ApiError& e);
+// A choice, or a streamed delta of one. With echo, the first delta of a choice (and a whole
+// choice) carries its prompt: `echo_ids` and, with logprobs, `echo_logprobs` (one per prompt token
+// after the first); its text is then already in `text`.
 struct Choice {
   std::vector<int32_t> token_ids;
   std::string text;
   std::vector<TokenLogprob> logprobs;
   FinishReason finish = FinishReason::kNone;
+  std::vector<int32_t> echo_ids;
+  std::vector<TokenLogprob> echo_logprobs;
+  int64_t text_offset = 0;  // characters of the choice's text before this one (streaming)
 };
+// An engine output of choice `index` as a delta. With echo, the choice's first delta starts with
+// its prompt (text, ids and prompt logprobs); without generation the engine's token is dropped and
+// the choice finishes with "length".
+Choice OutputToDelta(const ParsedRequest& r, int32_t index, RequestOutput& o, bool first);
+// Characters (code points) of UTF-8 text, as clients count text offsets.
+int64_t TextChars(const std::string& s);
 struct Usage {
   int32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };

@@ -103,6 +103,19 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Value(&out, "latentserve_expert_switch_longest_step_seconds", "gauge",
           "Longest engine step while a re-plan was in flight or being switched in.", m.longest_switch_step_seconds);
   }
+  const HttpConnectionCounters& hc = ctx.http_connections();
+  Value(&out, "latentserve_http_connections_open", "gauge", "HTTP connections being served.", hc.open.load());
+  Value(&out, "latentserve_http_connections_total", "counter", "HTTP connections accepted and served.",
+        hc.accepted.load());
+  Header(&out, "latentserve_http_connections_closed_total", "counter",
+         "HTTP connections the server closed on a timeout: request head incomplete (header_timeout), or kept alive "
+         "without a new request (idle_timeout).");
+  absl::StrAppendFormat(&out, "latentserve_http_connections_closed_total{reason=\"header_timeout\"} %d\n",
+                        hc.header_timeouts.load());
+  absl::StrAppendFormat(&out, "latentserve_http_connections_closed_total{reason=\"idle_timeout\"} %d\n",
+                        hc.idle_timeouts.load());
+  Value(&out, "latentserve_http_connections_rejected_total", "counter",
+        "HTTP connections answered 503 and closed because --max_connections were open.", hc.rejected.load());
   Value(&out, "latentserve_ready", "gauge", "1 when the server accepts requests.", ctx.ready() ? 1 : 0);
   return out;
 }

@@ -1,12 +1,15 @@
 // latentserve-calibrate: re-fits a model's router biases on a prompt set with the Quantile
 // Balancing estimator, layer by layer, and writes a model directory with the new biases (every
-// other file copied, every other tensor copied byte for byte). Prints the per-layer balance
-// (max/mean tokens per expert) before and after as JSON.
-//   --prompts FILE: text, one prompt per line (needs the model's tokenizer.json), or a .json file
-//   {"sequences": [[ids...], ...]}.
+// other file copied, every other tensor copied byte for byte). Documents longer than the model's
+// context are split into windows of at most the context (--window). Prints the windows and tokens
+// used and the per-layer balance (max/mean tokens per expert) before and after, on the calibration
+// set and, with --heldout, on held-out text: a table on stderr, JSON on stdout.
+//   --prompts FILE / --heldout FILE: text, one document per line (needs the model's
+//   tokenizer.json), or a .json file {"sequences": [[ids...], ...]}.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/flags/flag.h"
@@ -14,6 +17,7 @@
 #include "absl/flags/usage.h"
 #include "base/cli_usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/calibration.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -29,6 +33,8 @@ ABSL_FLAG(int32_t, num_bins, 1024, "histogram bins");
 ABSL_FLAG(double, range_lo, -1.5, "histogram range, low end");
 ABSL_FLAG(double, range_hi, 1.5, "histogram range, high end");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0: all)");
+ABSL_FLAG(std::string, heldout, "", "held-out text (same formats as --prompts): the balance on it is shown before and after");
+ABSL_FLAG(int32_t, window, 0, "longest window a document is split into, in tokens (0: the model's max_position_embeddings)");
 
 namespace {
 
@@ -58,25 +64,47 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string&
       }
       seqs.push_back(std::move(ids));
     }
-    return seqs;
+    for (size_t i = 0; i < seqs.size(); ++i)
+      if (seqs[i].empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": sequence ", i, " is empty"));
+  } else {
+    auto tok = ls::tok::Tokenizer::FromFile(model_dir + "/tokenizer.json");
+    if (!tok.ok()) return tok.status();
+    std::string line;
+    for (int n = 1; std::getline(ss, line); ++n) {
+      if (line.empty()) continue;
+      auto ids = (*tok)->Encode(line);
+      if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", ids.status().message()));
+      if (!ids->empty()) seqs.push_back(std::move(*ids));
+    }
   }
-  auto tok = ls::tok::Tokenizer::FromFile(model_dir + "/tokenizer.json");
-  if (!tok.ok()) return tok.status();
-  std::string line;
-  for (int n = 1; std::getline(ss, line); ++n) {
-    if (line.empty()) continue;
-    auto ids = (*tok)->Encode(line);
-    if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", ids.status().message()));
-    if (!ids->empty()) seqs.push_back(std::move(*ids));
-  }
+  if (seqs.empty())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no text to calibrate on (the file is empty or holds only blank lines)"));
   return seqs;
+}
+
+struct TextSet {
+  int64_t documents = 0, windows = 0, tokens = 0;
+};
+
+TextSet Count(const std::vector<std::vector<int32_t>>& docs, int32_t window) {
+  TextSet t;
+  t.documents = static_cast<int64_t>(docs.size());
+  for (const auto& d : docs) {
+    t.windows += (static_cast<int64_t>(d.size()) + window - 1) / window;
+    t.tokens += static_cast<int64_t>(d.size());
+  }
+  return t;
+}
+
+nlohmann::json SetJson(const TextSet& t) {
+  return {{"documents", t.documents}, {"windows", t.windows}, {"tokens", t.tokens}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   ls::ShowOwnFlagsInHelp();
-  absl::SetProgramUsageMessage("latentserve-calibrate --model DIR --prompts FILE --out DIR2");
+  absl::SetProgramUsageMessage("latentserve-calibrate --model DIR --prompts FILE --out DIR2 [--heldout FILE]");
   absl::ParseCommandLine(argc, argv);
   const std::string dir = absl::GetFlag(FLAGS_model), out = absl::GetFlag(FLAGS_out);
   if (dir.empty() || out.empty() || absl::GetFlag(FLAGS_prompts).empty())
@@ -92,10 +120,30 @@ int main(int argc, char** argv) {
   ls::CpuBackend backend(absl::GetFlag(FLAGS_threads));
   auto model = ls::LoadModel(dir, &backend);
   if (!model.ok()) return Fail(std::string(model.status().message()));
+  const int32_t context = static_cast<int32_t>((*model)->config().max_position_embeddings);
+  opt.window = absl::GetFlag(FLAGS_window);
+  if (opt.window < 0) return Fail("--window must not be negative");
+  if (opt.window == 0 || opt.window > context) opt.window = context;
   auto seqs = ReadPrompts(absl::GetFlag(FLAGS_prompts), dir);
   if (!seqs.ok()) return Fail(std::string(seqs.status().message()));
+  const std::string heldout_path = absl::GetFlag(FLAGS_heldout);
+  std::vector<std::vector<int32_t>> heldout;
+  std::map<int32_t, double> heldout_before, heldout_after;
+  if (!heldout_path.empty()) {
+    auto h = ReadPrompts(heldout_path, dir);
+    if (!h.ok()) return Fail(std::string(h.status().message()));
+    heldout = std::move(*h);
+    auto b = ls::MeasureExpertBalance(**model, heldout, opt.window);
+    if (!b.ok()) return Fail(absl::StrCat("--heldout: ", b.status().message()));
+    heldout_before = std::move(*b);
+  }
   auto result = ls::Calibrate(**model, *seqs, opt);
-  if (!result.ok()) return Fail(std::string(result.status().message()));
+  if (!result.ok()) return Fail(absl::StrCat("--prompts: ", result.status().message()));
+  if (!heldout.empty()) {
+    auto a = ls::MeasureExpertBalance(**model, heldout, opt.window);
+    if (!a.ok()) return Fail(absl::StrCat("--heldout: ", a.status().message()));
+    heldout_after = std::move(*a);
+  }
 
   // Write the new directory: other files copied, weights rewritten with the new biases.
   fs::create_directories(out, ec);
@@ -114,11 +162,31 @@ int main(int argc, char** argv) {
     w.Add((*model)->router_bias_name(layer), {N}, bias, ls::DType::kF32);
   if (auto s = w.Write(out + "/model.safetensors"); !s.ok()) return Fail(std::string(s.message()));
 
-  nlohmann::json report = {{"sequences", seqs->size()}, {"layers", nlohmann::json::array()}};
-  for (const auto& [layer, b] : result->biases)
-    report["layers"].push_back({{"layer", layer},
-                                {"max_over_mean_before", result->max_over_mean_before.at(layer)},
-                                {"max_over_mean_after", result->max_over_mean_after.at(layer)}});
+  // What calibration bought: a table on stderr, the same as JSON on stdout.
+  const TextSet cal = Count(*seqs, opt.window), held = Count(heldout, opt.window);
+  std::fprintf(stderr, "calibration set: %lld documents, %lld windows of at most %d tokens, %lld tokens\n",
+               static_cast<long long>(cal.documents), static_cast<long long>(cal.windows), opt.window,
+               static_cast<long long>(cal.tokens));
+  if (!heldout.empty())
+    std::fprintf(stderr, "held-out set:    %lld documents, %lld windows, %lld tokens\n",
+                 static_cast<long long>(held.documents), static_cast<long long>(held.windows),
+                 static_cast<long long>(held.tokens));
+  std::fprintf(stderr, "max/mean tokens per expert (1.0 is even):\n  layer  calibration before -> after%s\n",
+               heldout.empty() ? "" : "   held-out before -> after");
+  nlohmann::json report = {{"window", opt.window}, {"calibration", SetJson(cal)}, {"layers", nlohmann::json::array()}};
+  if (!heldout.empty()) report["heldout"] = SetJson(held);
+  for (const auto& [layer, b] : result->biases) {
+    const double before = result->max_over_mean_before.at(layer), after = result->max_over_mean_after.at(layer);
+    nlohmann::json row = {{"layer", layer}, {"max_over_mean_before", before}, {"max_over_mean_after", after}};
+    std::string line = absl::StrFormat("  %5d  %11.2f -> %-6.2f", layer, before, after);
+    if (!heldout.empty()) {
+      row["heldout_max_over_mean_before"] = heldout_before.at(layer);
+      row["heldout_max_over_mean_after"] = heldout_after.at(layer);
+      absl::StrAppendFormat(&line, "     %8.2f -> %.2f", heldout_before.at(layer), heldout_after.at(layer));
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+    report["layers"].push_back(row);
+  }
   std::printf("%s\n", report.dump(1).c_str());
   return 0;
 }

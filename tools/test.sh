@@ -13,16 +13,9 @@ tools/setup.sh
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$(nproc)"
-# Python environment for the external-client tests: Debian's pytest/grpcio/requests plus, from
-# PyPI, the `openai` package and gRPC's health/reflection client stubs (matching Debian's grpcio).
-if [ ! -x "$build/venv/bin/python" ]; then
-  /usr/bin/python3 -m venv --system-site-packages "$build/venv"
-fi
-if ! "$build/venv/bin/python" -c "import openai, grpc_health.v1, grpc_reflection.v1alpha" 2>/dev/null; then
-  "$build/venv/bin/pip" install -q --disable-pip-version-check openai
-  "$build/venv/bin/pip" install -q --disable-pip-version-check --no-deps \
-    grpcio-health-checking==1.51.1 grpcio-reflection==1.51.1
-fi
+# The integration tests' Python environment (the build's python_env target prepares it too, but
+# only as far as it can; here a failure stops the run).
+tools/python_env.sh "$build/venv"
 ctest --test-dir "$build" -j "$(nproc)" --output-on-failure "$@"
 if [ "${LATENTSERVE_QUICK:-0}" != 1 ]; then
   tools/sanitize.sh address thread

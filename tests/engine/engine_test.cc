@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "engine/sampler.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/test_util.h"
 
@@ -140,6 +141,106 @@ TEST_F(EngineTest, PrefixCacheComputesOnlyTheNewTokens) {
   no_cache.enable_prefix_caching = false;
   auto fresh = MakeEngine(no_cache);
   EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 4)})[0], o2.token_ids);
+}
+
+// Prompt logprobs: computed over chunked prefills, for a prompt whose blocks are in the prefix
+// cache (they are computed anyway), equal the log-softmax of one forward pass over the prompt.
+TEST_F(EngineTest, PromptLogprobsBypassThePrefixCacheAndMatchOneForwardPass) {
+  std::mt19937 rng(21);
+  const std::vector<int32_t> prompt = Prompt(rng, 70);
+  std::vector<float> want;
+  ASSERT_TRUE(model_->ForwardSequence(prompt, /*all_logits=*/true, &want).ok());
+  const int32_t V = static_cast<int32_t>(model_->config().vocab_size);
+  EngineConfig cfg;
+  cfg.scheduler.max_num_batched_tokens = 24;  // the prompt arrives in chunks of 24, 24, 22
+  cfg.kv_cache_dtype = DType::kF32;            // as ForwardSequence's own cache
+  auto engine = MakeEngine(cfg);
+  EXPECT_EQ(RunAll(*engine, {Req("warm", prompt, 2)}).size(), 1u);  // fills the prefix cache
+  Request r = Req("p", prompt, 3);
+  r.params.prompt_logprobs = 2;
+  OutputQueue q;
+  ASSERT_TRUE(engine->Submit(r, q.Callback()).ok());
+  const RequestOutput first = q.Next();
+  ASSERT_EQ(first.prompt_logprobs.size(), prompt.size() - 1) << "delivered whole with the first output";
+  RequestOutput rest = q.WaitFinal();
+  EXPECT_TRUE(rest.prompt_logprobs.empty());
+  EXPECT_EQ(rest.cached_prompt_tokens, 0);
+  for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+    const TokenLogprob& lp = first.prompt_logprobs[i];
+    const TokenLogprob ref = Sampler::Logprobs(want.data() + i * V, V, prompt[i + 1], 2);
+    EXPECT_EQ(lp.token_id, prompt[i + 1]);
+    EXPECT_NEAR(lp.logprob, ref.logprob, 1e-4) << "position " << i;
+    ASSERT_EQ(lp.top.size(), 2u);
+    EXPECT_EQ(lp.top[0].first, ref.top[0].first) << "position " << i;
+    EXPECT_NEAR(lp.top[1].second, ref.top[1].second, 1e-4);
+  }
+  // The tokens are those of a request without prompt logprobs, and the cache still serves others.
+  std::vector<int32_t> tokens = first.token_ids;
+  tokens.insert(tokens.end(), rest.token_ids.begin(), rest.token_ids.end());
+  EXPECT_EQ(RunAll(*engine, {Req("again", prompt, 3)})[0], tokens);
+  EXPECT_EQ(engine->Metrics().prefix_hit_tokens, 64) << "the first request's 4 full blocks, reused by 'again' alone";
+}
+
+// Prompt logprobs survive preemption (the prompt is recomputed) and do not change the tokens.
+TEST_F(EngineTest, PromptLogprobsWithPreemptionEqualThoseWithoutIt) {
+  std::mt19937 rng(5);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 10; ++i) {
+    reqs.push_back(Req(absl::StrCat("q", i), Prompt(rng, 12 + i), 20));
+    reqs.back().params.prompt_logprobs = 1;
+  }
+  auto collect = [&](Engine& e) {
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    for (const auto& r : reqs) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      EXPECT_TRUE(e.Submit(r, qs.back()->Callback()).ok());
+    }
+    std::vector<RequestOutput> out;
+    for (auto& q : qs) out.push_back(q->WaitFinal());
+    return out;
+  };
+  EngineConfig big_cfg;
+  big_cfg.kv_cache_dtype = DType::kF32;
+  auto big = MakeEngine(big_cfg);
+  const auto expected = collect(*big);
+  big.reset();
+  EngineConfig small = big_cfg;
+  small.num_kv_blocks = 12;
+  auto engine = MakeEngine(small);
+  const auto got = collect(*engine);
+  EXPECT_GT(engine->Metrics().preemptions, 0u);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(got[i].token_ids, expected[i].token_ids) << i;
+    ASSERT_EQ(got[i].prompt_logprobs.size(), reqs[i].prompt_ids.size() - 1) << i;
+    for (size_t j = 0; j < got[i].prompt_logprobs.size(); ++j)
+      EXPECT_NEAR(got[i].prompt_logprobs[j].logprob, expected[i].prompt_logprobs[j].logprob, 1e-4) << i << " " << j;
+  }
+}
+
+// logit_bias moves the greedy choice: +100 on one token makes it every output token, and -100
+// on the unbiased greedy first token makes another come first. Logprobs stay those of the model.
+TEST_F(EngineTest, LogitBiasChangesGreedyTokensButNotLogprobs) {
+  std::mt19937 rng(9);
+  const std::vector<int32_t> prompt = Prompt(rng, 10);
+  auto engine = MakeEngine();
+  const auto plain = RunAll(*engine, {Req("plain", prompt, 4)})[0];
+  Request forced = Req("forced", prompt, 4);
+  forced.params.logit_bias = {{123, 100.f}};
+  forced.params.logprobs = 0;
+  OutputQueue q;
+  ASSERT_TRUE(engine->Submit(forced, q.Callback()).ok());
+  RequestOutput o = q.WaitFinal();
+  EXPECT_EQ(o.token_ids, std::vector<int32_t>(4, 123));
+  ASSERT_EQ(o.logprobs.size(), 4u);
+  EXPECT_LT(o.logprobs[0].logprob, -0.5f) << "the model's own probability of token 123, not the biased one";
+  Request avoided = Req("avoided", prompt, 4);
+  avoided.params.logit_bias = {{plain[0], -100.f}};
+  EXPECT_NE(RunAll(*engine, {avoided})[0][0], plain[0]);
+  Request bad = Req("bad", prompt, 4);
+  bad.params.logit_bias = {{static_cast<int32_t>(model_->config().vocab_size), 1.f}};
+  EXPECT_NE(engine->Submit(bad, q.Callback()).message().find("logit_bias: token id"), std::string::npos);
+  bad.params.logit_bias = {{5, 101.f}};
+  EXPECT_NE(engine->Submit(bad, q.Callback()).message().find("[-100, 100]"), std::string::npos);
 }
 
 TEST_F(EngineTest, CancelFreesBlocksAndReportsCancelled) {

@@ -130,5 +130,52 @@ TEST(Calibration, CppMatchesPyTorchOnTheTinyModelAlmostEverywhere) {
   EXPECT_GE(within_one, static_cast<int>(0.95 * errors.size())) << within_one << " of " << errors.size();
 }
 
+TEST(Calibration, SplitIntoWindowsKeepsEveryTokenInOrder) {
+  std::vector<int32_t> doc(700);
+  for (int32_t i = 0; i < 700; ++i) doc[i] = i;
+  const auto windows = SplitIntoWindows({doc, {1, 2, 3}}, 256);
+  ASSERT_EQ(windows.size(), 4u);
+  EXPECT_EQ(windows[0].size(), 256u);
+  EXPECT_EQ(windows[1].size(), 256u);
+  EXPECT_EQ(windows[2].size(), 188u);
+  EXPECT_EQ(windows[1].front(), 256);
+  EXPECT_EQ(windows[2].back(), 699);
+  EXPECT_EQ(windows[3], (std::vector<int32_t>{1, 2, 3}));
+}
+
+// A document longer than the context (here 512) is calibrated on as windows of the context, the
+// same as calibrating on those windows given one by one; the balance is measured on them too.
+TEST(Calibration, DocumentsLongerThanTheContextAreSplitIntoWindows) {
+  CpuBackend backend(2);
+  const std::string dir = std::string(LS_TEST_DATA_DIR) + "/fixtures/latent_sigmoid_situ_bf16";
+  auto model = LoadModel(dir, &backend);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<int32_t> doc(1100);
+  for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(3 + (i * 7919) % 500);
+  CalibrationOptions opt;
+  opt.iters = 3;
+  auto whole = Calibrate(**model, {doc}, opt);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->num_windows, 3);
+  EXPECT_EQ(whole->num_tokens, 1100);
+  auto after = MeasureExpertBalance(**model, {doc});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, whole->max_over_mean_after);
+  // From the checkpoint's biases again, on the windows given separately.
+  auto reloaded = LoadModel(dir, &backend);
+  ASSERT_TRUE(reloaded.ok());
+  auto split = Calibrate(**reloaded, SplitIntoWindows({doc}, 512), opt);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->biases, whole->biases);
+  EXPECT_EQ(split->max_over_mean_before, whole->max_over_mean_before);
+  // Smaller windows on request; and one clear error for no text.
+  opt.window = 100;
+  auto small = Calibrate(**reloaded, {doc}, opt);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->num_windows, 11);
+  auto none = Calibrate(**reloaded, {}, opt);
+  EXPECT_EQ(none.status().message(), "calibration needs at least one sequence");
+}
+
 }  // namespace
 }  // namespace ls

@@ -51,6 +51,27 @@ TEST(Scheduler, ChunksPrefillWithinTheBudgetAndDecodesFirst) {
   EXPECT_EQ(p2.num_tokens, 10);
 }
 
+// A sequence that must compute its whole prompt (prompt logprobs) takes no cached prefix blocks;
+// the next one with the same prompt does.
+TEST(Scheduler, SequenceThatSkipsThePrefixCacheComputesEveryPromptToken) {
+  BlockManager bm(64, 4, true);
+  Scheduler sch({8, 100}, &bm);
+  auto first = Seq(13, 0);
+  sch.Add(first.get());
+  Complete(sch, sch.Schedule());
+  auto full = Seq(13, 1), reuse = Seq(13, 2);
+  full->reuse_cached_prefix = false;
+  sch.Add(full.get());
+  sch.Add(reuse.get());
+  SchedulerPlan p = sch.Schedule();
+  ASSERT_EQ(p.items.size(), 3u);
+  EXPECT_EQ(p.items[1].seq, full.get());
+  EXPECT_EQ(p.items[1].num_tokens, 13);
+  EXPECT_EQ(full->prefix_cached_tokens, 0);
+  EXPECT_EQ(p.items[2].num_tokens, 1) << "12 tokens in 3 cached blocks";
+  EXPECT_EQ(reuse->prefix_cached_tokens, 12);
+}
+
 TEST(Scheduler, CapsRunningSequencesAndHonoursPriority) {
   BlockManager bm(64, 4, false);
   Scheduler sch({2, 100}, &bm);

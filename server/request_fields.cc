@@ -1,0 +1,291 @@
+// The request field table and its readers.
+#include "server/request_fields.h"
+
+#include <array>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace ls::server {
+namespace {
+
+using json = nlohmann::json;
+
+// Reads one field's value; a wrong type or range fails naming the field.
+class FieldReader {
+ public:
+  FieldReader(const char* name, ApiError* err) : name_(name), err_(err) {}
+  bool ok() const { return ok_; }
+  const char* name() const { return name_; }
+  void Fail(const std::string& msg) {
+    if (ok_) *err_ = ApiError{400, msg, name_};
+    ok_ = false;
+  }
+  void Number(const json& v, float* out) {
+    if (!v.is_number()) return Fail(absl::StrCat("'", name_, "' must be a number"));
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) return Fail(absl::StrCat("'", name_, "' must be finite"));
+    *out = static_cast<float>(d);
+  }
+  template <typename T>
+  void Int(const json& v, T* out, int64_t lo, int64_t hi) {
+    if (!v.is_number_integer()) return Fail(absl::StrCat("'", name_, "' must be an integer"));
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi) return Fail(absl::StrCat("'", name_, "' must be between ", lo, " and ", hi, ", got ", x));
+    *out = static_cast<T>(x);
+  }
+  template <typename T>
+  void Int(const json& v, std::optional<T>* out, int64_t lo, int64_t hi) {
+    T x{};
+    Int(v, &x, lo, hi);
+    if (ok_) *out = x;
+  }
+  void Bool(const json& v, bool* out) {
+    if (!v.is_boolean()) return Fail(absl::StrCat("'", name_, "' must be true or false"));
+    *out = v.get<bool>();
+  }
+  void String(const json& v) {
+    if (!v.is_string()) Fail(absl::StrCat("'", name_, "' must be a string"));
+  }
+
+ private:
+  const char* name_;
+  ApiError* err_;
+  bool ok_ = true;
+};
+
+using Reader = void (*)(FieldReader& f, const json& v, RequestDraft& d);
+
+enum class FieldUse { kHonoured, kIgnored, kRefused };
+
+constexpr unsigned kC = 1, kH = 2, kBoth = kC | kH;  // completions, chat
+
+struct Row {
+  const char* name;
+  unsigned endpoints;
+  FieldUse use;
+  Reader read = nullptr;                 // honoured
+  const char* note = "";                 // ignored: why that is harmless; refused: what the field asks for
+  std::array<const char*, 2> neutral{};  // refused: values (as JSON) that ask for nothing
+};
+
+Row Honoured(const char* name, unsigned endpoints, Reader read) { return {name, endpoints, FieldUse::kHonoured, read}; }
+Row Ignored(const char* name, unsigned endpoints, const char* why) {
+  return {name, endpoints, FieldUse::kIgnored, nullptr, why};
+}
+Row Refused(const char* name, unsigned endpoints, const char* what, std::array<const char*, 2> neutral = {}) {
+  return {name, endpoints, FieldUse::kRefused, nullptr, what, neutral};
+}
+
+void ReadStop(FieldReader& f, const json& v, RequestDraft& d) {
+  auto& out = d.params.stop;
+  if (v.is_string()) {
+    out.push_back(v.get<std::string>());
+  } else if (v.is_array()) {
+    for (const auto& s : v) {
+      if (!s.is_string()) return f.Fail("'stop' must be a string or a list of strings");
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    return f.Fail("'stop' must be a string or a list of strings");
+  }
+  for (const auto& s : out)
+    if (s.empty()) return f.Fail("'stop' strings must not be empty");
+}
+
+void ReadIdList(FieldReader& f, const json& v, std::vector<int32_t>* out) {
+  const std::string msg = absl::StrCat("'", f.name(), "' must be a list of integers");
+  if (!v.is_array()) return f.Fail(msg);
+  for (const auto& id : v) {
+    if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX) return f.Fail(msg);
+    out->push_back(id.get<int32_t>());
+  }
+}
+
+// {"token id": bias, ...}; ids and ranges are checked with the other sampling parameters.
+void ReadLogitBias(FieldReader& f, const json& v, RequestDraft& d) {
+  if (!v.is_object()) return f.Fail("'logit_bias' must be an object mapping token ids to biases");
+  for (const auto& [key, bias] : v.items()) {
+    int32_t id;
+    if (!absl::SimpleAtoi(key, &id)) return f.Fail(absl::StrCat("'logit_bias': '", key, "' is not a token id"));
+    if (!bias.is_number()) return f.Fail(absl::StrCat("'logit_bias': the bias of token ", key, " must be a number"));
+    d.params.logit_bias.emplace_back(id, static_cast<float>(bias.get<double>()));
+  }
+}
+
+void ReadStreamOptions(FieldReader& f, const json& v, RequestDraft& d) {
+  if (!v.is_object()) return f.Fail("'stream_options' must be an object");
+  if (auto it = v.find("include_usage"); it != v.end() && !it->is_null()) {
+    if (!it->is_boolean()) return f.Fail("'stream_options.include_usage' must be true or false");
+    d.include_usage = it->get<bool>();
+  }
+}
+
+constexpr int64_t kBig = int64_t{1} << 30;
+constexpr const char* kToolCalling = "tool calling";
+constexpr const char* kStructured = "structured output (JSON schema, regex, grammar, choice)";
+
+// Every field of either endpoint's OpenAI and vLLM request schema, and a few more.
+const std::vector<Row>& Table() {
+  static const std::vector<Row> rows = {
+      Honoured("model", kBoth, [](FieldReader& f, const json& v, RequestDraft&) { f.String(v); }),
+      Honoured("prompt", kC, [](FieldReader&, const json& v, RequestDraft& d) { d.prompt = &v; }),
+      Honoured("messages", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.messages = &v; }),
+      Honoured("temperature", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.temperature); }),
+      Honoured("top_p", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.top_p); }),
+      Honoured("top_k", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.params.top_k, -1, kBig); }),
+      Honoured("min_p", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.min_p); }),
+      Honoured("repetition_penalty", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.repetition_penalty); }),
+      Honoured("presence_penalty", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.presence_penalty); }),
+      Honoured("frequency_penalty", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.frequency_penalty); }),
+      Honoured("max_tokens", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.max_tokens, 0, kBig); }),
+      // After max_tokens: it wins when both are sent.
+      Honoured("max_completion_tokens", kH,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.max_tokens, 1, kBig); }),
+      Honoured("min_tokens", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.params.min_tokens, 0, kBig); }),
+      Honoured("n", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.n, 1, kMaxChoices); }),
+      Honoured("priority", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.priority, -1000000, 1000000); }),
+      Honoured("stream", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.stream); }),
+      Honoured("stream_options", kBoth, ReadStreamOptions),
+      Honoured("ignore_eos", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.params.ignore_eos); }),
+      Honoured("skip_special_tokens", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.params.skip_special_tokens); }),
+      Honoured("seed", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 if (!v.is_number_integer()) return f.Fail("'seed' must be an integer");
+                 d.params.seed = static_cast<uint64_t>(v.get<int64_t>());
+               }),
+      Honoured("stop", kBoth, ReadStop),
+      Honoured("stop_token_ids", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { ReadIdList(f, v, &d.params.stop_token_ids); }),
+      Honoured("logprobs", kC, [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.logprobs, 0, 20); }),
+      Honoured("logprobs", kH, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat_logprobs); }),
+      Honoured("top_logprobs", kH,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.top_logprobs, 0, 20); }),
+      Honoured("echo", kC, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.echo); }),
+      Honoured("logit_bias", kBoth, ReadLogitBias),
+      Honoured("add_generation_prompt", kH,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.add_generation_prompt); }),
+      Honoured("truncate_prompt_tokens", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.truncate_prompt_tokens, 1, kBig); }),
+      Honoured("return_tokens_as_token_ids", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.tokens_as_ids); }),
+      // Both values give the same ids: the tokenizers this server loads add no special tokens
+      // (one whose post-processor would is refused at load).
+      Honoured("add_special_tokens", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft&) {
+                 bool unused;
+                 f.Bool(v, &unused);
+               }),
+
+      Ignored("user", kBoth, "an end-user id for a provider's abuse monitoring; nothing here uses it"),
+      Ignored("metadata", kBoth, "tags for stored completions; nothing is stored"),
+      Ignored("store", kBoth, "asks a provider to keep the completion; nothing is stored"),
+      Ignored("service_tier", kBoth, "a provider's billing tier; there is one tier"),
+      Ignored("safety_identifier", kBoth, "an end-user id for a provider's abuse monitoring; nothing here uses it"),
+      Ignored("prompt_cache_key", kBoth,
+              "a routing hint for a provider's prompt cache; the prefix cache finds shared prefixes itself"),
+      Ignored("prompt_cache_retention", kBoth,
+              "how long a provider keeps cached prompts; the prefix cache evicts by use"),
+      Ignored("prompt_cache_options", kBoth, "a provider's prompt-cache settings; the prefix cache needs none"),
+      Ignored("request_id", kBoth, "the response id is the server's own"),
+      Ignored("parallel_tool_calls", kH, "has no effect without tools, which are refused"),
+      Ignored("prediction", kH, "predicted output only speeds a provider up; the output is the same without it"),
+      Ignored("spaces_between_special_tokens", kBoth,
+              "byte-level BPE decoding puts no spaces between special tokens either way (as vLLM's fast tokenizers)"),
+
+      Refused("tools", kH, kToolCalling, {"[]"}),
+      Refused("tool_choice", kH, kToolCalling, {"\"none\""}),
+      Refused("functions", kH, kToolCalling, {"[]"}),
+      Refused("function_call", kH, kToolCalling, {"\"none\""}),
+      Refused("response_format", kBoth, kStructured, {"{\"type\":\"text\"}"}),
+      Refused("guided_json", kBoth, kStructured),
+      Refused("guided_regex", kBoth, kStructured),
+      Refused("guided_choice", kBoth, kStructured),
+      Refused("guided_grammar", kBoth, kStructured),
+      Refused("guided_decoding_backend", kBoth, kStructured),
+      Refused("guided_whitespace_pattern", kBoth, kStructured),
+      Refused("structural_tag", kBoth, kStructured),
+      Refused("structured_outputs", kBoth, kStructured),
+      Refused("suffix", kC, "insertion (text after the completion)", {"\"\""}),
+      Refused("best_of", kBoth, "best-of-n sampling", {"1"}),
+      Refused("use_beam_search", kBoth, "beam search", {"false"}),
+      Refused("length_penalty", kBoth, "beam search", {"1", "1.0"}),
+      Refused("include_stop_str_in_output", kBoth, "the stop string in the output", {"false"}),
+      Refused("allowed_token_ids", kBoth, "a restricted vocabulary"),
+      Refused("bad_words", kBoth, "banned words", {"[]"}),
+      Refused("prompt_logprobs", kBoth, "vLLM's prompt logprobs (echo with logprobs on /v1/completions gives them)"),
+      Refused("prompt_embeds", kC, "prompt embeddings"),
+      Refused("logits_processors", kBoth, "custom logits processors", {"[]"}),
+      Refused("cache_salt", kBoth, "a salted prefix cache"),
+      Refused("kv_transfer_params", kBoth, "disaggregated prefill", {"{}"}),
+      Refused("vllm_xargs", kBoth, "extension arguments", {"{}"}),
+      Refused("mm_processor_kwargs", kBoth, "multimodal input", {"{}"}),
+      Refused("echo", kH, "the last message echoed", {"false"}),
+      Refused("continue_final_message", kH, "continuing the final message", {"false"}),
+      Refused("documents", kH, "documents for the chat template", {"[]"}),
+      Refused("chat_template", kH, "a request's own chat template"),
+      Refused("chat_template_kwargs", kH, "chat template arguments", {"{}"}),
+      Refused("reasoning_effort", kH, "reasoning control"),
+      Refused("include_reasoning", kH, "reasoning control", {"true"}),
+      Refused("verbosity", kH, "verbosity control"),
+      Refused("audio", kH, "audio output"),
+      Refused("modalities", kH, "output other than text", {"[\"text\"]"}),
+      Refused("web_search_options", kH, "web search"),
+      Refused("moderation", kH, "moderation"),
+  };
+  return rows;
+}
+
+const Row* Find(const std::string& name, unsigned endpoint) {
+  for (const Row& r : Table())
+    if ((r.endpoints & endpoint) && name == r.name) return &r;
+  return nullptr;
+}
+
+bool IsNeutral(const Row& r, const json& v) {
+  const std::string s = v.dump();
+  for (const char* n : r.neutral)
+    if (n && s == n) return true;
+  return false;
+}
+
+}  // namespace
+
+bool ReadRequestFields(Endpoint endpoint, const json& body, RequestDraft* draft, ApiError* error) {
+  const unsigned ep = endpoint == Endpoint::kChat ? kH : kC;
+  const char* path = endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+  for (const auto& [key, value] : body.items()) {
+    const Row* r = Find(key, ep);
+    if (!r) {
+      *error = ApiError{400, absl::StrCat("'", key, "' is not a request field of ", path), key};
+      return false;
+    }
+    if (r->use == FieldUse::kRefused && !value.is_null() && !IsNeutral(*r, value)) {
+      *error = ApiError{400, absl::StrCat("'", key, "' is not supported yet (it asks for ", r->note, ")"), key};
+      return false;
+    }
+  }
+  // Honoured fields in table order (max_completion_tokens after max_tokens).
+  for (const Row& r : Table()) {
+    if (r.use != FieldUse::kHonoured || !(r.endpoints & ep)) continue;
+    auto it = body.find(r.name);
+    if (it == body.end() || it->is_null()) continue;
+    FieldReader f(r.name, error);
+    r.read(f, *it, *draft);
+    if (!f.ok()) return false;
+  }
+  return true;
+}
+
+}  // namespace ls::server

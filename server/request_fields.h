@@ -1,0 +1,52 @@
+// The one list of request fields /v1/completions and /v1/chat/completions accept, and how each
+// is treated: honoured (read into a RequestDraft), ignored (it only tunes delivery), or refused
+// with a 400 naming it unless it asks for nothing (e.g. "tool_choice": "none"). A field in no row
+// is refused as unknown. Making a refused field honoured is changing its row to a reader.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "nlohmann/json.hpp"
+
+namespace ls::server {
+
+// A client error: HTTP status, message, and the offending field (if one).
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+  std::string param;
+  std::string type = "invalid_request_error";
+};
+
+enum class Endpoint { kCompletions, kChat };
+
+constexpr int32_t kMaxChoices = 8;  // n
+
+// A request's fields as read, before its prompt is tokenized. Pointers point into the body.
+struct RequestDraft {
+  SamplingParams params;                     // max_tokens is set below, once the endpoint's default is known
+  std::optional<int64_t> max_tokens;         // as sent: max_tokens or max_completion_tokens
+  const nlohmann::json* prompt = nullptr;    // completions
+  const nlohmann::json* messages = nullptr;  // chat
+  int32_t n = 1;
+  int32_t priority = 0;
+  bool stream = false;
+  bool include_usage = false;                     // stream_options.include_usage
+  bool echo = false;                              // completions: the prompt precedes the completion
+  std::optional<int32_t> logprobs;                // completions: top alternatives per token
+  bool chat_logprobs = false;                     // chat: logprobs: true
+  std::optional<int32_t> top_logprobs;            // chat
+  bool add_generation_prompt = true;              // chat
+  std::optional<int32_t> truncate_prompt_tokens;  // keep only the prompt's last this many tokens
+  bool tokens_as_ids = false;                     // return_tokens_as_token_ids
+};
+
+// Reads every field of `body` (a JSON object) for `endpoint` into *draft. False, with *error
+// naming the field, for an unknown field, a refused one that asks for something, or a bad value.
+bool ReadRequestFields(Endpoint endpoint, const nlohmann::json& body, RequestDraft* draft, ApiError* error);
+
+}  // namespace ls::server

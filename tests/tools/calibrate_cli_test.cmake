@@ -1,0 +1,56 @@
+# latentserve-calibrate end to end on the tiny model: documents longer than the context (whole
+# pages of text on one line each) are split into windows, the windows and tokens used are
+# reported, and the balance before and after is shown on the calibration set and on held-out
+# text; an empty prompt file gets one clear error.
+# cmake -DBIN=<latentserve-calibrate> -DSRC=<checkout> -DOUT=<scratch dir> -P calibrate_cli_test.cmake
+file(REMOVE_RECURSE ${OUT})
+file(MAKE_DIRECTORY ${OUT})
+# Two documents of this project's own prose, each one line of well over 256 tokens.
+file(READ ${SRC}/docs/quantile-balancing.md doc1 LIMIT 5000)
+file(READ ${SRC}/docs/deploy.md doc2 LIMIT 3000)
+file(READ ${SRC}/docs/reliability.md held LIMIT 3000)
+foreach(v doc1 doc2 held)
+  string(REGEX REPLACE "[\r\n]+" " " ${v} "${${v}}")
+endforeach()
+file(WRITE ${OUT}/prompts.txt "${doc1}\n\n${doc2}\n")
+file(WRITE ${OUT}/heldout.txt "${held}\n")
+execute_process(COMMAND ${BIN} --model ${SRC}/models/tiny --prompts ${OUT}/prompts.txt --heldout ${OUT}/heldout.txt
+                        --out ${OUT}/model --iters 3 --threads 2
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "calibration on long documents failed (${rc}): ${err}")
+endif()
+string(JSON docs GET "${out}" calibration documents)
+string(JSON windows GET "${out}" calibration windows)
+string(JSON tokens GET "${out}" calibration tokens)
+string(JSON held_windows GET "${out}" heldout windows)
+if(NOT docs EQUAL 2 OR windows LESS 4 OR tokens LESS 900 OR held_windows LESS 2)
+  message(FATAL_ERROR "unexpected windows: ${out}")
+endif()
+if(NOT err MATCHES "calibration set: 2 documents, ${windows} windows of at most 256 tokens, ${tokens} tokens"
+   OR NOT err MATCHES "held-out set: +1 documents" OR NOT err MATCHES "held-out before -> after")
+  message(FATAL_ERROR "the summary does not say what was used and bought:\n${err}")
+endif()
+string(JSON layers LENGTH "${out}" layers)
+math(EXPR last "${layers} - 1")
+foreach(i RANGE ${last})
+  string(JSON before GET "${out}" layers ${i} max_over_mean_before)
+  string(JSON after GET "${out}" layers ${i} max_over_mean_after)
+  string(JSON held_before GET "${out}" layers ${i} heldout_max_over_mean_before)
+  if(NOT after LESS before)
+    message(FATAL_ERROR "layer ${i}: calibration did not even the load on its own text: ${before} -> ${after}")
+  endif()
+endforeach()
+if(NOT EXISTS ${OUT}/model/model.safetensors OR NOT EXISTS ${OUT}/model/tokenizer.json)
+  message(FATAL_ERROR "no model written to ${OUT}/model")
+endif()
+# No text: one clear error, whether the file is empty or holds only blank lines.
+foreach(content "" "\n\n\n")
+  file(WRITE ${OUT}/empty.txt "${content}")
+  execute_process(COMMAND ${BIN} --model ${SRC}/models/tiny --prompts ${OUT}/empty.txt --out ${OUT}/model2
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "empty.txt: no text to calibrate on")
+    message(FATAL_ERROR "an empty prompt file was not refused clearly: ${err}")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${OUT})
