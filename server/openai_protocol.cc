@@ -146,7 +146,8 @@ bool ReadChat(Fields& f, const ApiContext& ctx, std::vector<int32_t>* ids) {
   }
   auto text = ctx.chat_template().Render(msgs, /*add_generation_prompt=*/true);
   if (!text.ok()) return f.Fail("messages", std::string(text.status().message()));
-  auto enc = ctx.tokenizer()->Encode(*text);
+  // The template wrote BOS and the control tokens as text: match them, add no post-processor ids.
+  auto enc = ctx.tokenizer()->Encode(*text, tok::EncodeOptions::RenderedChat());
   if (!enc.ok()) return f.Fail("messages", absl::StrCat("'messages': ", enc.status().message()));
   *ids = std::move(*enc);
   return true;

@@ -2,7 +2,7 @@
 // Balancing estimator, layer by layer, and writes a model directory with the new biases (every
 // other file copied, every other tensor copied byte for byte). Prints the per-layer balance
 // (max/mean tokens per expert) before and after as JSON.
-//   --prompts FILE: text, one prompt per line (needs the model's tokenizer.json), or a .json file
+//   --prompts FILE: text, one prompt per line (needs the model's tokenizer), or a .json file
 //   {"sequences": [[ids...], ...]}.
 #include <cstdio>
 #include <filesystem>
@@ -59,7 +59,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string&
     }
     return seqs;
   }
-  auto tok = ls::tok::Tokenizer::FromFile(model_dir + "/tokenizer.json");
+  auto tok = ls::tok::Tokenizer::ForModelDir(model_dir);
   if (!tok.ok()) return tok.status();
   std::string line;
   for (int n = 1; std::getline(ss, line); ++n) {
