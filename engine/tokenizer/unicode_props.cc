@@ -3,7 +3,28 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace ls::tok {
+namespace {
+
+struct CodePointRange {
+  uint32_t first, last;
+};
+// Word characters assigned after utf8proc's Unicode 15 that the reference's regex tables (Unicode
+// 16) know. Written by models/reference/hf_unicode_pin.py.
+constexpr CodePointRange kNewerWordChars[] = {
+#include "engine/tokenizer/hf_word_newer.inc"
+};
+
+bool InNewerWordChars(uint32_t cp) {
+  const auto* it = std::upper_bound(std::begin(kNewerWordChars), std::end(kNewerWordChars), cp,
+                                    [](uint32_t c, const CodePointRange& r) { return c < r.first; });
+  return it != std::begin(kNewerWordChars) && cp <= (it - 1)->last;
+}
+
+}  // namespace
 
 bool IsWhiteSpace(uint32_t cp) {
   if ((cp >= 0x09 && cp <= 0x0d) || cp == 0x20 || cp == 0x85 || cp == 0xa0) return true;
@@ -32,6 +53,8 @@ bool IsWordChar(uint32_t cp) {
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_PC:
       return true;
+    case UTF8PROC_CATEGORY_CN:
+      return InNewerWordChars(cp);
     default:
       return false;
   }
