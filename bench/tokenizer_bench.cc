@@ -11,10 +11,10 @@
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: tokenizer_bench TOKENIZER_JSON TEXT_FILE\n");
+    std::fprintf(stderr, "usage: tokenizer_bench TOKENIZER_JSON|TIKTOKEN_MODEL|MODEL_DIR TEXT_FILE\n");
     return 2;
   }
-  auto tok = ls::tok::Tokenizer::FromFile(argv[1]);
+  auto tok = ls::tok::Tokenizer::FromPath(argv[1]);
   if (!tok.ok()) {
     std::fprintf(stderr, "%s\n", std::string(tok.status().message()).c_str());
     return 1;
