@@ -19,9 +19,9 @@ struct Fixture {
   const char* dir;
   bool lossless;  // Decode(Encode(text, no post-processor, special text as text)) == text
 };
-constexpr Fixture kFixtures[] = {{"llama3_4096", true},    {"sp_llama2", false},    {"sp_metaspace_split", false},
-                                 {"added_tokens", false},   {"kimi_k3", true},       {"sp_unk", false},
-                                 {"llama3_post", false},    {"sp_metaspace", false}};
+constexpr Fixture kFixtures[] = {{"llama3_4096", true},   {"sp_llama2", false},   {"sp_metaspace_split", false},
+                                 {"added_tokens", false}, {"kimi_k3", true},      {"sp_unk", false},
+                                 {"llama3_post", false},  {"sp_metaspace", false}};
 std::vector<std::unique_ptr<ls::tok::Tokenizer>> toks;
 
 void CheckStreaming(const ls::tok::Tokenizer& tok, const std::vector<int32_t>& ids, bool skip) {

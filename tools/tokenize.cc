@@ -9,11 +9,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "tools/cli_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tools/cli_usage.h"
 
 ABSL_FLAG(std::string, tokenizer, "", "a model directory, a tokenizer.json or a tiktoken.model");
 ABSL_FLAG(bool, decode, false, "read lines of ids and print their text");
@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
       }
       auto text = ok ? (*tok)->Decode(ids, absl::GetFlag(FLAGS_skip_special)) : absl::StatusOr<std::string>("");
       if (!ok || !text.ok()) {
-        if (ok) std::fprintf(stderr, "latentserve-tokenize: line %ld: %s\n", static_cast<long>(n), std::string(text.status().message()).c_str());
+        if (ok)
+          std::fprintf(stderr, "latentserve-tokenize: line %ld: %s\n", static_cast<long>(n),
+                       std::string(text.status().message()).c_str());
         rc = 1;
         std::printf("\n");
         continue;
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
     } else {
       auto ids = (*tok)->Encode(line, options);
       if (!ids.ok()) {
-        std::fprintf(stderr, "latentserve-tokenize: line %ld: %s\n", static_cast<long>(n), std::string(ids.status().message()).c_str());
+        std::fprintf(stderr, "latentserve-tokenize: line %ld: %s\n", static_cast<long>(n),
+                     std::string(ids.status().message()).c_str());
         rc = 1;
         std::printf("\n");
         continue;

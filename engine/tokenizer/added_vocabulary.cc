@@ -13,15 +13,15 @@ void AddedVocabulary::Add(const AddedToken& token, std::string match_form) {
   tokens_.push_back(token);
   if (match_form.empty()) return;
   PatternSet& set = sets_[token.normalized];
-  for (const Pattern& p : set.patterns)
-    if (p.text == match_form) return;
+  if (!set.forms.insert(match_form).second) return;
   const uint32_t pi = static_cast<uint32_t>(set.patterns.size());
   set.patterns.push_back({std::move(match_form), index});
   auto& bucket = set.by_first_byte[static_cast<unsigned char>(set.patterns.back().text[0])];
-  bucket.push_back(pi);
-  std::stable_sort(bucket.begin(), bucket.end(), [&set](uint32_t a, uint32_t b) {
-    return set.patterns[a].text.size() > set.patterns[b].text.size();
-  });
+  // Longest first; among equal lengths, the earlier token first.
+  const size_t len = set.patterns.back().text.size();
+  bucket.insert(std::upper_bound(bucket.begin(), bucket.end(), len,
+                                 [&set](size_t l, uint32_t b) { return l > set.patterns[b].text.size(); }),
+                pi);
 }
 
 int AddedVocabulary::LongestAt(const PatternSet& set, std::string_view text, size_t pos) const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace ls::tok {
@@ -50,6 +51,7 @@ class AddedVocabulary {
   struct PatternSet {
     std::vector<Pattern> patterns;
     std::array<std::vector<uint32_t>, 256> by_first_byte;  // pattern indices, longest first
+    std::unordered_set<std::string> forms;
   };
   // The longest pattern of `set` that matches at `pos`, or -1.
   int LongestAt(const PatternSet& set, std::string_view text, size_t pos) const;

@@ -173,13 +173,20 @@ void Decoder::AppendPiece(std::string_view token, std::string* out) const {
   std::string t(token);
   for (const Step& s : token_steps_) {
     switch (s.kind) {
-      case Step::Kind::kReplace: t = ReplaceAll(t, s.pattern, s.content); break;
+      case Step::Kind::kReplace:
+        t = ReplaceAll(t, s.pattern, s.content);
+        break;
       case Step::Kind::kByteFallback:
         if (const int b = ByteToken(t); b >= 0) t = std::string(1, static_cast<char>(b));
         break;
-      case Step::Kind::kStrip: t = StripToken(t, s.strip_char, s.start, s.stop); break;
-      case Step::Kind::kMetaspace: t = MetaspaceMap(t, s.pattern, false); break;
-      case Step::Kind::kNoop: break;
+      case Step::Kind::kStrip:
+        t = StripToken(t, s.strip_char, s.start, s.stop);
+        break;
+      case Step::Kind::kMetaspace:
+        t = MetaspaceMap(t, s.pattern, false);
+        break;
+      case Step::Kind::kNoop:
+        break;
     }
   }
   if (fuse_ == Fuse::kByteLevel) {
@@ -216,10 +223,18 @@ void Decoder::Stream::Feed(size_t step, std::string token, std::string* out) {
   const Step& s = d_->token_steps_[step];
   const bool first = seen_[step]++ == 0;  // the token is the first this step receives
   switch (s.kind) {
-    case Step::Kind::kReplace: Feed(step + 1, ReplaceAll(token, s.pattern, s.content), out); return;
-    case Step::Kind::kStrip: Feed(step + 1, StripToken(token, s.strip_char, s.start, s.stop), out); return;
-    case Step::Kind::kMetaspace: Feed(step + 1, MetaspaceMap(token, s.pattern, first && s.drop_first), out); return;
-    case Step::Kind::kNoop: Feed(step + 1, std::move(token), out); return;
+    case Step::Kind::kReplace:
+      Feed(step + 1, ReplaceAll(token, s.pattern, s.content), out);
+      return;
+    case Step::Kind::kStrip:
+      Feed(step + 1, StripToken(token, s.strip_char, s.start, s.stop), out);
+      return;
+    case Step::Kind::kMetaspace:
+      Feed(step + 1, MetaspaceMap(token, s.pattern, first && s.drop_first), out);
+      return;
+    case Step::Kind::kNoop:
+      Feed(step + 1, std::move(token), out);
+      return;
     case Step::Kind::kByteFallback: {
       if (const int b = ByteToken(token); b >= 0) {
         byte_runs_[step].push_back(static_cast<char>(b));
@@ -269,8 +284,12 @@ void Decoder::Stream::FusedSteps(size_t step, std::string text, bool final, std:
   }
   const Step& s = d_->fused_steps_[step];
   switch (s.kind) {
-    case Step::Kind::kReplace: text = ReplaceAll(text, s.pattern, s.content); break;
-    case Step::Kind::kMetaspace: text = MetaspaceMap(text, s.pattern, s.drop_first); break;  // one token: the first
+    case Step::Kind::kReplace:
+      text = ReplaceAll(text, s.pattern, s.content);
+      break;
+    case Step::Kind::kMetaspace:
+      text = MetaspaceMap(text, s.pattern, s.drop_first);
+      break;  // one token: the first
     case Step::Kind::kStrip: {
       // Leading: drop `start` content characters at the very beginning. Trailing: hold back the
       // run of content characters at the end until something else follows, or the stream ends.

@@ -32,12 +32,12 @@ class Decoder {
     void Fused(std::string text, std::string* out);
     void FusedSteps(size_t step, std::string text, bool final, std::string* out);
     const Decoder* d_;
-    std::vector<std::string> byte_runs_;  // per step: pending ByteFallback bytes
-    std::vector<size_t> seen_;            // per step: tokens received (Metaspace's "first")
-    std::vector<size_t> strip_left_;      // per fused Strip: leading characters still strippable
-    std::vector<std::string> strip_tail_; // per fused Strip: trailing content characters held back
-    std::string pending_bytes_;           // ByteLevel: an incomplete UTF-8 character
-    size_t tokens_out_ = 0;               // tokens joined so far (no fusing step)
+    std::vector<std::string> byte_runs_;   // per step: pending ByteFallback bytes
+    std::vector<size_t> seen_;             // per step: tokens received (Metaspace's "first")
+    std::vector<size_t> strip_left_;       // per fused Strip: leading characters still strippable
+    std::vector<std::string> strip_tail_;  // per fused Strip: trailing content characters held back
+    std::string pending_bytes_;            // ByteLevel: an incomplete UTF-8 character
+    size_t tokens_out_ = 0;                // tokens joined so far (no fusing step)
   };
 
   // `j` null means no decoder. Unknown types give "unsupported: decoder <type>".

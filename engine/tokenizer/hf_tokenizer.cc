@@ -77,7 +77,8 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::FromJson(std::string_v
       for (const auto& a : j["added_tokens"]) {
         if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
             !a["content"].is_string() || a["content"].get<std::string>().empty())
-          return absl::InvalidArgumentError("added_tokens: each entry needs an integer \"id\" and a non-empty \"content\"");
+          return absl::InvalidArgumentError(
+              "added_tokens: each entry needs an integer \"id\" and a non-empty \"content\"");
         AddedToken tok;
         tok.id = a["id"].get<int32_t>();
         tok.content = a["content"];

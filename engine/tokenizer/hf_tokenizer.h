@@ -57,9 +57,9 @@ class HfTokenizer final : public Tokenizer {
   PostProcessor post_;
   AddedVocabulary added_;
   std::unordered_map<std::string, int32_t> added_by_content_;
-  std::unordered_map<int32_t, size_t> added_by_id_;   // id -> index in added_.tokens()
+  std::unordered_map<int32_t, size_t> added_by_id_;  // id -> index in added_.tokens()
   std::unordered_map<int32_t, std::string> added_decode_form_;
-  std::vector<bool> skipped_;                          // by id
+  std::vector<bool> skipped_;  // by id
   int32_t vocab_size_ = 0;
 };
 

@@ -38,16 +38,24 @@ void AppendNormalized(std::string_view s, NormalForm form, std::string* out) {
   if (s.empty()) return;
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::kNfc: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::kNfd: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::kNfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::kNfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::kNfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::kNfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::kNfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::kNfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* mapped = nullptr;
   // Length-bounded (no UTF8PROC_NULLTERM), so a NUL is an ordinary character.
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                          static_cast<utf8proc_ssize_t>(s.size()), &mapped,
-                                          static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
+                   &mapped, static_cast<utf8proc_option_t>(options));
   if (n < 0) {
     out->append(s);  // cannot happen for valid UTF-8; keep the text rather than lose it
   } else {
@@ -167,7 +175,8 @@ absl::StatusOr<std::unique_ptr<Normalizer>> Normalizer::FromJson(const json& j) 
     return Bad("Replace: \"pattern\" needs a \"String\" or a \"Regex\"");
   }
   if (type == "Sequence") {
-    if (!j.contains("normalizers") || !j["normalizers"].is_array()) return Bad("Sequence: missing \"normalizers\" list");
+    if (!j.contains("normalizers") || !j["normalizers"].is_array())
+      return Bad("Sequence: missing \"normalizers\" list");
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (const auto& n : j["normalizers"]) {
       auto s = FromJson(n);

@@ -39,7 +39,8 @@ absl::Status PostProcessor::Add(const json& j) {
       ++sequences;
       continue;
     }
-    if (!piece.contains("SpecialToken") || !piece["SpecialToken"].contains("id") || !piece["SpecialToken"]["id"].is_string())
+    if (!piece.contains("SpecialToken") || !piece["SpecialToken"].contains("id") ||
+        !piece["SpecialToken"]["id"].is_string())
       return bad("TemplateProcessing: a piece must be a Sequence or a SpecialToken with an \"id\"");
     const std::string name = piece["SpecialToken"]["id"];
     if (!specials.contains(name) || !specials[name].contains("ids") || !specials[name]["ids"].is_array())

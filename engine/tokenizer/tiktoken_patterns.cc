@@ -29,6 +29,7 @@
 
 namespace ls::tok {
 
+// clang-format off
 #define LS_KIMI_UPPER R"([^\p{sc:Han}\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}])"
 #define LS_KIMI_LOWER R"([^\p{sc:Han}\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}])"
 #define LS_WS R"(\t-\r\x{85}\p{Z})"
@@ -48,9 +49,11 @@ const char kKimiPattern[] =
 #undef LS_KIMI_LOWER
 #undef LS_WS
 #undef LS_CONTRACTION
+// clang-format on
 
 absl::StatusOr<std::string> TiktokenPatternFor(const std::string& model_type) {
-  if (model_type == "kimi_k2" || model_type == "kimi_k3" || model_type == "kimi_linear") return std::string(kKimiPattern);
+  if (model_type == "kimi_k2" || model_type == "kimi_k3" || model_type == "kimi_linear")
+    return std::string(kKimiPattern);
   return absl::NotFoundError(absl::StrCat("no pre-tokenizer pattern is known for tiktoken.model with model_type '",
                                           model_type, "' (known: kimi_k2, kimi_k3, kimi_linear)"));
 }

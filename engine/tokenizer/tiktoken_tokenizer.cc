@@ -62,8 +62,8 @@ class TiktokenTokenizer::Stream final : public DecodeStream {
 };
 
 absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> TiktokenTokenizer::Load(const std::string& model_path,
-                                                                          const std::string& tokenizer_config_path,
-                                                                          const std::string& pattern) {
+                                                                           const std::string& tokenizer_config_path,
+                                                                           const std::string& pattern) {
   auto model = ReadFile(model_path);
   if (!model.ok()) return model.status();
   std::string config;
@@ -81,8 +81,8 @@ absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> TiktokenTokenizer::Load(const
 }
 
 absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> TiktokenTokenizer::FromText(std::string_view model_text,
-                                                                              std::string_view tokenizer_config_json,
-                                                                              const std::string& pattern) {
+                                                                               std::string_view tokenizer_config_json,
+                                                                               const std::string& pattern) {
   std::unique_ptr<TiktokenTokenizer> t(new TiktokenTokenizer());
   int64_t line_no = 0;
   std::vector<std::pair<int64_t, std::string>> entries;
@@ -117,20 +117,22 @@ absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> TiktokenTokenizer::FromText(s
   }
   for (int b = 0; b < 256; ++b)
     if (!t->ranks_.count(std::string(1, static_cast<char>(b))))
-      return absl::InvalidArgumentError(absl::StrCat("the single byte 0x", absl::Hex(b, absl::kZeroPad2), " has no rank"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the single byte 0x", absl::Hex(b, absl::kZeroPad2), " has no rank"));
   t->num_base_ = static_cast<int32_t>(n);
 
   std::unordered_map<int64_t, std::string> names;
   if (!tokenizer_config_json.empty()) {
     json c = json::parse(tokenizer_config_json.begin(), tokenizer_config_json.end(), nullptr, false);
-    if (c.is_discarded() || !c.is_object()) return absl::InvalidArgumentError("tokenizer_config.json is not a JSON object");
+    if (c.is_discarded() || !c.is_object())
+      return absl::InvalidArgumentError("tokenizer_config.json is not a JSON object");
     if (c.contains("added_tokens_decoder") && c["added_tokens_decoder"].is_object()) {
       for (auto it = c["added_tokens_decoder"].begin(); it != c["added_tokens_decoder"].end(); ++it) {
         int64_t id;
         if (!absl::SimpleAtoi(it.key(), &id) || !it.value().is_object() || !it.value().contains("content") ||
             !it.value()["content"].is_string())
-          return absl::InvalidArgumentError(
-              absl::StrCat("tokenizer_config.json added_tokens_decoder[\"", it.key(), "\"]: needs an id and a \"content\""));
+          return absl::InvalidArgumentError(absl::StrCat("tokenizer_config.json added_tokens_decoder[\"", it.key(),
+                                                         "\"]: needs an id and a \"content\""));
         names[id] = it.value()["content"];
       }
     }
@@ -138,7 +140,8 @@ absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> TiktokenTokenizer::FromText(s
   for (int32_t k = 0; k < kNumReserved; ++k) {
     const int32_t id = t->num_base_ + k;
     auto it = names.find(id);
-    std::string name = it != names.end() && !it->second.empty() ? it->second : absl::StrCat("<|reserved_token_", id, "|>");
+    std::string name =
+        it != names.end() && !it->second.empty() ? it->second : absl::StrCat("<|reserved_token_", id, "|>");
     t->control_ids_.emplace(name, id);
     AddedToken tok;
     tok.id = id;
@@ -155,7 +158,7 @@ absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> TiktokenTokenizer::FromText(s
 }
 
 std::vector<std::pair<size_t, size_t>> TiktokenTokenizer::GuardChunks(std::string_view text, size_t max_chars,
-                                                                       size_t max_run) {
+                                                                      size_t max_run) {
   std::vector<std::pair<size_t, size_t>> out;
   size_t chunk_start = 0, chunk_chars = 0;
   size_t slice_start = 0, run = 0;
@@ -203,13 +206,14 @@ void TiktokenTokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>
   // Symbols are byte ranges; two merge when their joined bytes have a rank.
   std::vector<std::pair<uint32_t, uint32_t>> sym(piece.size());
   for (uint32_t i = 0; i < piece.size(); ++i) sym[i] = {i, i + 1};
-  MergeByRank(&sym, [&](const std::pair<uint32_t, uint32_t>& a, const std::pair<uint32_t, uint32_t>& b,
-                        std::pair<uint32_t, uint32_t>* merged) -> int64_t {
-    auto it = ranks_.find(AsAbsl(piece.substr(a.first, b.second - a.first)));
-    if (it == ranks_.end()) return -1;
-    *merged = {a.first, b.second};
-    return it->second;
-  });
+  MergeByRank(&sym,
+              [&](const std::pair<uint32_t, uint32_t>& a, const std::pair<uint32_t, uint32_t>& b,
+                  std::pair<uint32_t, uint32_t>* merged) -> int64_t {
+                auto it = ranks_.find(AsAbsl(piece.substr(a.first, b.second - a.first)));
+                if (it == ranks_.end()) return -1;
+                *merged = {a.first, b.second};
+                return it->second;
+              });
   std::vector<int32_t> out;
   out.reserve(sym.size());
   for (auto [b, e] : sym) out.push_back(ranks_.find(AsAbsl(piece.substr(b, e - b)))->second);

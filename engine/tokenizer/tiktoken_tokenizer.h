@@ -30,12 +30,12 @@ class TiktokenTokenizer final : public Tokenizer {
 
   // `tokenizer_config_path` may name a missing file (all control ids then get default names).
   static absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> Load(const std::string& model_path,
-                                                                  const std::string& tokenizer_config_path,
-                                                                  const std::string& pattern);
+                                                                 const std::string& tokenizer_config_path,
+                                                                 const std::string& pattern);
   // From the files' text; `tokenizer_config_json` may be empty.
   static absl::StatusOr<std::unique_ptr<TiktokenTokenizer>> FromText(std::string_view model_text,
-                                                                      std::string_view tokenizer_config_json,
-                                                                      const std::string& pattern);
+                                                                     std::string_view tokenizer_config_json,
+                                                                     const std::string& pattern);
 
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, const EncodeOptions& options = {}) const override;
   std::unique_ptr<DecodeStream> NewDecodeStream(bool skip_special) const override;
@@ -59,7 +59,7 @@ class TiktokenTokenizer final : public Tokenizer {
   void EncodePiece(std::string_view piece, std::vector<int32_t>* ids) const;
 
   absl::flat_hash_map<std::string, int32_t> ranks_;  // token bytes -> rank (= id)
-  std::vector<std::string> bytes_of_;                 // rank -> token bytes
+  std::vector<std::string> bytes_of_;                // rank -> token bytes
   int32_t num_base_ = 0;
   std::vector<std::string> control_names_;  // kNumReserved names
   absl::flat_hash_map<std::string, int32_t> control_ids_;

@@ -45,7 +45,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTiktoken(const std::string& model
     return absl::InvalidArgumentError(absl::StrCat(
         model_path, ": a tiktoken.model needs the config.json beside it, whose model_type selects the pre-tokenizer"));
   auto pattern = TiktokenPatternFor(*type);
-  if (!pattern.ok()) return absl::Status(pattern.status().code(), absl::StrCat(model_path, ": ", pattern.status().message()));
+  if (!pattern.ok())
+    return absl::Status(pattern.status().code(), absl::StrCat(model_path, ": ", pattern.status().message()));
   auto t = TiktokenTokenizer::Load(model_path, (fs::path(dir) / "tokenizer_config.json").string(), *pattern);
   if (!t.ok()) return t.status();
   return std::unique_ptr<Tokenizer>(std::move(*t));
@@ -55,9 +56,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTiktoken(const std::string& model
 
 const char* LayoutName(TokenizerLayout layout) {
   switch (layout) {
-    case TokenizerLayout::kByteLevelBpe: return "byte-level BPE (tokenizer.json)";
-    case TokenizerLayout::kSentencePieceBpe: return "SentencePiece-style BPE (tokenizer.json)";
-    case TokenizerLayout::kTiktoken: return "tiktoken BPE (tiktoken.model)";
+    case TokenizerLayout::kByteLevelBpe:
+      return "byte-level BPE (tokenizer.json)";
+    case TokenizerLayout::kSentencePieceBpe:
+      return "SentencePiece-style BPE (tokenizer.json)";
+    case TokenizerLayout::kTiktoken:
+      return "tiktoken BPE (tiktoken.model)";
   }
   return "?";
 }

@@ -4,7 +4,6 @@
 // (vectors written by models/reference/tokenizer_layouts.py). Ids, ids without post-processor,
 // ids with special text left as text, decodes with and without specials, and streaming.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,7 +168,8 @@ void ExpectEncodesAsOracle(const std::string& fixture, const std::string& text) 
 TEST(TokenizerExactness, NfcKeepsTextAfterANul) {
   ExpectEncodesAsOracle("added_tokens", std::string("a\0b", 3));
   ExpectEncodesAsOracle("added_tokens", std::string("cafe\xcc\x81\0e\xcc\x81", 10));
-  const std::string j = R"({"normalizer": {"type": "NFC"}, "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "\u0000": 2}, "merges": []}})";
+  const std::string j =
+      R"({"normalizer": {"type": "NFC"}, "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "\u0000": 2}, "merges": []}})";
   auto t = Tokenizer::FromJson(j);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(*(*t)->Encode(std::string("a\0b", 3)), (std::vector<int32_t>{0, 2, 1}));
@@ -189,7 +189,8 @@ TEST(TokenizerExactness, SingleWordUsesUnicodeWordCharacters) {
 
 TEST(TokenizerExactness, NormalizedAddedTokenMatchesNormalizedText) {
   // "cafe\u0301" is added with normalized=true: NFC makes it "café", which then matches in text.
-  for (const char* text : {"caf\u00e9", "cafe\u0301", "x cafe\u0301 y", "<nn\u0301>"}) ExpectEncodesAsOracle("added_tokens", text);
+  for (const char* text : {"caf\u00e9", "cafe\u0301", "x cafe\u0301 y", "<nn\u0301>"})
+    ExpectEncodesAsOracle("added_tokens", text);
   // Under a Prepend normalizer a normalized "<sep>" is matched as "▁<sep>": only after a space.
   for (const char* text : {"x <sep> y", "a<sep>b", "<sep>"}) ExpectEncodesAsOracle("sp_llama2", text);
 }
@@ -220,8 +221,8 @@ TEST(TokenizerExactness, InvalidByteFallbackRunIsOneReplacementPerByte) {
   auto t = Load("sp_llama2");
   ASSERT_TRUE(t);
   const int32_t e4 = t->TokenToId("<0xE4>"), bd = t->TokenToId("<0xBD>"), a0 = t->TokenToId("<0xA0>");
-  EXPECT_EQ(*t->Decode({e4, bd, a0}), "\xe4\xbd\xa0");                     // valid run: 你
-  EXPECT_EQ(*t->Decode({e4, bd}), "\xef\xbf\xbd\xef\xbf\xbd");             // two bytes, two U+FFFD
+  EXPECT_EQ(*t->Decode({e4, bd, a0}), "\xe4\xbd\xa0");          // valid run: 你
+  EXPECT_EQ(*t->Decode({e4, bd}), "\xef\xbf\xbd\xef\xbf\xbd");  // two bytes, two U+FFFD
   // A special token breaks the run; skipped, it is gone before the decoder and the run is whole.
   const int32_t eos = t->TokenToId("</s>");
   EXPECT_EQ(*t->Decode({e4, bd, eos, a0}), "\xef\xbf\xbd\xef\xbf\xbd</s>\xef\xbf\xbd");
@@ -315,7 +316,9 @@ TEST(KimiTokenizer, ModelTypeSelectsTheKimiPatternAndUnknownTypesAreRefused) {
   const fs::path dir = fs::temp_directory_path() / ("ls_kimi_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::copy_file(Dir("kimi_k3") + "/tiktoken.model", dir / "tiktoken.model", fs::copy_options::overwrite_existing);
-  auto write_config = [&](const std::string& type) { std::ofstream(dir / "config.json") << R"({"model_type": ")" << type << R"("})"; };
+  auto write_config = [&](const std::string& type) {
+    std::ofstream(dir / "config.json") << R"({"model_type": ")" << type << R"("})";
+  };
   for (const char* type : {"kimi_k2", "kimi_k3", "kimi_linear"}) {
     write_config(type);
     auto t = Tokenizer::ForModelDir(dir.string());
@@ -340,7 +343,9 @@ TEST(KimiTokenizer, ModelTypeSelectsTheKimiPatternAndUnknownTypesAreRefused) {
 }
 
 TEST(KimiTokenizer, MalformedVocabulariesAreRefused) {
-  auto line = [](const std::string& bytes, int rank) { return absl::Base64Escape(bytes) + " " + std::to_string(rank) + "\n"; };
+  auto line = [](const std::string& bytes, int rank) {
+    return absl::Base64Escape(bytes) + " " + std::to_string(rank) + "\n";
+  };
   std::string good;
   for (int b = 0; b < 256; ++b) good += line(std::string(1, static_cast<char>(b)), b);
   const std::string pattern = kKimiPattern;

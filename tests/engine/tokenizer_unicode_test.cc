@@ -88,7 +88,8 @@ TEST(UnicodeClasses, PythonSpaceIsStrIsspace) {
 }
 
 TEST(KimiPattern, ClassRewritesEqualTheIntersectionsTheyReplace) {
-  // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{sc:Han}]] and [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{sc:Han}]], spelled with a lookahead.
+  // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{sc:Han}]] and [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{sc:Han}]], spelled with a
+  // lookahead.
   ExpectSameSets(RegexMembers(R"([^\p{sc:Han}\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}])"),
                  RegexMembers(R"((?!\p{sc:Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])"), "upper-case arm class");
   ExpectSameSets(RegexMembers(R"([^\p{sc:Han}\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}])"),
@@ -102,9 +103,11 @@ TEST(KimiPattern, ClassRewritesEqualTheIntersectionsTheyReplace) {
 // split as other symbols would be. This pins that the difference is only that.
 TEST(KimiPattern, PcreClassesDifferFromTiktokensOnlyOnCharactersNewerThanItsTables) {
   const std::set<uint32_t> unassigned = RegexMembers(R"(\p{Cn})");
-  const std::pair<const char*, const char*> classes[] = {
-      {"Han", R"(\p{sc:Han})"}, {"L", R"(\p{L})"}, {"Lu", R"(\p{Lu})"}, {"Ll", R"(\p{Ll})"}, {"Lt", R"(\p{Lt})"},
-      {"Lm", R"(\p{Lm})"}, {"Lo", R"(\p{Lo})"}, {"M", R"(\p{M})"}, {"N", R"(\p{N})"}, {"space", R"([\t-\r\x{85}\p{Z}])"}};
+  const std::pair<const char*, const char*> classes[] = {{"Han", R"(\p{sc:Han})"}, {"L", R"(\p{L})"},
+                                                         {"Lu", R"(\p{Lu})"},      {"Ll", R"(\p{Ll})"},
+                                                         {"Lt", R"(\p{Lt})"},      {"Lm", R"(\p{Lm})"},
+                                                         {"Lo", R"(\p{Lo})"},      {"M", R"(\p{M})"},
+                                                         {"N", R"(\p{N})"},        {"space", R"([\t-\r\x{85}\p{Z}])"}};
   for (auto [name, pcre] : classes) {
     const std::set<uint32_t> ours = RegexMembers(pcre), theirs = OracleSet(std::string("tiktoken_") + name);
     std::set<uint32_t> ours_assigned_only, theirs_assigned_only;
@@ -112,7 +115,8 @@ TEST(KimiPattern, PcreClassesDifferFromTiktokensOnlyOnCharactersNewerThanItsTabl
       if (!unassigned.count(c)) ours_assigned_only.insert(c);
     for (uint32_t c : theirs)
       if (!unassigned.count(c)) theirs_assigned_only.insert(c);
-    ExpectSameSets(ours_assigned_only, theirs_assigned_only, std::string("\\p{") + name + "} on PCRE2-assigned code points");
+    ExpectSameSets(ours_assigned_only, theirs_assigned_only,
+                   std::string("\\p{") + name + "} on PCRE2-assigned code points");
     for (uint32_t c : ours) EXPECT_TRUE(theirs.count(c)) << name << " U+" << std::hex << c;
   }
 }
