@@ -11,10 +11,10 @@
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: tokenizer_bench TOKENIZER_JSON TEXT_FILE\n");
+    std::fprintf(stderr, "usage: tokenizer_bench TOKENIZER_JSON|TIKTOKEN_MODEL|MODEL_DIR TEXT_FILE\n");
     return 2;
   }
-  auto tok = ls::tok::Tokenizer::FromFile(argv[1]);
+  auto tok = ls::tok::Tokenizer::FromPath(argv[1]);
   if (!tok.ok()) {
     std::fprintf(stderr, "%s\n", std::string(tok.status().message()).c_str());
     return 1;
@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
   const double cold = pass(&tokens);
   double warm = 1e30;
   for (int i = 0; i < 3; ++i) warm = std::min(warm, pass(&tokens));
-  std::printf("{\"mb_per_s_cold\": %.3f, \"mb_per_s\": %.3f, \"bytes\": %zu, \"tokens\": %zu, \"lines\": %zu, "
-              "\"mode\": \"per line, 1 thread\"}\n",
-              text.size() / 1e6 / cold, text.size() / 1e6 / warm, text.size(), tokens, lines.size());
+  std::printf(
+      "{\"mb_per_s_cold\": %.3f, \"mb_per_s\": %.3f, \"bytes\": %zu, \"tokens\": %zu, \"lines\": %zu, "
+      "\"mode\": \"per line, 1 thread\"}\n",
+      text.size() / 1e6 / cold, text.size() / 1e6 / warm, text.size(), tokens, lines.size());
   return 0;
 }

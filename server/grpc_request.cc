@@ -64,7 +64,9 @@ static Status Prompt(const pb::GenerateRequest& req, const ApiContext& ctx, std:
       } else if (text.empty()) {
         return Invalid("text must not be empty");
       }
-      auto enc = ctx.tokenizer()->Encode(text);
+      auto enc = req.prompt_case() == pb::GenerateRequest::kChat
+                     ? ctx.tokenizer()->Encode(text, tok::EncodeOptions::RenderedChat())
+                     : ctx.tokenizer()->Encode(text);
       if (!enc.ok()) return Invalid(absl::StrCat("text: ", enc.status().message()));
       *ids = std::move(*enc);
       return Status::OK;

@@ -125,7 +125,8 @@ class Service final : public pb::GenerationService::Service {
     } else {
       text = req->text();
     }
-    auto ids = ctx_->tokenizer()->Encode(text);
+    auto ids = req->has_chat() ? ctx_->tokenizer()->Encode(text, tok::EncodeOptions::RenderedChat())
+                               : ctx_->tokenizer()->Encode(text);
     if (!ids.ok()) return Count(Invalid(absl::StrCat("text: ", ids.status().message())));
     for (int32_t id : *ids) resp->add_token_ids(id);
     return Count(Status::OK);

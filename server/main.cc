@@ -30,7 +30,7 @@
 #include "server/grpc_server.h"
 #include "server/http_server.h"
 
-ABSL_FLAG(std::string, model, "", "model directory: config.json, safetensors weights, tokenizer.json");
+ABSL_FLAG(std::string, model, "", "model directory: config.json, safetensors weights, tokenizer.json or tiktoken.model");
 ABSL_FLAG(std::string, served_model_name, "", "model name in the API (default: the model directory's name)");
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on (HTTP and gRPC)");
 ABSL_FLAG(int32_t, http_port, 8000, "HTTP (OpenAI-compatible) port");
@@ -180,8 +180,8 @@ int main(int argc, char** argv) {
   auto model = ls::LoadModel(dir, backend.get());
   if (!model.ok()) return Fail(std::string(model.status().message()));
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
-  if (std::filesystem::exists(dir + "/tokenizer.json")) {
-    auto t = ls::tok::Tokenizer::FromFile(dir + "/tokenizer.json");
+  if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
+    auto t = ls::tok::Tokenizer::ForModelDir(dir);
     if (!t.ok()) return Fail(std::string(t.status().message()));
     tokenizer = std::move(*t);
   }

@@ -106,7 +106,8 @@ bool ReadChat(const json* m, bool add_generation_prompt, const ApiContext& ctx, 
   }
   auto text = ctx.chat_template().Render(msgs, add_generation_prompt);
   if (!text.ok()) return fail("messages", std::string(text.status().message()));
-  auto enc = ctx.tokenizer()->Encode(*text);
+  // The template wrote BOS and the control tokens as text: match them, add no post-processor ids.
+  auto enc = ctx.tokenizer()->Encode(*text, tok::EncodeOptions::RenderedChat());
   if (!enc.ok()) return fail("messages", absl::StrCat("'messages': ", enc.status().message()));
   if (enc->empty()) return fail("messages", "'messages' render to no tokens");
   *ids = std::move(*enc);

@@ -5,7 +5,7 @@
 // used and the per-layer balance (max/mean tokens per expert) before and after, on the calibration
 // set and, with --heldout, on held-out text: a table on stderr, JSON on stdout.
 //   --prompts FILE / --heldout FILE: text, one document per line (needs the model's
-//   tokenizer.json), or a .json file {"sequences": [[ids...], ...]}.
+//   tokenizer), or a .json file {"sequences": [[ids...], ...]}.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,7 +67,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string&
     for (size_t i = 0; i < seqs.size(); ++i)
       if (seqs[i].empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": sequence ", i, " is empty"));
   } else {
-    auto tok = ls::tok::Tokenizer::FromFile(model_dir + "/tokenizer.json");
+    auto tok = ls::tok::Tokenizer::ForModelDir(model_dir);
     if (!tok.ok()) return tok.status();
     std::string line;
     for (int n = 1; std::getline(ss, line); ++n) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizer/bpe_merge.h"
 #include "engine/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 
@@ -55,8 +56,14 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const nlohmann::jso
     if (ia < 0 || ib < 0 || im < 0) return bad("merge \"" + a + " " + b + "\" uses a symbol missing from the vocab");
     m->merges_.emplace(PairKey(ia, ib), std::make_pair(rank++, im));
   }
-  if (j.contains("unk_token") && j["unk_token"].is_string()) m->unk_id_ = m->TokenToId(j["unk_token"]);
+  if (j.contains("unk_token") && j["unk_token"].is_string()) m->unk_id_ = m->TokenToId(j["unk_token"].get<std::string>());
   m->byte_fallback_ = j.value("byte_fallback", false);
+  m->fuse_unk_ = j.value("fuse_unk", false);
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    m->byte_ids_[b] = m->TokenToId(name);
+  }
   m->ignore_merges_ = j.value("ignore_merges", false);
   return m;
 }
@@ -74,6 +81,7 @@ void BpeModel::Tokenize(const std::string& piece, std::vector<int32_t>* ids) con
   std::vector<int32_t> out;
   TokenizeUncached(piece, &out);
   ids->insert(ids->end(), out.begin(), out.end());
+  if (piece.size() > kMaxCachedPiece) return;  // whole lines of files without a pre-tokenizer
   std::lock_guard<std::mutex> lock(cache_mu_);
   if (cache_.size() >= kCacheCapacity) cache_.clear();
   cache_.emplace(piece, std::move(out));
@@ -86,44 +94,45 @@ void BpeModel::TokenizeUncached(const std::string& piece, std::vector<int32_t>* 
       return;
     }
   }
-  // Initial symbols: one per code point (or its bytes with byte fallback).
+  // Initial symbols: one per code point. An unknown code point becomes its <0xXX> byte tokens
+  // when byte_fallback has all of them, else the unk token; with fuse_unk a run of unknowns is
+  // one unk. A pending unk is written at the next known code point or at the end (as HF does,
+  // also when byte-fallback tokens came in between).
   std::vector<int32_t> sym;
+  bool pending_unk = false;
   for (size_t i = 0; i < piece.size();) {
     const size_t start = i;
     NextCodePoint(piece, &i);
-    const std::string ch = piece.substr(start, i - start);
+    const std::string_view ch(piece.data() + start, i - start);
     if (int32_t id = TokenToId(ch); id >= 0) {
+      if (pending_unk) sym.push_back(unk_id_);
+      pending_unk = false;
       sym.push_back(id);
-    } else if (byte_fallback_) {
-      for (unsigned char b : ch) {
-        char name[8];
-        std::snprintf(name, sizeof(name), "<0x%02X>", b);
-        const int32_t bid = TokenToId(name);
-        if (bid >= 0) {
-          sym.push_back(bid);
-        } else if (unk_id_ >= 0) {
-          sym.push_back(unk_id_);
-        }
-      }
-    } else if (unk_id_ >= 0) {
-      sym.push_back(unk_id_);
+      continue;
     }
-  }
-  // Merge the lowest-ranked adjacent pair, leftmost first, until none applies.
-  for (;;) {
-    int32_t best_rank = std::numeric_limits<int32_t>::max(), best_pos = -1, best_id = -1;
-    for (size_t p = 0; p + 1 < sym.size(); ++p) {
-      auto it = merges_.find(PairKey(sym[p], sym[p + 1]));
-      if (it != merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_pos = static_cast<int32_t>(p);
-        best_id = it->second.second;
+    if (byte_fallback_) {
+      int32_t bytes[4];
+      bool all = true;
+      for (size_t k = 0; k < ch.size(); ++k) {
+        bytes[k] = byte_ids_[static_cast<unsigned char>(ch[k])];
+        all &= bytes[k] >= 0;
+      }
+      if (all) {
+        sym.insert(sym.end(), bytes, bytes + ch.size());
+        continue;
       }
     }
-    if (best_pos < 0) break;
-    sym[best_pos] = best_id;
-    sym.erase(sym.begin() + best_pos + 1);
+    if (unk_id_ < 0) continue;
+    if (pending_unk && !fuse_unk_) sym.push_back(unk_id_);
+    pending_unk = true;
   }
+  if (pending_unk) sym.push_back(unk_id_);
+  MergeByRank(&sym, [this](int32_t left, int32_t right, int32_t* merged) -> int64_t {
+    auto it = merges_.find(PairKey(left, right));
+    if (it == merges_.end()) return -1;
+    *merged = it->second.second;
+    return it->second.first;
+  });
   ids->insert(ids->end(), sym.begin(), sym.end());
 }
 

@@ -1,16 +1,20 @@
 // BpeModel: the BPE `model` section of a tokenizer.json — vocabulary, ranked merges (both the
-// "a b" and ["a", "b"] forms), optional unk token, byte fallback and ignore_merges — turning one
-// pre-token into ids by always applying the lowest-ranked merge (leftmost on ties).
+// "a b" and ["a", "b"] forms), unk token with fuse_unk, byte_fallback to <0xXX> tokens and
+// ignore_merges — turning one pre-token into ids by always applying the lowest-ranked merge
+// (leftmost on ties).
 // Keeps a bounded cache of pre-token → ids; thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
 
@@ -23,8 +27,8 @@ class BpeModel {
   // Appends the ids of one pre-token.
   void Tokenize(const std::string& piece, std::vector<int32_t>* ids) const;
 
-  int32_t TokenToId(const std::string& token) const {
-    auto it = vocab_.find(token);
+  int32_t TokenToId(std::string_view token) const {
+    auto it = vocab_.find(absl::string_view(token.data(), token.size()));
     return it == vocab_.end() ? -1 : it->second;
   }
   // The vocabulary string of `id`, or nullptr.
@@ -34,6 +38,7 @@ class BpeModel {
   }
   int32_t size() const { return static_cast<int32_t>(id_to_token_.size()); }
   bool byte_fallback() const { return byte_fallback_; }
+  bool fuse_unk() const { return fuse_unk_; }
 
   size_t cache_hits() const { return cache_hits_; }
 
@@ -41,15 +46,18 @@ class BpeModel {
   BpeModel() = default;
   void TokenizeUncached(const std::string& piece, std::vector<int32_t>* ids) const;
 
-  std::unordered_map<std::string, int32_t> vocab_;
+  absl::flat_hash_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;
   // (left id, right id) packed into 64 bits -> (rank, merged id)
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   int32_t unk_id_ = -1;
   bool byte_fallback_ = false;
+  bool fuse_unk_ = false;
   bool ignore_merges_ = false;
+  std::array<int32_t, 256> byte_ids_{};  // id of <0xXX> per byte, or -1
 
   static constexpr size_t kCacheCapacity = 1 << 16;
+  static constexpr size_t kMaxCachedPiece = 256;  // bytes
   mutable std::mutex cache_mu_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
   mutable size_t cache_hits_ = 0;

@@ -1,10 +1,11 @@
-// IncrementalDetokenizer: turns a stream of ids into text pieces for streaming responses. A piece
-// is emitted only as far as the bytes form complete UTF-8; a character split across tokens waits
-// for its last byte. The concatenation of all pieces (with Finish) equals Decode(all ids).
-// One per sequence; not thread-safe.
+// IncrementalDetokenizer: turns a stream of ids into text pieces for streaming responses, through
+// the tokenizer's DecodeStream. A piece is emitted only once it is final: complete UTF-8, and no
+// pending byte-fallback run or strippable tail. The concatenation of all pieces (with Finish)
+// equals Decode(all ids). One per sequence; not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,17 +16,15 @@ namespace ls::tok {
 class IncrementalDetokenizer {
  public:
   IncrementalDetokenizer(const Tokenizer* tokenizer, bool skip_special)
-      : tokenizer_(tokenizer), skip_special_(skip_special) {}
+      : stream_(tokenizer->NewDecodeStream(skip_special)) {}
 
-  // Adds one id; returns the text that became complete (possibly empty).
-  absl::StatusOr<std::string> Push(int32_t id);
-  // Flushes bytes still pending at the end of the stream (an incomplete character becomes U+FFFD).
-  std::string Finish();
+  // Adds one id; returns the text that became final (possibly empty).
+  absl::StatusOr<std::string> Push(int32_t id) { return stream_->Push(id); }
+  // Flushes what is still pending at the end of the stream (an incomplete character becomes U+FFFD).
+  std::string Finish() { return stream_->Finish(); }
 
  private:
-  const Tokenizer* tokenizer_;
-  bool skip_special_;
-  std::string pending_;  // bytes not yet emitted
+  std::unique_ptr<DecodeStream> stream_;
 };
 
 }  // namespace ls::tok

@@ -1,65 +1,91 @@
-// Tokenizer: a Hugging Face tokenizer.json (byte-level BPE family) loaded into an encoder and
-// decoder that give the same ids and text as the `tokenizers` library: NFC or no normalizer,
-// added tokens matched before pre-tokenization, Split / ByteLevel / Sequence pre-tokenizers,
-// a BPE model, and ByteLevel / ByteFallback decoding. Anything else in the file is refused with
-// "unsupported: <component>". Immutable after loading, so thread-safe.
+// Tokenizer: the interface every tokenizer layout a model ships implements — a Hugging Face
+// tokenizer.json (byte-level BPE as GPT-2/Llama-3/Qwen use, or SentencePiece-style BPE as
+// Llama-2/Mistral/Mixtral use; see HfTokenizer) or a tiktoken.model (Kimi K2/K3; see
+// TiktokenTokenizer) — and the factories that pick one from a model directory. Implementations
+// are immutable after loading and thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/tokenizer/bpe_model.h"
-#include "engine/tokenizer/pre_tokenizer.h"
 
 namespace ls::tok {
 
-struct AddedToken {
-  int32_t id;
-  std::string content;
-  bool special = false;
-  bool lstrip = false;
-  bool rstrip = false;
-  bool single_word = false;
+// What special-token text written in the input turns into.
+enum class SpecialText {
+  // What the layout's reference library does by default: tokenizer.json matches its added tokens
+  // in the text (Hugging Face `tokenizers`); tiktoken.model encodes control-token text as plain
+  // text (tiktoken `disallowed_special=()`), so `<|open|>` typed by a user never becomes a control id.
+  kLayoutDefault,
+  // Special tokens written in the text become their ids (tiktoken `allowed_special="all"`). For
+  // text the server itself rendered around user content, e.g. a Jinja chat template.
+  kMatch,
+  // Special tokens are encoded as plain text (`tokenizers` encode_special_tokens=True; tiktoken
+  // `disallowed_special=()`). Non-special added tokens of a tokenizer.json still match, as in HF.
+  kAsText,
+};
+
+struct EncodeOptions {
+  // Run the post-processor (tokenizer.json TemplateProcessing, e.g. Llama-3's <|begin_of_text|>).
+  // Hugging Face's default; tiktoken.model has no post-processor.
+  bool add_special_tokens = true;
+  SpecialText special = SpecialText::kLayoutDefault;
+
+  // For a chat rendered to text by a template that already wrote BOS and the control tokens.
+  static EncodeOptions RenderedChat() { return {false, SpecialText::kMatch}; }
+};
+
+enum class TokenizerLayout { kByteLevelBpe, kSentencePieceBpe, kTiktoken };
+const char* LayoutName(TokenizerLayout layout);
+
+// Streaming decoder for one sequence: the concatenation of every Push and the final Finish equals
+// Decode(all ids). A piece is emitted as soon as the ids seen so far fix it (complete UTF-8, no
+// pending byte-fallback run or strippable tail). Not thread-safe.
+class DecodeStream {
+ public:
+  virtual ~DecodeStream() = default;
+  // Adds one id; returns the text that became final (possibly empty). Unknown ids are an error.
+  virtual absl::StatusOr<std::string> Push(int32_t id) = 0;
+  // Flushes what is still pending at the end of the stream.
+  virtual std::string Finish() = 0;
 };
 
 class Tokenizer {
  public:
+  virtual ~Tokenizer() = default;
+
+  // Picks the tokenizer a model directory ships: tiktoken.model for Kimi models (config.json
+  // model_type kimi_k2, kimi_k3 or kimi_linear, which also selects Kimi's pre-tokenizer pattern),
+  // else tokenizer.json, else tiktoken.model with the pattern its model_type names.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> ForModelDir(const std::string& dir);
+  // A model directory, a tokenizer.json or a tiktoken.model (whose pattern comes from the
+  // config.json beside it).
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromPath(const std::string& path);
+  // A Hugging Face tokenizer.json file, or its text.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(std::string_view json_text);
 
-  // Text to ids. The text must be valid UTF-8 (an error names the byte offset otherwise).
-  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
-  // Ids to text; special added tokens are dropped when skip_special. Invalid UTF-8 produced by
-  // the ids becomes U+FFFD. Ids outside the vocabulary are an error.
-  absl::StatusOr<std::string> Decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
-  // Appends the raw bytes token `id` stands for (before UTF-8 decoding); false if out of range.
-  bool AppendTokenBytes(int32_t id, bool skip_special, std::string* bytes) const;
+  // Text to ids. The text must be valid UTF-8 (an error names the byte offset otherwise); NUL
+  // bytes are ordinary characters.
+  virtual absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
+                                                      const EncodeOptions& options = {}) const = 0;
+  // Ids to text; special tokens are dropped when skip_special. Invalid UTF-8 produced by the ids
+  // becomes U+FFFD. Ids outside the vocabulary are an error.
+  virtual absl::StatusOr<std::string> Decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
+  virtual std::unique_ptr<DecodeStream> NewDecodeStream(bool skip_special) const = 0;
+  // Appends what token `id` reads as on its own (raw bytes, possibly part of a UTF-8 character);
+  // nothing for a skipped special token. False if `id` is outside the vocabulary.
+  virtual bool AppendTokenBytes(int32_t id, bool skip_special, std::string* bytes) const = 0;
 
-  int32_t vocab_size() const { return vocab_size_; }
-  // Id of a vocabulary or added token string, or -1.
-  int32_t TokenToId(const std::string& token) const;
-  bool IsSpecial(int32_t id) const;
-  const std::vector<AddedToken>& added_tokens() const { return added_; }
-  const BpeModel& model() const { return *model_; }
-
- private:
-  Tokenizer() = default;
-  // Splits normalized text into segments: (text, -1) for ordinary text, ("", id) for an added token.
-  std::vector<std::pair<std::string, int32_t>> SplitAdded(const std::string& text) const;
-
-  bool nfc_ = false;
-  std::unique_ptr<PreTokenizer> pre_;
-  std::unique_ptr<BpeModel> model_;
-  bool byte_level_decoder_ = false;
-  bool byte_fallback_decoder_ = false;
-  std::vector<AddedToken> added_;
-  std::unordered_map<int32_t, size_t> added_by_id_;
-  int32_t vocab_size_ = 0;
+  virtual int32_t vocab_size() const = 0;
+  // Id of a vocabulary, added or control token string, or -1.
+  virtual int32_t TokenToId(const std::string& token) const = 0;
+  virtual bool IsSpecial(int32_t id) const = 0;
+  virtual TokenizerLayout layout() const = 0;
 };
 
 }  // namespace ls::tok

@@ -71,6 +71,12 @@ uint32_t NextCodePoint(std::string_view s, size_t* i) {
   return cp;
 }
 
+uint32_t PrevCodePoint(std::string_view s, size_t end) {
+  size_t b = end - 1;
+  while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xc0) == 0x80) --b;
+  return NextCodePoint(s, &b);
+}
+
 size_t DecodeUtf8Lossy(std::string_view bytes, bool final, std::string* out) {
   static constexpr char kReplacement[] = "\xef\xbf\xbd";
   size_t i = 0;

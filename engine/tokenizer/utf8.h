@@ -18,6 +18,8 @@ void AppendUtf8(uint32_t cp, std::string* out);
 
 // Decodes the code point starting at s[i] (s must be valid); advances i.
 uint32_t NextCodePoint(std::string_view s, size_t* i);
+// Decodes the code point that ends at s[end] (exclusive; s valid, end > 0).
+uint32_t PrevCodePoint(std::string_view s, size_t end);
 
 // Decodes `bytes` lossily into `out`. With `final` false, an incomplete but so-far valid
 // sequence at the very end is left undecoded; returns the number of bytes consumed.

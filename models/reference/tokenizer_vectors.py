@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Writes Hugging Face `tokenizers` oracle vectors (vectors.jsonl, decode_vectors.jsonl) next to
-# every ROOT/<name>/tokenizer.json; test strings are deterministic (fixed seeds).
+# the byte-level fixtures ROOT/<name>/tokenizer.json that train_tokenizers.py makes (the other
+# layouts get theirs from tokenizer_layouts.py); test strings are deterministic (fixed seeds).
 import json
 import os
 import random
@@ -13,7 +14,7 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_tokenizers import split_corpus  # noqa: E402
+from train_tokenizers import CONFIGS, split_corpus  # noqa: E402
 
 CHAT = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
         "Hi! What's 2+2?<|im_end|>\n<|im_start|>assistant\n2 + 2 = 4.<|im_end|>\n")
@@ -148,7 +149,7 @@ def decode_cases(tok, rng):
 
 def main(root):
     strings = test_strings()
-    for path in sorted(Path(root).glob("*/tokenizer.json")):
+    for path in sorted(Path(root) / name / "tokenizer.json" for name in CONFIGS):
         tok = Tokenizer.from_file(str(path))
         with open(path.parent / "vectors.jsonl", "w", encoding="utf-8") as f:
             for s in strings:

@@ -43,10 +43,15 @@ def kjv_verses():
     return [line.strip() for line in out.splitlines() if line.startswith("  ") and line.strip()]
 
 
+# Files fortunes-zh puts beside the English ones; multilingual_corpus.py reads them itself.
+NOT_ENGLISH = {"chinese", "song100", "tang300"}
+
+
 def fortunes():
-    """All fortunes (multi-line strings) from the plain fortune files, sorted by file name."""
+    """All fortunes (multi-line strings) from the plain English fortune files, sorted by file name."""
     items = []
-    for path in sorted(p for p in FORTUNES_DIR.iterdir() if p.is_file() and "." not in p.name):
+    for path in sorted(p for p in FORTUNES_DIR.iterdir()
+                       if p.is_file() and "." not in p.name and p.name not in NOT_ENGLISH):
         text = path.read_text(encoding="utf-8")
         items += [f.strip("\n") for f in text.split("\n%\n") if f.strip()]
     return items
