@@ -1,8 +1,10 @@
-// GQA against MLA at the same model width, on the CPU: the KV cache bytes each keeps per token,
-// the tokens a --kv_cache_mb budget holds with each, and the decode step time as contexts grow
-// (batch 1 and 8 at contexts 256, 1024 and 2048). Random BF16 models: d=1024, 4 layers, 16 heads,
-// 64 experts top-8 (f=512) with one shared expert; GQA 4 KV heads of 64 dims (this project's
-// format), MLA a 256-wide latent plus a 32-wide rope key (a DeepSeek-V3 directory). Prints JSON.
+// GQA, MLA and KDA at the same model width, on the CPU: the cache bytes each keeps per token
+// (KDA: per sequence, whatever its length), the tokens a --kv_cache_mb budget holds, and the
+// decode step time as contexts grow (batch 1 and 8 at contexts 64 to 4,096: growing for the
+// attention kinds, flat for KDA). Random BF16 models: d=1024, 4 layers, 16 heads, 64 experts
+// top-8 (f=512) with one shared expert; GQA 4 KV heads of 64 dims (this project's format), MLA a
+// 256-wide latent plus a 32-wide rope key (a DeepSeek-V3 directory), KDA 16 heads of 64 on every
+// layer (a Kimi-Linear directory). Prints JSON.
 //   attention_kinds_bench [THREADS [KV_CACHE_MB]]
 #include <chrono>
 #include <cstdio>
@@ -24,11 +26,12 @@ using Clock = std::chrono::steady_clock;
 // of 8 steps), the caches filled by one prefill.
 double StepMs(ls::Model& model, int batch, int context) {
   const int block = 16, per_seq = (context + 16 + block) / block;
-  ls::KvCache cache(model.backend(), model.kv_layout(), batch * per_seq, block, ls::DType::kBF16);
+  ls::KvCache cache(model.backend(), model.kv_layout(), batch * per_seq, block, ls::DType::kBF16, batch);
   std::vector<ls::StepSequence> seqs(batch);
   ls::StepBatch pre;
   for (int i = 0; i < batch; ++i) {
     for (int b = 0; b < per_seq; ++b) seqs[i].block_table.push_back(i * per_seq + b);
+    seqs[i].state_slot = i;
     seqs[i].num_tokens = context;
     for (int t = 0; t < context; ++t) pre.tokens.push_back((i * 131 + t * 17) % 8000 + 3);
   }
@@ -64,12 +67,14 @@ int main(int argc, char** argv) {
   gqa.expert_output_norm = false;
   ls::bench::RandomModelSpec mla = gqa;
   mla.mla_latent = 256;
+  ls::bench::RandomModelSpec kda = gqa;
+  kda.kda = true;
   const std::string root = (std::filesystem::temp_directory_path() / "latentserve_attention_kinds").string();
   ls::CpuBackend backend(threads);
   std::printf("{\n  \"benchmark\": \"attention_kinds\",\n  \"threads\": %d,\n  \"kv_cache_mb\": %zu,\n  \"models\": [\n",
               backend.pool().num_threads(), budget_mb);
-  const std::pair<const char*, ls::bench::RandomModelSpec> kinds[] = {{"gqa", gqa}, {"mla", mla}};
-  for (size_t k = 0; k < 2; ++k) {
+  const std::pair<const char*, ls::bench::RandomModelSpec> kinds[] = {{"gqa", gqa}, {"mla", mla}, {"kda", kda}};
+  for (size_t k = 0; k < 3; ++k) {
     const std::string dir = root + "/" + kinds[k].first;
     if (auto s = ls::bench::WriteRandomModel(kinds[k].second, dir, 1); !s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
@@ -82,17 +87,21 @@ int main(int argc, char** argv) {
     }
     const auto layout = (*model)->kv_layout();
     const size_t per_token = ls::KvCache::BytesPerBlock(layout, 1, ls::DType::kBF16);
-    const int64_t capacity = static_cast<int64_t>((budget_mb << 20) / ls::KvCache::BytesPerBlock(layout, 16, ls::DType::kBF16)) * 16;
-    std::printf("    {\"attention\": \"%s\", \"kv_bytes_per_token_bf16\": %zu, \"capacity_tokens\": %lld, \"decode\": [",
-                kinds[k].first, per_token, static_cast<long long>(capacity));
+    const size_t per_sequence = ls::KvCache::BytesPerStateSlot(layout);
+    const int64_t capacity =
+        per_token > 0 ? static_cast<int64_t>((budget_mb << 20) / ls::KvCache::BytesPerBlock(layout, 16, ls::DType::kBF16)) * 16
+                      : -1;  // unbounded by the budget: KDA keeps no per-token cache
+    std::printf("    {\"attention\": \"%s\", \"kv_bytes_per_token_bf16\": %zu, \"state_bytes_per_sequence\": %zu, "
+                "\"capacity_tokens\": %lld, \"decode\": [",
+                kinds[k].first, per_token, per_sequence, static_cast<long long>(capacity));
     bool first = true;
-    for (int context : {256, 1024, 2048})
+    for (int context : {64, 256, 1024, 4096})
       for (int batch : {1, 8}) {
         std::printf("%s\n      {\"context\": %d, \"batch\": %d, \"step_ms\": %.3f}", first ? "" : ",", context, batch,
                     StepMs(**model, batch, context));
         first = false;
       }
-    std::printf("]}%s\n", k == 0 ? "," : "");
+    std::printf("]}%s\n", k + 1 < 3 ? "," : "");
   }
   std::printf("  ]\n}\n");
   std::filesystem::remove_all(root);

@@ -70,11 +70,12 @@ ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype, as the backend takes
 Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bool sync_parts = false) {
   const auto& c = model.config();
   const int block = 16, blocks_per_seq = (prefill_tokens + steps + block) / block + 1;
-  ls::KvCache cache(model.backend(), model.kv_layout(), batch * blocks_per_seq, block, kv_dtype);
+  ls::KvCache cache(model.backend(), model.kv_layout(), batch * blocks_per_seq, block, kv_dtype, batch);
   std::vector<ls::StepSequence> seqs(batch);
   ls::StepBatch pre;
   for (int i = 0; i < batch; ++i) {
     for (int b = 0; b < blocks_per_seq; ++b) seqs[i].block_table.push_back(i * blocks_per_seq + b);
+    seqs[i].state_slot = i;
     seqs[i].num_tokens = prefill_tokens;
     for (int t = 0; t < prefill_tokens; ++t) pre.tokens.push_back(token0 ? 0 : (i * 131 + t * 17) % c.vocab_size);
   }

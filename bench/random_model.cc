@@ -36,7 +36,24 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
     const std::string p = absl::StrCat("model.layers.", i, ".");
     ones(p + "input_layernorm.weight", s.d);
     ones(p + "post_attention_layernorm.weight", s.d);
-    if (s.mla_latent > 0) {
+    if (s.kda) {
+      const int C = s.heads * s.head_dim;
+      for (const char* n : {"q", "k", "v"}) {
+        lin(p + "self_attn." + n + "_proj.weight", C, s.d);
+        std::vector<float> conv(static_cast<size_t>(C) * 4);
+        for (auto& x : conv) x = nd(rng) * 0.5f;
+        w.Add(p + "self_attn." + n + "_conv1d.weight", {C, 1, 4}, conv, DType::kF32);
+      }
+      lin(p + "self_attn.f_a_proj.weight", s.head_dim, s.d);
+      lin(p + "self_attn.f_b_proj.weight", C, s.head_dim);
+      lin(p + "self_attn.b_proj.weight", s.heads, s.d);
+      w.Add(p + "self_attn.A_log", {1, 1, s.heads, 1}, std::vector<float>(s.heads, 0.f), DType::kF32);
+      w.Add(p + "self_attn.dt_bias", {C}, std::vector<float>(C, 0.f), DType::kF32);
+      lin(p + "self_attn.g_a_proj.weight", s.head_dim, s.d);
+      lin(p + "self_attn.g_b_proj.weight", C, s.head_dim);
+      w.Add(p + "self_attn.o_norm.weight", {s.head_dim}, std::vector<float>(s.head_dim, 1.f), DType::kF32);
+      lin(p + "self_attn.o_proj.weight", s.d, C);
+    } else if (s.mla_latent > 0) {
       lin(p + "self_attn.q_proj.weight", s.heads * (s.mla_nope + s.mla_rope), s.d);
       lin(p + "self_attn.kv_a_proj_with_mqa.weight", s.mla_latent + s.mla_rope, s.d);
       ones(p + "self_attn.kv_a_layernorm.weight", s.mla_latent);
@@ -48,23 +65,24 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
       lin(p + "self_attn.v_proj.weight", s.kv_heads * s.head_dim, s.d);
       lin(p + "self_attn.o_proj.weight", s.d, s.heads * s.head_dim);
     }
-    lin(p + "mlp.gate.weight", s.experts, s.d);
-    w.Add(p + "mlp.gate.e_score_correction_bias", {s.experts}, std::vector<float>(s.experts, 0.f), DType::kF32);
+    const std::string moe = s.kda ? p + "block_sparse_moe." : p + "mlp.";
+    lin(moe + "gate.weight", s.experts, s.d);
+    w.Add(moe + "gate.e_score_correction_bias", {s.experts}, std::vector<float>(s.experts, 0.f), DType::kF32);
     if (s.d_lat > 0) {
       lin(p + "mlp.latent_down_proj.weight", s.d_lat, s.d);
       lin(p + "mlp.latent_up_proj.weight", s.d, s.d_lat);
     }
     if (s.expert_output_norm) ones(p + "mlp.latent_norm.weight", wd);
     for (int e = 0; e < s.experts; ++e) {
-      const std::string q = absl::StrCat(p, "mlp.experts.", e, ".");
-      lin(q + "gate_proj.weight", s.f, wd);
-      lin(q + "up_proj.weight", s.f, wd);
-      lin(q + "down_proj.weight", wd, s.f);
+      const std::string q = absl::StrCat(moe, "experts.", e, ".");
+      lin(q + (s.kda ? "w1" : "gate_proj") + ".weight", s.f, wd);
+      lin(q + (s.kda ? "w3" : "up_proj") + ".weight", s.f, wd);
+      lin(q + (s.kda ? "w2" : "down_proj") + ".weight", wd, s.f);
     }
     if (s.shared_f > 0) {
-      lin(p + "mlp.shared_experts.gate_proj.weight", s.shared_f, s.d);
-      lin(p + "mlp.shared_experts.up_proj.weight", s.shared_f, s.d);
-      lin(p + "mlp.shared_experts.down_proj.weight", s.d, s.shared_f);
+      lin(moe + "shared_experts.gate_proj.weight", s.shared_f, s.d);
+      lin(moe + "shared_experts.up_proj.weight", s.shared_f, s.d);
+      lin(moe + "shared_experts.down_proj.weight", s.d, s.shared_f);
     }
   }
   nlohmann::json c = {{"architectures", {"StableLatentMoeForCausalLM"}},
@@ -114,6 +132,37 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
          {"topk_group", 1},
          {"routed_scaling_factor", 1.0},
          {"norm_topk_prob", true},
+         {"hidden_act", "silu"},
+         {"eos_token_id", 2}};
+  }
+  if (s.kda) {
+    // Kimi-Linear's schema with every layer KDA (kda_layers 1..L), no dense layers.
+    std::vector<int> kda_layers;
+    for (int i = 1; i <= s.layers; ++i) kda_layers.push_back(i);
+    c = {{"architectures", {"KimiLinearForCausalLM"}},
+         {"model_type", "kimi_linear"},
+         {"vocab_size", s.vocab},
+         {"hidden_size", s.d},
+         {"num_hidden_layers", s.layers},
+         {"num_attention_heads", s.heads},
+         {"num_key_value_heads", s.heads},
+         {"q_lora_rank", nullptr},
+         {"kv_lora_rank", 32},
+         {"qk_nope_head_dim", 16},
+         {"qk_rope_head_dim", 16},
+         {"v_head_dim", 16},
+         {"linear_attn_config",
+          {{"kda_layers", kda_layers}, {"full_attn_layers", std::vector<int>{}}, {"num_heads", s.heads},
+           {"head_dim", s.head_dim}, {"short_conv_kernel_size", 4}}},
+         {"rms_norm_eps", 1e-6},
+         {"model_max_length", 8192},
+         {"num_experts", s.experts},
+         {"num_experts_per_token", s.top_k},
+         {"moe_intermediate_size", s.f},
+         {"num_shared_experts", s.shared_f > 0 ? s.shared_f / s.f : 0},
+         {"first_k_dense_replace", 0},
+         {"routed_scaling_factor", 1.0},
+         {"moe_renormalize", true},
          {"hidden_act", "silu"},
          {"eos_token_id", 2}};
   }

@@ -1,6 +1,7 @@
 // Writes a random checkpoint (config.json + BF16 model.safetensors) of given sizes, for
 // benchmarks that need a model of a particular shape rather than a trained one: this project's
-// format with GQA attention, or a DeepSeek-V3 checkpoint with MLA attention (mla_latent > 0).
+// format with GQA attention, a DeepSeek-V3 checkpoint with MLA attention (mla_latent > 0), or a
+// Kimi-Linear checkpoint with KDA attention (kda).
 #pragma once
 
 #include <string>
@@ -16,6 +17,9 @@ struct RandomModelSpec {
   bool situ = true, sigmoid = true, expert_output_norm = true;
   // MLA (a DeepseekV3ForCausalLM directory; plain MoE, SiLU, sigmoid router, the heads above):
   int mla_latent = 0, mla_rope = 32, mla_nope = 64, mla_v = 64;
+  // KDA on every layer (a KimiLinearForCausalLM directory; plain MoE as for MLA): heads of
+  // head_dim, a short convolution of 4.
+  bool kda = false;
 };
 
 absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& dir, unsigned seed);

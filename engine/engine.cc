@@ -64,18 +64,35 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   auto kv_dtype = ChooseKvCacheDType(config.kv_cache_dtype, model->dtype(), *model->backend());
   if (!kv_dtype.ok()) return kv_dtype.status();
   config.kv_cache_dtype = *kv_dtype;
-  int32_t blocks = config.num_kv_blocks;
-  if (blocks <= 0)
-    blocks = static_cast<int32_t>(config.kv_cache_bytes /
-                                  KvCache::BytesPerBlock(model->kv_layout(), config.block_size, *config.kv_cache_dtype));
-  if (blocks < 2) return absl::InvalidArgumentError("KV cache too small: fewer than 2 blocks");
   if (config.scheduler.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be at least 1");
+  // Models with recurrent layers keep a state slot per running sequence, paid out of the same
+  // budget first; and no prefix caching (a cached prefix's KV would come without its state).
+  const std::vector<KvLayerSpec> layout = model->kv_layout();
+  const size_t slot_bytes = KvCache::BytesPerStateSlot(layout);
+  const int32_t slots = slot_bytes > 0 ? config.scheduler.max_num_seqs : 0;
+  if (slots > 0) config.enable_prefix_caching = false;
+  const size_t block_bytes = KvCache::BytesPerBlock(layout, config.block_size, *config.kv_cache_dtype);
+  int32_t blocks = config.num_kv_blocks;
+  if (blocks <= 0) {
+    const size_t state_bytes = static_cast<size_t>(slots) * slot_bytes;
+    if (state_bytes >= config.kv_cache_bytes)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "KV cache too small: the recurrent state of max_num_seqs (", slots, ") sequences alone needs ",
+          (state_bytes + (1 << 20) - 1) >> 20, " MiB"));
+    // A model whose every layer is recurrent keeps no per-token cache: its blocks are bookkeeping only.
+    blocks = block_bytes == 0
+                 ? static_cast<int32_t>(std::min<int64_t>(
+                       (1 << 30) / config.block_size,
+                       static_cast<int64_t>(slots) * ((mc.max_position_embeddings + config.block_size - 1) / config.block_size)))
+                 : static_cast<int32_t>((config.kv_cache_bytes - state_bytes) / block_bytes);
+  }
+  if (blocks < 2) return absl::InvalidArgumentError("KV cache too small: fewer than 2 blocks");
   if (config.scheduler.max_num_batched_tokens < 1)
     return absl::InvalidArgumentError("max_num_batched_tokens must be at least 1");
   if (tokenizer && tokenizer->vocab_size() > mc.vocab_size)
     return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
                                                    ") is larger than the model's (", mc.vocab_size, ")"));
-  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks));
+  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots));
   auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_);
   if (!balancer.ok()) return balancer.status();
   engine->balancer_ = std::move(*balancer);
@@ -112,6 +129,7 @@ absl::Status Engine::Warmup() {
     if (next_block + blocks > cache_.num_blocks()) break;
     StepSequence s;
     s.num_tokens = n;
+    if (slots_.num_slots() > 0) s.state_slot = static_cast<int32_t>(batch.seqs.size());  // all free now
     for (int32_t b = 0; b < blocks; ++b) s.block_table.push_back(next_block++);
     batch.tokens.insert(batch.tokens.end(), n, 0);
     batch.seqs.push_back(std::move(s));
@@ -130,19 +148,23 @@ absl::Status Engine::Warmup() {
   return absl::OkStatus();
 }
 
-Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks)
+Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
+               int32_t num_state_slots)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
       max_model_len_(config.max_model_len > 0  // Create checked it is within the model's
                          ? config.max_model_len
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
-      cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype),
+      cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype,
+             num_state_slots),
       blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
-      scheduler_(config.scheduler, &blocks_),
+      slots_(num_state_slots),
+      scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr),
       eos_ids_(model->config().eos_token_ids) {
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = num_blocks;
+    m.state_slots_total = num_state_slots;
     m.kv_block_size = config.block_size;
     m.num_layers = model->config().num_hidden_layers;
     m.num_experts = model->config().moe.num_experts;
@@ -387,6 +409,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     ss.start_pos = seq->num_computed;
     ss.block_table = seq->table.blocks;
     ss.want_logits = item.sample;
+    ss.state_slot = seq->state_slot;
     if (by_seq_.at(seq)->WantsPromptRows()) ss.all_logits = ss.want_logits = true;
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
                         seq->tokens.begin() + seq->num_computed + item.num_tokens);
@@ -443,6 +466,7 @@ void Engine::UpdateGauges() {
     m.running = static_cast<int64_t>(scheduler_.num_running());
     m.waiting = static_cast<int64_t>(scheduler_.num_waiting());
     m.kv_blocks_used = blocks_.num_used();
+    m.state_slots_used = slots_.num_used();
     m.prefix_queried_tokens = blocks_.prefix_queried_tokens();
     m.prefix_hit_tokens = blocks_.prefix_hit_tokens();
     m.expert_tokens = model_->expert_token_counts();

@@ -83,6 +83,10 @@ class Engine {
   const tok::Tokenizer* tokenizer() const { return tokenizer_; }
   int32_t max_model_len() const { return max_model_len_; }
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
+  // Recurrent-state slots (one per running sequence; 0 for models without recurrent layers).
+  int32_t num_state_slots() const { return slots_.num_slots(); }
+  // Whether prefix caching is on: as configured, except for models with recurrent layers.
+  bool prefix_caching() const { return config_.enable_prefix_caching; }
   int32_t kv_block_size() const { return blocks_.block_size(); }
   // Tokens the cache holds: blocks × tokens per block.
   int64_t kv_cache_tokens() const { return static_cast<int64_t>(blocks_.num_blocks()) * blocks_.block_size(); }
@@ -93,7 +97,8 @@ class Engine {
 
  private:
   struct Stream;
-  Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks);
+  Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
+         int32_t num_state_slots);
 
   absl::Status Warmup();
   void Loop();
@@ -112,6 +117,7 @@ class Engine {
   int32_t max_model_len_;
   KvCache cache_;
   BlockManager blocks_;
+  StateSlots slots_;
   Scheduler scheduler_;
   EngineMetrics metrics_;
   std::vector<int32_t> eos_ids_;

@@ -36,6 +36,7 @@ struct MetricsSnapshot {
   int64_t running = 0, waiting = 0;
   int64_t kv_blocks_used = 0, kv_blocks_total = 0;
   int32_t kv_block_size = 0;  // tokens per block
+  int64_t state_slots_used = 0, state_slots_total = 0;  // recurrent-state slots (KDA layers)
   int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
   double model_seconds = 0;  // time inside the model's forward
   double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)

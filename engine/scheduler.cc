@@ -5,7 +5,13 @@
 
 namespace ls {
 
-Scheduler::Scheduler(SchedulerConfig config, BlockManager* blocks) : config_(config), blocks_(blocks) {}
+Scheduler::Scheduler(SchedulerConfig config, BlockManager* blocks, StateSlots* slots)
+    : config_(config), blocks_(blocks), slots_(slots) {}
+
+void Scheduler::ReleaseSlot(Sequence* seq) {
+  if (slots_ && seq->state_slot >= 0) slots_->Release(seq->state_slot);
+  seq->state_slot = -1;
+}
 
 void Scheduler::Add(Sequence* seq) {
   seq->status = SeqStatus::kWaiting;
@@ -15,6 +21,7 @@ void Scheduler::Add(Sequence* seq) {
 void Scheduler::Preempt(Sequence* seq, SchedulerPlan* plan) {
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   blocks_->Free(&seq->table);
+  ReleaseSlot(seq);  // recomputed from the first token, its state is rebuilt
   seq->num_computed = 0;
   seq->status = SeqStatus::kWaiting;
   ++seq->num_preemptions;
@@ -63,6 +70,11 @@ void Scheduler::AdmitWaiting(int32_t* budget, SchedulerPlan* plan) {
       seq->num_computed = 0;
       break;
     }
+    if (slots_ && (seq->state_slot = slots_->Acquire()) < 0) {
+      blocks_->Free(&seq->table);
+      seq->num_computed = 0;
+      break;
+    }
     waiting_.erase(waiting_.begin());
     seq->status = SeqStatus::kRunning;
     running_.push_back(seq);
@@ -93,6 +105,7 @@ void Scheduler::Remove(Sequence* seq) {
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
   waiting_.erase(seq);
   blocks_->Free(&seq->table);
+  ReleaseSlot(seq);
   seq->status = SeqStatus::kFinished;
 }
 

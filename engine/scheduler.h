@@ -12,6 +12,7 @@
 
 #include "engine/block_manager.h"
 #include "engine/sequence.h"
+#include "engine/state_slots.h"
 
 namespace ls {
 
@@ -35,7 +36,8 @@ struct SchedulerPlan {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig config, BlockManager* blocks);
+  // `slots` (null for models without recurrent state) gives every running sequence a state slot.
+  Scheduler(SchedulerConfig config, BlockManager* blocks, StateSlots* slots = nullptr);
 
   // Queues a sequence (status kWaiting, empty block table).
   void Add(Sequence* seq);
@@ -58,11 +60,13 @@ class Scheduler {
     }
   };
   void Preempt(Sequence* seq, SchedulerPlan* plan);
+  void ReleaseSlot(Sequence* seq);
   void ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* plan);
   void AdmitWaiting(int32_t* budget, SchedulerPlan* plan);
 
   SchedulerConfig config_;
   BlockManager* blocks_;
+  StateSlots* slots_;
   std::set<Sequence*, WaitingOrder> waiting_;
   std::vector<Sequence*> running_;  // admission order: newest at the back
   int64_t num_preemptions_ = 0;

@@ -69,6 +69,10 @@ class Backend {
   // Writes the new latent rows into the cache, then causal latent attention (MLA) for every new
   // token.
   virtual void PagedLatentAttention(const LatentAttentionParams& p) = 0;
+  // The short causal convolution of linear-attention layers (ShortConvParams).
+  virtual void ShortConv(const ShortConvParams& p) = 0;
+  // Kimi Delta Attention over the sequences' recurrent state (KdaParams).
+  virtual void KdaAttention(const KdaParams& p) = 0;
   // One GEMM per head: y[t, h, 0:w[h].rows] = x[t, h, 0:w[h].cols] · w[h]ᵀ for t < num_tokens and
   // h < heads, with x[t, h] at x + t·x.token + h·x.head and y[t, h] at y + t·y.token + h·y.head
   // (x.head = 0: every head reads the token's one row).

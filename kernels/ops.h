@@ -34,6 +34,7 @@ struct AttentionSeq {
   int32_t start_pos = 0;     // position of the first new token = tokens already cached
   const int32_t* block_table = nullptr;  // [num_blocks] physical block of each logical block
   int32_t num_blocks = 0;
+  int32_t state_slot = -1;  // the sequence's slot of recurrent state (layers that keep one), else -1
 };
 
 // One layer of the paged KV cache: [num_blocks, block_size, num_kv_heads, head_dim] each, of
@@ -44,6 +45,10 @@ struct KvLayer {
   int32_t num_blocks = 0;
   int32_t block_size = 0;
   DType dtype = DType::kF32;
+  // Layers with recurrent state (KDA): one slot of state_floats float32 values per running
+  // sequence, slot s at state + s · state_floats.
+  float* state = nullptr;
+  int64_t state_floats = 0;
 };
 
 // Rotary position embedding of one attention layer's heads. Rotate-half pairs are (i, i + r/2)
@@ -92,6 +97,50 @@ struct LatentAttentionParams {
   KvLayer cache;  // k: [num_blocks, block_size, latent_dim + rope_dim]; v unused
   const AttentionSeq* seqs = nullptr;  // [num_seqs], token ranges ascending and disjoint
   int32_t num_seqs = 0;
+};
+
+// A causal depthwise convolution over each sequence's new tokens with SiLU (the short convolution
+// of linear-attention layers): out_t[c] = SiLU(Σ_j w[c, j] · in_{t−(K−1)+j}[c]), continuing from
+// the K − 1 inputs before the step kept in the sequence's state slot (zeros at start_pos 0), which
+// it then updates to the last K − 1 inputs.
+struct ShortConvParams {
+  const float* in = nullptr;  // [T, channels]
+  float* out = nullptr;       // [T, channels]; must not overlap in
+  int64_t channels = 0;
+  const Tensor* weight = nullptr;  // [channels, kernel], F32/BF16/F16
+  int32_t kernel = 0;
+  KvLayer cache;             // state slots
+  int64_t tail_offset = 0;   // where the [kernel − 1, channels] inputs lie within a slot (floats)
+  const AttentionSeq* seqs = nullptr;
+  int32_t num_seqs = 0;
+};
+
+// Forget gates of Kimi Delta Attention, per key channel c of head h, from g = graw + dt_bias:
+// Kimi-Linear's −exp(A_log[h]) · softplus(g), or K3's lower_bound · σ(exp(A_log[h]) · g).
+enum class KdaGate : uint8_t { kSoftplus, kBoundedSigmoid };
+
+// Kimi Delta Attention, the gated delta rule with a per-channel forget gate, per head over a
+// [head_dim, head_dim] recurrent state S kept in the sequence's state slot (zero at start_pos 0):
+// q̂ = q / √(Σq² + 1e-6) · head_dim^−½, k̂ = k / √(Σk² + 1e-6), β = σ(beta logit), then per token
+// S ← diag(exp(gate))·S; S ← S + β·k̂ ⊗ (v − Sᵀk̂); out = Sᵀq̂. Sequences with more than `chunk` new
+// tokens may run the chunked (WY) form of the same recurrence.
+struct KdaParams {
+  const float* q = nullptr;     // [T, H, d] after the short convolution
+  const float* k = nullptr;     // [T, H, d]
+  const float* v = nullptr;     // [T, H, d]
+  const float* graw = nullptr;  // [T, H, d] the gate projection's output, before dt_bias
+  const float* beta = nullptr;  // [T, H] logits of β
+  float* out = nullptr;         // [T, H, d]
+  int32_t num_heads = 0;
+  int32_t head_dim = 0;
+  Tensor a_log;    // [H] or longer (the first H used), F32/BF16/F16
+  Tensor dt_bias;  // [H · d]
+  KdaGate gate = KdaGate::kSoftplus;
+  float lower_bound = 0.f;  // kBoundedSigmoid
+  KvLayer cache;            // state slots: S [H, d, d] at the start of each
+  const AttentionSeq* seqs = nullptr;
+  int32_t num_seqs = 0;
+  int32_t chunk = 64;  // a sequence with more new tokens than this runs the chunked form (0: never)
 };
 
 struct RouterParams {

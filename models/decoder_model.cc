@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "models/layers/glu_mlp.h"
 #include "models/layers/gqa_attention.h"
+#include "models/layers/kda_attention.h"
 #include "models/layers/mla_attention.h"
 #include "models/layers/moe_block.h"
 #include "models/loader/weight_binder.h"
@@ -41,13 +42,20 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
       case AttentionKind::kMla:
         L.attention = std::make_unique<MlaAttention>(b, p + names.attention, c, &m->mla_rope_);
         break;
+      case AttentionKind::kKda:
+        L.attention = std::make_unique<KdaAttention>(b, p + names.attention, c);
+        break;
     }
     if (c.is_moe_layer(i)) {
       auto moe = std::make_unique<MoeBlock>(b, p + names.moe.block, c, names.moe);
       m->moe_blocks_[i] = moe.get();
       L.ffn = std::move(moe);
     } else {
-      L.ffn = std::make_unique<GluMlp>(b, p + names.dense_mlp, GluNames{}, c.intermediate_size, d, d, c.hidden_act);
+      std::string mlp = p + names.dense_mlp;
+      if (!names.dense_mlp_alt.empty() && !b.Has(mlp + "gate_proj.weight") &&
+          b.Has(p + names.dense_mlp_alt + "gate_proj.weight"))
+        mlp = p + names.dense_mlp_alt;
+      L.ffn = std::make_unique<GluMlp>(b, mlp, GluNames{}, c.intermediate_size, d, d, c.hidden_act);
     }
   }
   if (!b.status().ok()) return b.status();
@@ -78,8 +86,13 @@ std::vector<KvLayerSpec> DecoderModel::kv_layout() const {
   const int64_t gqa = static_cast<int64_t>(a.num_kv_heads) * a.head_dim;
   const int64_t mla = config_.mla.kv_lora_rank + config_.mla.qk_rope_head_dim;
   std::vector<KvLayerSpec> out;
-  for (const LayerPlan& l : config_.layers)
-    out.push_back(l.attention == AttentionKind::kMla ? KvLayerSpec{mla, 0} : KvLayerSpec{gqa, gqa});
+  for (const LayerPlan& l : config_.layers) {
+    switch (l.attention) {
+      case AttentionKind::kGqa: out.push_back(KvLayerSpec{gqa, gqa}); break;
+      case AttentionKind::kMla: out.push_back(KvLayerSpec{mla, 0}); break;
+      case AttentionKind::kKda: out.push_back(KvLayerSpec{0, 0, config_.kda.state_floats()}); break;
+    }
+  }
   return out;
 }
 

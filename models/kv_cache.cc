@@ -34,13 +34,25 @@ size_t KvCache::BytesPerBlock(const std::vector<KvLayerSpec>& layers, int32_t bl
   return values * static_cast<size_t>(block_size) * DTypeSize(dtype);
 }
 
+size_t KvCache::BytesPerStateSlot(const std::vector<KvLayerSpec>& layers) {
+  size_t floats = 0;
+  for (const KvLayerSpec& l : layers) floats += static_cast<size_t>(l.state_floats);
+  return floats * sizeof(float);
+}
+
 KvCache::KvCache(Backend* backend, std::vector<KvLayerSpec> layers, int32_t num_blocks, int32_t block_size,
-                 DType dtype)
-    : layers_(std::move(layers)), num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
+                 DType dtype, int32_t num_state_slots)
+    : layers_(std::move(layers)),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      dtype_(dtype),
+      num_state_slots_(num_state_slots) {
   const size_t per_value = static_cast<size_t>(num_blocks) * block_size * DTypeSize(dtype);
   for (const KvLayerSpec& l : layers_) {
     k_.push_back(l.k_width > 0 ? DeviceBuffer(backend, per_value * l.k_width) : DeviceBuffer(backend));
     v_.push_back(l.v_width > 0 ? DeviceBuffer(backend, per_value * l.v_width) : DeviceBuffer(backend));
+    const size_t state = static_cast<size_t>(num_state_slots) * l.state_floats * sizeof(float);
+    state_.push_back(state > 0 ? DeviceBuffer(backend, state) : DeviceBuffer(backend));
   }
 }
 

@@ -1,7 +1,8 @@
-// KvCache: the paged per-token storage of every layer, typed per layer by a KvLayerSpec (GQA:
-// [num_blocks, block_size, Hkv, hd] for K and for V), float32 or BF16, in backend memory. Which
-// block belongs to which sequence is decided by the engine's BlockManager; this class only owns
-// the memory.
+// KvCache: the caches of every layer, typed per layer by a KvLayerSpec — paged per-token storage
+// (GQA: [num_blocks, block_size, Hkv, hd] for K and for V; MLA: one latent row), float32 or BF16,
+// and for recurrent layers (KDA) one float32 state slot per running sequence — in backend
+// memory. Which block and slot belong to which sequence the engine's BlockManager and StateSlots
+// decide; this class only owns the memory.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +19,12 @@
 
 namespace ls {
 
-// What one layer caches per token (GQA: Hkv · hd values of K and as many of V).
+// What one layer caches (GQA: Hkv · hd values of K and as many of V per token; MLA: a latent row
+// per token; KDA: a state slot per sequence).
 struct KvLayerSpec {
-  int64_t k_width = 0;  // elements per token of K (0 with v_width: the layer caches nothing)
-  int64_t v_width = 0;  // elements per token of V
+  int64_t k_width = 0;       // elements per token of K (0 with v_width: no per-token cache)
+  int64_t v_width = 0;       // elements per token of V
+  int64_t state_floats = 0;  // float32 values of recurrent state per sequence slot
 };
 
 class KvCache {
@@ -29,23 +32,30 @@ class KvCache {
   // One spec per layer. dtype: kF32 or kBF16 (the CPU backend's attention reads both; CUDA's
   // float32 only).
   KvCache(Backend* backend, std::vector<KvLayerSpec> layers, int32_t num_blocks, int32_t block_size,
-          DType dtype = DType::kF32);
+          DType dtype = DType::kF32, int32_t num_state_slots = 0);
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
   DType dtype() const { return dtype_; }
   int32_t num_layers() const { return static_cast<int32_t>(layers_.size()); }
   const KvLayerSpec& spec(int32_t i) const { return layers_[i]; }
-  KvLayer layer(int32_t i) { return KvLayer{k_[i].data(), v_[i].data(), num_blocks_, block_size_, dtype_}; }
+  int32_t num_state_slots() const { return num_state_slots_; }
+  KvLayer layer(int32_t i) {
+    return KvLayer{k_[i].data(), v_[i].data(), num_blocks_, block_size_, dtype_,
+                   static_cast<float*>(state_[i].data()), layers_[i].state_floats};
+  }
   // Bytes of one block across all layers.
   static size_t BytesPerBlock(const std::vector<KvLayerSpec>& layers, int32_t block_size, DType dtype = DType::kF32);
+  // Bytes of one sequence's state slot across all layers (0: the model keeps no state).
+  static size_t BytesPerStateSlot(const std::vector<KvLayerSpec>& layers);
 
  private:
   std::vector<KvLayerSpec> layers_;
   int32_t num_blocks_;
   int32_t block_size_;
   DType dtype_;
-  std::vector<DeviceBuffer> k_, v_;
+  int32_t num_state_slots_;
+  std::vector<DeviceBuffer> k_, v_, state_;
 };
 
 // The KV cache element type to use: `requested`, or when unset ("auto") BF16 for a BF16

@@ -17,8 +17,9 @@ Model::Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* ba
 absl::Status Model::ForwardSequence(const std::vector<int32_t>& ids, bool all_logits, std::vector<float>* logits) {
   constexpr int32_t kBlock = 16;
   const int32_t blocks = std::max<int32_t>(1, static_cast<int32_t>((ids.size() + kBlock - 1) / kBlock));
-  KvCache cache(backend_, kv_layout(), blocks, kBlock);
+  KvCache cache(backend_, kv_layout(), blocks, kBlock, DType::kF32, /*num_state_slots=*/1);
   StepSequence s;
+  s.state_slot = 0;
   s.num_tokens = static_cast<int32_t>(ids.size());
   s.all_logits = all_logits;
   for (int32_t i = 0; i < blocks; ++i) s.block_table.push_back(i);
@@ -93,6 +94,10 @@ absl::Status Model::BeginStep(const StepBatch& batch, const KvCache& cache, std:
   for (int32_t id : batch.tokens)
     if (id < 0 || id >= config_.vocab_size)
       return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range"));
+  bool needs_state = false;
+  for (int32_t l = 0; l < cache.num_layers(); ++l) needs_state |= cache.spec(l).state_floats > 0;
+  if (needs_state && cache.num_state_slots() == 0)
+    return absl::InvalidArgumentError("the cache has no state slots for this model's recurrent layers");
   positions->resize(T);
   seqs->clear();
   int32_t offset = 0;
@@ -104,8 +109,10 @@ absl::Status Model::BeginStep(const StepBatch& batch, const KvCache& cache, std:
     for (int32_t b : s.block_table)
       if (b < 0 || b >= cache.num_blocks()) return absl::InvalidArgumentError("StepBatch: block id out of range");
     for (int32_t i = 0; i < s.num_tokens; ++i) (*positions)[offset + i] = s.start_pos + i;
-    seqs->push_back(
-        {offset, s.num_tokens, s.start_pos, s.block_table.data(), static_cast<int32_t>(s.block_table.size())});
+    if (needs_state && (s.state_slot < 0 || s.state_slot >= cache.num_state_slots()))
+      return absl::InvalidArgumentError("StepBatch: state slot out of range");
+    seqs->push_back({offset, s.num_tokens, s.start_pos, s.block_table.data(),
+                     static_cast<int32_t>(s.block_table.size()), s.state_slot});
     offset += s.num_tokens;
   }
   return absl::OkStatus();

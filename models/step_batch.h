@@ -14,6 +14,7 @@ struct StepSequence {
   std::vector<int32_t> block_table;  // physical KV block per logical block, covering start_pos + num_tokens
   bool all_logits = false;  // logits for every new token (else only the last one)
   bool want_logits = true;  // false: no logits at all (a prefill chunk that does not end the prompt)
+  int32_t state_slot = -1;  // the sequence's recurrent-state slot (models with KDA layers)
 };
 
 struct StepBatch {

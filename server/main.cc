@@ -246,14 +246,25 @@ int main(int argc, char** argv) {
   // reports only that it cannot listen.
   if (auto s = http_server.Start(); !s.ok()) return Fail(std::string(s.message()));
   if (auto s = grpc_server.Start(); !s.ok()) return Fail(std::string(s.message()));
-  ctx.Log(LogLevel::kInfo, "ready",
-          absl::StrCat("\"model\":\"", name, "\",\"http_port\":", http_server.port(), ",\"grpc_port\":",
-                       grpc_server.port(), ",\"kv_blocks\":", (*engine)->num_kv_blocks(),
-                       ",\"kv_cache_tokens\":", (*engine)->kv_cache_tokens(), ",\"kv_cache_dtype\":\"",
-                       ls::KvCacheDTypeName((*engine)->kv_cache_dtype()), "\",\"backend\":\"", std::string(backend->name()),
-                       "\",\"family\":\"", (*model)->config().family, "\",\"warmup_tokens\":", (*engine)->warmup_tokens(), ",\"warmup_ms\":",
-                       static_cast<int64_t>(1e3 * (*engine)->warmup_seconds()),
-                       ",\"auth\":", ctx.keys().enabled() ? "true" : "false"));
+  const nlohmann::json ready = {{"model", name},
+                                {"family", (*model)->config().family},
+                                {"http_port", http_server.port()},
+                                {"grpc_port", grpc_server.port()},
+                                {"kv_blocks", (*engine)->num_kv_blocks()},
+                                {"kv_cache_tokens", (*engine)->kv_cache_tokens()},
+                                {"kv_cache_dtype", ls::KvCacheDTypeName((*engine)->kv_cache_dtype())},
+                                {"state_slots", (*engine)->num_state_slots()},
+                                {"prefix_caching", (*engine)->prefix_caching()},
+                                {"backend", std::string(backend->name())},
+                                {"warmup_tokens", (*engine)->warmup_tokens()},
+                                {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
+                                {"auth", ctx.keys().enabled()}};
+  const std::string ready_fields = ready.dump();
+  ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
+  if (absl::GetFlag(FLAGS_enable_prefix_caching) && !(*engine)->prefix_caching())
+    ctx.Log(LogLevel::kInfo, "prefix_caching_disabled",
+            "\"reason\":\"the model has recurrent (linear-attention) layers: a cached prefix's KV blocks come "
+            "without the recurrent state at their end, so a hit could not resume the sequence\"");
 
   if (const auto& unknown = (*model)->config().unrecognized_keys; !unknown.empty())
     ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",

@@ -68,6 +68,12 @@ std::string RenderPrometheus(const ApiContext& ctx) {
   Value(&out, "latentserve_num_requests_waiting", "gauge", "Sequences waiting to be scheduled.", m.waiting);
   Value(&out, "latentserve_kv_cache_blocks_used", "gauge", "KV cache blocks in use.", m.kv_blocks_used);
   Value(&out, "latentserve_kv_cache_blocks_total", "gauge", "KV cache blocks in all.", m.kv_blocks_total);
+  if (m.state_slots_total > 0) {
+    Value(&out, "latentserve_state_slots_used", "gauge", "Recurrent-state slots held by running sequences.",
+          m.state_slots_used);
+    Value(&out, "latentserve_state_slots_total", "gauge", "Recurrent-state slots (one per running sequence).",
+          m.state_slots_total);
+  }
   Value(&out, "latentserve_kv_cache_capacity_tokens", "gauge",
         "Tokens the KV cache holds in all (blocks times tokens per block; per-layer widths as each attention kind "
         "caches).",

@@ -60,6 +60,8 @@ class Bf16ActivationsBackend final : public Backend {
   bool SupportsKvCacheDType(DType dtype) const override { return cpu_.SupportsKvCacheDType(dtype); }
   void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }
   void PagedLatentAttention(const LatentAttentionParams& p) override { cpu_.PagedLatentAttention(p); }
+  void ShortConv(const ShortConvParams& p) override { cpu_.ShortConv(p); }
+  void KdaAttention(const KdaParams& p) override { cpu_.KdaAttention(p); }
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                 RowStrides ys) override {
     // The GPU rounds GEMM inputs to BF16: the span of x the heads read.

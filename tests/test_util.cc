@@ -92,8 +92,9 @@ std::string CopyToTempDir(const std::string& dir, const std::string& tag) {
 
 std::vector<float> RunGolden(Model& model, const Golden& g, const std::vector<int>& chunks) {
   const int32_t total = static_cast<int32_t>(g.prompt_ids.size() + g.decode_ids.size());
-  KvCache cache(model.backend(), model.kv_layout(), 8, 8);
+  KvCache cache(model.backend(), model.kv_layout(), 8, 8, DType::kF32, /*num_state_slots=*/1);
   StepSequence seq;
+  seq.state_slot = 0;
   // A scrambled block table, so logical and physical order differ.
   seq.block_table = {5, 2, 7, 0, 3, 6, 1, 4};
   EXPECT_GE(static_cast<int32_t>(seq.block_table.size()) * 8, total);

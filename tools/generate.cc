@@ -76,8 +76,9 @@ int main(int argc, char** argv) {
   if (!kv_requested.ok()) return Fail("--" + std::string(kv_requested.status().message()));
   auto kv_dtype = ls::ChooseKvCacheDType(*kv_requested, (*model)->dtype(), *backend);
   if (!kv_dtype.ok()) return Fail(std::string(kv_dtype.status().message()));
-  ls::KvCache cache(backend.get(), (*model)->kv_layout(), blocks, kBlock, *kv_dtype);
+  ls::KvCache cache(backend.get(), (*model)->kv_layout(), blocks, kBlock, *kv_dtype, /*num_state_slots=*/1);
   ls::StepSequence seq;
+  seq.state_slot = 0;
   for (int32_t b = 0; b < blocks; ++b) seq.block_table.push_back(b);
 
   const bool dump = !absl::GetFlag(FLAGS_dump_logits).empty();

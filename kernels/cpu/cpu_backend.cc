@@ -52,6 +52,8 @@ void CpuBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* 
 }
 void CpuBackend::PagedAttention(const AttentionParams& p) { cpu::PagedAttention(pool_, p); }
 void CpuBackend::PagedLatentAttention(const LatentAttentionParams& p) { cpu::PagedLatentAttention(pool_, p); }
+void CpuBackend::ShortConv(const ShortConvParams& p) { cpu::ShortConv(pool_, p); }
+void CpuBackend::KdaAttention(const KdaParams& p) { cpu::KdaAttention(pool_, p); }
 void CpuBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                           RowStrides ys) {
   cpu::HeadGemm(pool_, x, xs, num_tokens, heads, w, y, ys);

@@ -36,6 +36,8 @@ class CpuBackend final : public Backend {
   bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
   void PagedAttention(const AttentionParams& p) override;
   void PagedLatentAttention(const LatentAttentionParams& p) override;
+  void ShortConv(const ShortConvParams& p) override;
+  void KdaAttention(const KdaParams& p) override;
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                 RowStrides ys) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,

@@ -18,6 +18,8 @@ void AddBias(ThreadPool& pool, float* y, int64_t rows, const Tensor& bias);
 void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width);
 void PagedAttention(ThreadPool& pool, const AttentionParams& p);
 void PagedLatentAttention(ThreadPool& pool, const LatentAttentionParams& p);
+void ShortConv(ThreadPool& pool, const ShortConvParams& p);
+void KdaAttention(ThreadPool& pool, const KdaParams& p);
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
                    Activation act, float* out);
 void Router(ThreadPool& pool, const RouterParams& p);

@@ -330,6 +330,18 @@ int32_t FlattenAttentionSeqs(const AttentionParams& p, std::vector<AttentionToke
   return max_context;
 }
 
+void FlattenRecurrentSeqs(const AttentionSeq* seqs, int32_t num_seqs, std::vector<RecurrentSeq>* out_seqs,
+                          std::vector<RecurrentToken>* out_tokens) {
+  out_seqs->clear();
+  out_tokens->clear();
+  for (int32_t i = 0; i < num_seqs; ++i) {
+    const AttentionSeq& s = seqs[i];
+    const int32_t fresh = s.start_pos == 0 ? 1 : 0;
+    out_seqs->push_back({s.token_offset, s.num_tokens, s.state_slot, fresh});
+    for (int32_t t = 0; t < s.num_tokens; ++t) out_tokens->push_back({s.token_offset, t, s.state_slot, fresh});
+  }
+}
+
 void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                     const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
                     cudaStream_t stream) {

@@ -248,6 +248,23 @@ void CudaBackend::PagedLatentAttention(const LatentAttentionParams& p) {
   cuda::PagedLatentAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
 }
 
+void CudaBackend::ShortConv(const ShortConvParams& p) {
+  Activate();
+  cuda::FlattenRecurrentSeqs(p.seqs, p.num_seqs, &recurrent_seqs_, &recurrent_tokens_);
+  if (recurrent_tokens_.empty()) return;
+  const auto* d_seqs = uploader_->Upload(recurrent_seqs_.data(), recurrent_seqs_.size());
+  const auto* d_tokens = uploader_->Upload(recurrent_tokens_.data(), recurrent_tokens_.size());
+  cuda::ShortConv(p, d_tokens, static_cast<int32_t>(recurrent_tokens_.size()), d_seqs, stream_);
+}
+
+void CudaBackend::KdaAttention(const KdaParams& p) {
+  Activate();
+  cuda::FlattenRecurrentSeqs(p.seqs, p.num_seqs, &recurrent_seqs_, &recurrent_tokens_);
+  if (recurrent_seqs_.empty()) return;
+  const auto* d_seqs = uploader_->Upload(recurrent_seqs_.data(), recurrent_seqs_.size());
+  cuda::KdaAttention(p, d_seqs, stream_);
+}
+
 void CudaBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                            RowStrides ys) {
   if (num_tokens == 0 || heads == 0) return;

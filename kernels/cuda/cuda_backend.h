@@ -56,6 +56,8 @@ class CudaBackend final : public Backend {
   void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   void PagedAttention(const AttentionParams& p) override;
   void PagedLatentAttention(const LatentAttentionParams& p) override;
+  void ShortConv(const ShortConvParams& p) override;
+  void KdaAttention(const KdaParams& p) override;
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                 RowStrides ys) override;
   void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
@@ -98,6 +100,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::MoeScratch> moe_;
   std::map<std::tuple<const Tensor*, const Tensor*, const Tensor*, int32_t>, ExpertTableEntry> expert_tables_;
   std::vector<cuda::AttentionToken> attention_tokens_;
+  std::vector<cuda::RecurrentSeq> recurrent_seqs_;
+  std::vector<cuda::RecurrentToken> recurrent_tokens_;
   std::vector<int32_t> attention_tables_;
   cuda::DeviceScratch attention_split_;  // partial softmaxes of split contexts
   cuda::DeviceScratch head_in_, head_out_;  // HeadGemm's gathered operands and per-head results

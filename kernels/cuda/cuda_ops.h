@@ -82,6 +82,29 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
 void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                           const int32_t* block_tables, cudaStream_t stream);
 
+// The step's sequences and tokens as the recurrent layers' kernels read them (device copies of
+// what FlattenRecurrentSeqs builds on the host).
+struct RecurrentSeq {
+  int32_t first_row = 0;   // the sequence's first row among the step's tokens
+  int32_t num_tokens = 0;
+  int32_t slot = 0;        // its state slot
+  int32_t fresh = 0;       // 1: the state starts from zero (start_pos 0)
+};
+struct RecurrentToken {
+  int32_t first_row = 0;  // its sequence's first row
+  int32_t index = 0;      // its index among the sequence's new tokens
+  int32_t slot = 0;
+  int32_t fresh = 0;
+};
+void FlattenRecurrentSeqs(const AttentionSeq* seqs, int32_t num_seqs, std::vector<RecurrentSeq>* out_seqs,
+                          std::vector<RecurrentToken>* out_tokens);
+// ShortConvParams with the tokens and sequences flattened and uploaded (p.seqs is not read).
+void ShortConv(const ShortConvParams& p, const RecurrentToken* tokens, int32_t num_tokens, const RecurrentSeq* seqs,
+               cudaStream_t stream);
+// KdaParams (recurrent form) with the sequences flattened and uploaded (p.seqs is not read);
+// p.num_seqs of them.
+void KdaAttention(const KdaParams& p, const RecurrentSeq* seqs, cudaStream_t stream);
+
 // HeadGemm's row moves: out[h, t, 0:width] = BF16(x[t, h, 0:width]) (x through its strides), and
 // y[t, h, 0:width] = in[h, t, 0:width] (y through its strides).
 void GatherHeadRowsBf16(const float* x, RowStrides xs, int64_t T, int32_t heads, int64_t width, uint16_t* out,

@@ -13,5 +13,6 @@ extern const Family kMixtral;
 extern const Family kGlm4Moe;
 extern const Family kDeepseekV3;
 extern const Family kDeepseekV2;
+extern const Family kKimiLinear;
 
 }  // namespace ls

@@ -16,7 +16,8 @@ void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, const DecoderDefaults& def
   c->num_hidden_layers = static_cast<int32_t>(r.Int("num_hidden_layers", true));
   c->rms_norm_eps = static_cast<float>(r.Number({"rms_norm_eps"}, false, defaults.rms_norm_eps));
   c->tie_word_embeddings = r.Bool("tie_word_embeddings", false);
-  c->max_position_embeddings = r.Int("max_position_embeddings", false, defaults.max_position_embeddings);
+  c->max_position_embeddings =
+      r.Int({"max_position_embeddings", "model_max_length"}, false, defaults.max_position_embeddings);
   // The checkpoint's own floating-point type decides how weights are read; the declared one must
   // be one the loader reads.
   for (const char* key : {"torch_dtype", "dtype"}) {
@@ -221,6 +222,71 @@ void ReadMlaKeys(ConfigReader& r, ModelConfig* c, const MlaDefaults& defaults) {
                          ? 1.f
                          : static_cast<float>(0.1 * m.rope.mscale_all_dim * std::log(static_cast<double>(m.rope.factor)) + 1.0);
     m.softmax_scale *= ms * ms;
+  }
+}
+
+void ReadKimiLayerKinds(ConfigReader& r, ModelConfig* c) {
+  const int32_t L = c->num_hidden_layers;
+  KdaConfig& k = c->kda;
+  k.num_heads = static_cast<int32_t>(r.Int("linear_num_heads", false, 0));
+  k.head_dim = static_cast<int32_t>(r.Int("linear_head_dim", false, 0));
+  k.conv_kernel = static_cast<int32_t>(r.Int("linear_conv_kernel_dim", false, 4));
+  std::vector<bool> kda(L, false);
+  for (int32_t l = 0; l < L; ++l) kda[l] = !(l > 0 && l % 4 == 0);
+  if (std::optional<ConfigReader> lin = r.Object("linear_attn_config")) {
+    k.num_heads = static_cast<int32_t>(lin->Int("num_heads", k.num_heads == 0, k.num_heads));
+    k.head_dim = static_cast<int32_t>(lin->Int("head_dim", k.head_dim == 0, k.head_dim));
+    k.conv_kernel = static_cast<int32_t>(lin->Int("short_conv_kernel_size", false, k.conv_kernel));
+    const std::vector<int64_t> kda_layers = lin->IntList("kda_layers"), full = lin->IntList("full_attn_layers");
+    if (!kda_layers.empty() || !full.empty()) {
+      for (int32_t l = 0; l < L; ++l) kda[l] = true;
+      for (int64_t one_based : full) {
+        if (one_based < 1 || one_based > L) {
+          r.Fail(absl::StrCat("key 'linear_attn_config.full_attn_layers' names layer ", one_based,
+                              " (1-based), outside [1, ", L, "]"));
+          return;
+        }
+        kda[one_based - 1] = false;
+      }
+      for (int64_t one_based : kda_layers)
+        if (one_based < 1 || one_based > L || !kda[one_based - 1]) {
+          r.Fail(absl::StrCat("key 'linear_attn_config.kda_layers' names layer ", one_based,
+                              " (1-based), outside [1, ", L, "] or also a full-attention layer"));
+          return;
+        }
+    }
+    if (lin->Has("gate_lower_bound")) {
+      k.gate = KdaGate::kBoundedSigmoid;
+      k.gate_lower_bound = static_cast<float>(lin->Number("gate_lower_bound", false, 0.0));
+    }
+    k.full_rank_output_gate = lin->Bool("use_full_rank_gate", false);
+  }
+  if (std::optional<std::vector<std::string>> types = r.StringList("layer_types")) {
+    if (static_cast<int32_t>(types->size()) != L) {
+      r.Fail(absl::StrCat("key 'layer_types' has ", types->size(), " entries for ", L, " layers"));
+      return;
+    }
+    for (int32_t l = 0; l < L; ++l) {
+      if ((*types)[l] != "linear_attention" && (*types)[l] != "full_attention") {
+        r.Fail("key 'layer_types' must list \"linear_attention\" or \"full_attention\" per layer");
+        return;
+      }
+      kda[l] = (*types)[l] == "linear_attention";
+    }
+  }
+  for (int32_t l = 0; l < L; ++l) c->layers[l].attention = kda[l] ? AttentionKind::kKda : AttentionKind::kMla;
+  if (std::optional<std::vector<std::string>> mlp = r.StringList("mlp_layer_types")) {
+    if (static_cast<int32_t>(mlp->size()) != L) {
+      r.Fail(absl::StrCat("key 'mlp_layer_types' has ", mlp->size(), " entries for ", L, " layers"));
+      return;
+    }
+    for (int32_t l = 0; l < L; ++l) {
+      if ((*mlp)[l] != "dense" && (*mlp)[l] != "sparse") {
+        r.Fail("key 'mlp_layer_types' must list \"dense\" or \"sparse\" per layer");
+        return;
+      }
+      c->layers[l].ffn = (*mlp)[l] == "dense" ? FfnKind::kDense : FfnKind::kMoe;
+    }
   }
 }
 

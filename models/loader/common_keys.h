@@ -68,6 +68,12 @@ struct MlaDefaults {
 // RoPE keys over qk_rope_head_dim, rope_interleave (default true) and YaRN's mscale² on the
 // softmax scale.
 void ReadMlaKeys(ConfigReader& r, ModelConfig* c, const MlaDefaults& defaults);
+// Kimi's layer kinds (Kimi-Linear, K3): `layer_types` when given, else linear_attn_config's
+// 1-based kda_layers / full_attn_layers (the rest KDA), else every fourth layer MLA; the KDA sizes
+// from linear_attn_config (num_heads, head_dim, short_conv_kernel_size) or transformers'
+// linear_num_heads / linear_head_dim / linear_conv_kernel_dim; `mlp_layer_types` (dense or sparse
+// per layer) when given overrides first_k_dense_replace.
+void ReadKimiLayerKinds(ConfigReader& r, ModelConfig* c);
 // Whether a tensor lies in a layer past the decoder's last (model.layers.N with N >=
 // num_hidden_layers): the multi-token-prediction layers some checkpoints carry for speculative
 // decoding, which transformers skips on load too.

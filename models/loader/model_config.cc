@@ -62,6 +62,14 @@ absl::Status ValidateModelConfig(const ModelConfig& c, absl::string_view source)
     if (m.use_rope && m.rope.rotary_dim % 2 != 0)
       return fail(absl::StrCat("qk_rope_head_dim (", m.qk_rope_head_dim, ") must be even for RoPE"));
   }
+  if (c.has_attention(AttentionKind::kKda)) {
+    const KdaConfig& k = c.kda;
+    for (auto [key, v] : {std::pair<const char*, int64_t>{"linear_attn_config.num_heads", k.num_heads},
+                          {"linear_attn_config.head_dim", k.head_dim},
+                          {"linear_attn_config.short_conv_kernel_size", k.conv_kernel}})
+      if (auto s = positive(key, v); !s.ok()) return s;
+    if (k.conv_kernel > 16) return fail("key 'linear_attn_config.short_conv_kernel_size' must be at most 16");
+  }
   if (!(c.rms_norm_eps > 0.f)) return fail("key 'rms_norm_eps' must be positive");
   bool dense = false;
   for (const LayerPlan& l : c.layers) {

@@ -30,7 +30,7 @@ struct RopeConfig {
   float low_freq_factor = 1.f, high_freq_factor = 4.f;  // llama3
 };
 
-enum class AttentionKind : uint8_t { kGqa, kMla };
+enum class AttentionKind : uint8_t { kGqa, kMla, kKda };
 enum class FfnKind : uint8_t { kDense, kMoe };
 
 // What one decoder layer runs.
@@ -68,6 +68,23 @@ struct MlaConfig {
   RopeConfig rope;               // over qk_rope_head_dim dims
 };
 
+// Kimi Delta Attention (Kimi-Linear, K3): linear attention with a per-sequence recurrent state of
+// [head_dim, head_dim] per head plus the short convolutions' last inputs, no per-token cache.
+struct KdaConfig {
+  int32_t num_heads = 0;
+  int32_t head_dim = 0;             // of keys and values alike
+  int32_t conv_kernel = 4;          // short_conv_kernel_size
+  KdaGate gate = KdaGate::kSoftplus;
+  float gate_lower_bound = 0.f;     // KdaGate::kBoundedSigmoid (K3)
+  bool full_rank_output_gate = false;  // g_proj [H·d, d] (K3), else g_a_proj/g_b_proj (Kimi-Linear)
+  // Values of recurrent state per sequence: S [H, d, d], then the q, k and v convolutions'
+  // [conv_kernel − 1, H·d] last inputs each.
+  int64_t state_floats() const {
+    const int64_t width = static_cast<int64_t>(num_heads) * head_dim;
+    return width * head_dim + 3 * (conv_kernel - 1) * width;
+  }
+};
+
 // Routed experts (DESIGN.md §3), optionally in a latent space, with shared experts.
 struct MoeConfig {
   int32_t num_experts = 0;     // N
@@ -100,6 +117,7 @@ struct ModelConfig {
 
   GqaConfig attention;  // the GQA layers'
   MlaConfig mla;        // the MLA layers'
+  KdaConfig kda;        // the KDA layers'
   MoeConfig moe;
   std::vector<LayerPlan> layers;  // [num_hidden_layers]
 

@@ -19,6 +19,47 @@ Tensor WeightBinder::Get(const std::string& name, int64_t rows, int64_t cols) {
   return *t;
 }
 
+Tensor WeightBinder::GetShaped(const std::string& name, const std::vector<int64_t>& shape) {
+  taken_.insert(name);
+  if (!status_.ok()) return {};
+  const TensorEntry* e = store_.Entry(name);
+  if (!e) {
+    status_ = absl::NotFoundError(absl::StrCat(store_.dir(), ": missing tensor '", name, "'"));
+    return {};
+  }
+  if (e->shape != shape) {
+    status_ = absl::InvalidArgumentError(absl::StrCat(store_.dir(), ": tensor '", name, "' has shape [",
+                                                      absl::StrJoin(e->shape, ", "), "] but config.json implies [",
+                                                      absl::StrJoin(shape, ", "), "]"));
+    return {};
+  }
+  int64_t rest = 1;
+  for (size_t i = 1; i < shape.size(); ++i) rest *= shape[i];
+  return Tensor{e->data, e->dtype, shape.empty() ? 1 : shape[0], rest};
+}
+
+Tensor WeightBinder::GetVectorAtLeast(const std::string& name, int64_t n) {
+  taken_.insert(name);
+  if (!status_.ok()) return {};
+  const TensorEntry* e = store_.Entry(name);
+  if (!e) {
+    status_ = absl::NotFoundError(absl::StrCat(store_.dir(), ": missing tensor '", name, "'"));
+    return {};
+  }
+  int64_t count = 1, long_dims = 0;
+  for (int64_t s : e->shape) {
+    count *= s;
+    long_dims += s != 1;
+  }
+  if (long_dims > 1 || count < n) {
+    status_ = absl::InvalidArgumentError(absl::StrCat(store_.dir(), ": tensor '", name, "' has shape [",
+                                                      absl::StrJoin(e->shape, ", "), "]; expected a vector of at least ",
+                                                      n, " values"));
+    return {};
+  }
+  return Tensor{e->data, e->dtype, 1, n};
+}
+
 Tensor WeightBinder::Optional(const std::string& name, int64_t rows, int64_t cols) {
   return store_.Has(name) ? Get(name, rows, cols) : Tensor{};
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "kernels/tensor.h"
@@ -23,6 +24,11 @@ class WeightBinder {
   // As Get, or an empty tensor (and no error) when the checkpoint has no such tensor.
   Tensor Optional(const std::string& name, int64_t rows, int64_t cols);
   bool Has(const std::string& name) const { return store_.Has(name); }
+  // A tensor of exactly `shape` (any rank), viewed as [shape[0], product of the rest].
+  Tensor GetShaped(const std::string& name, const std::vector<int64_t>& shape);
+  // A vector of at least n values (any shape whose dims other than one are 1, e.g. [1, 1, n, 1]),
+  // viewed as [1, n]: the first n are used.
+  Tensor GetVectorAtLeast(const std::string& name, int64_t n);
 
   const absl::Status& status() const { return status_; }
   // An error naming the checkpoint tensors not taken (the first few and their count), except

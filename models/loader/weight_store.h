@@ -21,6 +21,8 @@ class WeightStore {
   // The tensor `name` with exactly the expected shape ([rows, cols], or [cols] when rows == 0).
   absl::StatusOr<Tensor> Get(const std::string& name, int64_t rows, int64_t cols) const;
   bool Has(const std::string& name) const { return where_.count(name) != 0; }
+  // The entry of a tensor (shape, dtype, bytes) without a shape check; null when absent.
+  const TensorEntry* Entry(const std::string& name) const;
   const std::string& dir() const { return dir_; }
   // Every tensor's name and entry, in name order.
   std::vector<std::pair<std::string, const TensorEntry*>> Entries() const;

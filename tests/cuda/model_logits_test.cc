@@ -102,11 +102,12 @@ INSTANTIATE_TEST_SUITE_P(Transformers, CudaFixtureLogits, ::testing::ValuesIn(Hf
 std::vector<std::vector<float>> RunBatch(Model& model) {
   const ModelConfig& c = model.config();
   constexpr int32_t kBlock = 16, kSeqs = 4, kSteps = 12;
-  KvCache cache(model.backend(), model.kv_layout(), kSeqs * 4, kBlock);
+  KvCache cache(model.backend(), model.kv_layout(), kSeqs * 4, kBlock, DType::kF32, kSeqs);
   std::vector<StepSequence> seqs(kSeqs);
   StepBatch b;
   for (int32_t i = 0; i < kSeqs; ++i) {
     for (int32_t k = 0; k < 4; ++k) seqs[i].block_table.push_back(k * kSeqs + (kSeqs - 1 - i));
+    seqs[i].state_slot = i;
     seqs[i].num_tokens = 7 + 5 * i;
     for (int32_t t = 0; t < seqs[i].num_tokens; ++t) b.tokens.push_back(3 + (i * 977 + t * 131) % (c.vocab_size - 3));
   }

@@ -514,7 +514,7 @@ TEST_F(EngineTest, KvCacheDTypeFollowsTheCheckpointUnlessAsked) {
 TEST_F(EngineTest, Bf16AndFloat32CachesGiveMostlyTheSameGreedyTokens) {
   std::mt19937 rng(41);
   std::vector<Request> reqs;
-  for (int i = 0; i < 6; ++i) reqs.push_back(Req("r" + std::to_string(i), Prompt(rng, 5 + 7 * i), 12));
+  for (int i = 0; i < 6; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 5 + 7 * i), 12));
   EngineConfig cfg;
   auto bf16 = MakeEngine(cfg);
   ASSERT_EQ(bf16->kv_cache_dtype(), DType::kBF16);

@@ -1,11 +1,15 @@
 // The serving guarantees hold for every attention and FFN kind, not only this project's format:
 // on checkpoints of several families (GQA with a sliding window, GQA with biases and a gated
-// shared expert, MLA with its latent cache), requests batched with chunked prefills give each
-// request's tokens alone (batch invariance), a pool small enough to preempt gives the same
-// tokens, and a prefix-cache hit gives the tokens computed without the cache.
+// shared expert, MLA with its latent cache, KDA with its per-sequence state slots beside MLA),
+// 32 requests batched with chunked prefills give each request's tokens alone (batch invariance),
+// a pool small enough to preempt gives the same tokens, a prefix-cache hit gives the tokens
+// computed without the cache (models with recurrent state run without prefix caching), and
+// random cancellations leave no KV block or state slot behind.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
@@ -63,7 +67,7 @@ class FamiliesEngine : public ::testing::TestWithParam<std::string> {
 TEST_P(FamiliesEngine, BatchedRequestsGiveTheirTokensAlone) {
   std::mt19937 rng(11);
   std::vector<Request> reqs;
-  for (int i = 0; i < 12; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 3 + (i * 7) % 30), 5 + i % 4));
+  for (int i = 0; i < 32; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 3 + (i * 7) % 30), 5 + i % 4));
   EngineConfig cfg;
   cfg.scheduler.max_num_batched_tokens = 40;  // chunked prefills mixed with decodes
   auto engine = MakeEngine(cfg);
@@ -91,6 +95,7 @@ TEST_P(FamiliesEngine, PreemptionGivesTheSameTokens) {
   EXPECT_EQ(RunAll(*engine, reqs), expected);
   EXPECT_GT(engine->Metrics().preemptions, 0u);
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+  EXPECT_EQ(engine->Metrics().state_slots_used, 0);
 }
 
 TEST_P(FamiliesEngine, PrefixCacheHitGivesTheUncachedTokens) {
@@ -106,7 +111,9 @@ TEST_P(FamiliesEngine, PrefixCacheHitGivesTheUncachedTokens) {
   q1.WaitFinal();
   ASSERT_TRUE(engine->Submit(Req("b", p2, 6), q2.Callback()).ok());
   const RequestOutput o2 = q2.WaitFinal();
-  EXPECT_EQ(o2.cached_prompt_tokens, 48);
+  const bool recurrent = engine->num_state_slots() > 0;
+  EXPECT_EQ(engine->prefix_caching(), !recurrent);
+  EXPECT_EQ(o2.cached_prompt_tokens, recurrent ? 0 : 48);
   engine.reset();
   EngineConfig no_cache;
   no_cache.enable_prefix_caching = false;
@@ -114,8 +121,35 @@ TEST_P(FamiliesEngine, PrefixCacheHitGivesTheUncachedTokens) {
   EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 6)})[0], o2.token_ids);
 }
 
+TEST_P(FamiliesEngine, RandomCancellationsLeaveNoBlockOrSlotBehind) {
+  std::mt19937 rng(9);
+  EngineConfig cfg;
+  cfg.num_kv_blocks = 24;  // small enough to preempt
+  cfg.scheduler.max_num_seqs = 6;
+  auto engine = MakeEngine(cfg);
+  ASSERT_TRUE(engine);
+  std::vector<std::unique_ptr<OutputQueue>> qs;
+  for (int i = 0; i < 40; ++i) {
+    qs.push_back(std::make_unique<OutputQueue>());
+    ASSERT_TRUE(engine->Submit(Req(absl::StrCat("c", i), Prompt(rng, 5 + i % 23), 4 + i % 9), qs.back()->Callback()).ok());
+    if (rng() % 3 == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+      engine->Cancel(absl::StrCat("c", rng() % (i + 1)));
+    }
+  }
+  for (auto& q : qs) {
+    const RequestOutput o = q->WaitFinal();
+    EXPECT_TRUE(o.finish_reason == FinishReason::kLength || o.finish_reason == FinishReason::kCancelled) << o.error;
+  }
+  const MetricsSnapshot m = engine->Metrics();
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.state_slots_used, 0);
+  EXPECT_EQ(m.running + m.waiting, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transformers, FamiliesEngine,
-                         ::testing::Values("mixtral_bf16", "qwen2_moe_f32", "glm4_moe_f32", "deepseek_v3_f32"),
+                         ::testing::Values("mixtral_bf16", "qwen2_moe_f32", "glm4_moe_f32", "deepseek_v3_f32",
+                                           "kimi_linear_f32"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

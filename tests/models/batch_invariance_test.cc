@@ -19,7 +19,7 @@ struct Seq {
 // Prefill then `steps` greedy-free decode steps feeding fixed ids; returns every logits row.
 std::vector<std::vector<float>> RunSteps(Model& model, const std::vector<Seq>& seqs, int steps) {
   const int64_t V = model.config().vocab_size;
-  KvCache cache(model.backend(), model.kv_layout(), 64, 4);
+  KvCache cache(model.backend(), model.kv_layout(), 64, 4, DType::kF32, static_cast<int32_t>(seqs.size()));
   std::vector<std::vector<float>> out(seqs.size());
   std::vector<int32_t> pos(seqs.size(), 0);
   std::vector<float> logits;
@@ -28,6 +28,7 @@ std::vector<std::vector<float>> RunSteps(Model& model, const std::vector<Seq>& s
     for (size_t i = 0; i < seqs.size(); ++i) {
       StepSequence s;
       s.block_table = seqs[i].blocks;
+      s.state_slot = static_cast<int32_t>(i);
       s.start_pos = pos[i];
       s.all_logits = step == 0;
       if (step == 0) {

@@ -18,8 +18,6 @@ namespace {
 const std::map<std::string, std::string>& Refused() {
   static const std::map<std::string, std::string> refused = {
       {"qwen3_moe_dynamic_rope_f32", "\"dynamic\" is not supported"},
-      {"kimi_linear_f32", "unsupported architecture \"KimiLinearForCausalLM\""},
-      {"kimi_linear_bf16", "unsupported architecture \"KimiLinearForCausalLM\""},
   };
   return refused;
 }

@@ -80,7 +80,9 @@ TEST(TinyModel, FrozenBiasesBalanceExpertsBetterThanZeroBiases) {
   };
   const auto frozen = max_over_mean(**model);
   for (int32_t l = 0; l < c.num_hidden_layers; ++l)
-    if (c.is_moe_layer(l)) ASSERT_TRUE((*model)->SetRouterBias(l, std::vector<float>(c.moe.num_experts, 0.f)).ok());
+    if (c.is_moe_layer(l)) {
+      ASSERT_TRUE((*model)->SetRouterBias(l, std::vector<float>(c.moe.num_experts, 0.f)).ok());
+    }
   const auto zero = max_over_mean(**model);
   double mean_frozen = 0, mean_zero = 0;
   for (size_t i = 0; i < frozen.size(); ++i) mean_frozen += frozen[i], mean_zero += zero[i];

@@ -1,0 +1,106 @@
+// KdaAttention: binding and the forward over the step's sequences and their state slots.
+#include "models/layers/kda_attention.h"
+
+namespace ls {
+
+KdaAttention::KdaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config)
+    : c_(config.kda), eps_(config.rms_norm_eps) {
+  const int64_t d = config.hidden_size, H = c_.num_heads, hd = c_.head_dim, C = H * hd, K = c_.conv_kernel;
+  q_ = b.Get(prefix + "q_proj.weight", C, d);
+  k_ = b.Get(prefix + "k_proj.weight", C, d);
+  v_ = b.Get(prefix + "v_proj.weight", C, d);
+  q_conv_ = b.GetShaped(prefix + "q_conv1d.weight", {C, 1, K});
+  k_conv_ = b.GetShaped(prefix + "k_conv1d.weight", {C, 1, K});
+  v_conv_ = b.GetShaped(prefix + "v_conv1d.weight", {C, 1, K});
+  f_a_ = b.Get(prefix + "f_a_proj.weight", hd, d);
+  f_b_ = b.Get(prefix + "f_b_proj.weight", C, hd);
+  b_ = b.Get(prefix + "b_proj.weight", H, d);
+  // A_log: [1, 1, H, 1] as transformers saves it, or a vector of which the first H are used.
+  a_log_ = b.GetVectorAtLeast(prefix + "A_log", H);
+  dt_bias_ = b.Get(prefix + "dt_bias", 0, C);
+  if (c_.full_rank_output_gate) {
+    g_ = b.Get(prefix + "g_proj.weight", C, d);
+  } else {
+    g_a_ = b.Get(prefix + "g_a_proj.weight", hd, d);
+    g_b_ = b.Get(prefix + "g_b_proj.weight", C, hd);
+  }
+  o_norm_ = b.Get(prefix + "o_norm.weight", 0, hd);
+  o_ = b.Get(prefix + "o_proj.weight", d, C);
+}
+
+void KdaAttention::ForEachWeight(const WeightFn& fn) {
+  for (Tensor* t : {&q_, &k_, &v_, &f_a_, &f_b_, &b_, &g_a_, &g_b_, &g_, &o_})
+    if (!t->empty()) fn(*t, WeightUse::kMatmul);
+  for (Tensor* t : {&q_conv_, &k_conv_, &v_conv_, &a_log_, &dt_bias_, &o_norm_}) fn(*t, WeightUse::kOther);
+}
+
+void KdaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, float* x) {
+  Backend* be = ctx.backend;
+  StepBuffers& buf = *ctx.buf;
+  const int64_t T = ctx.num_tokens, H = c_.num_heads, hd = c_.head_dim, C = H * hd, K = c_.conv_kernel;
+  float* q0 = buf.q.as<float>(T * C);
+  float* k0 = buf.k.as<float>(T * C);
+  float* v0 = buf.v.as<float>(T * C);
+  float* conv = buf.attn.as<float>(3 * T * C);  // q, k, v after the convolutions
+  float* graw = buf.up.as<float>(T * C);
+  float* beta = buf.gate_logits.as<float>(T * H);
+  float* o = buf.ffn_out.as<float>(T * C);
+  float* gate = buf.act.as<float>(T * C);
+  const KvLayer cache = ctx.cache->layer(layer);
+  {
+    PartTimer t(ctx.profile, StepPart::kAttentionIn);
+    const GemmOutput qkv[] = {{&q_, q0}, {&k_, k0}, {&v_, v0}, {&b_, beta}};
+    be->GemmMany(h, T, qkv, 4);
+    const Tensor* weights[] = {&q_conv_, &k_conv_, &v_conv_};
+    const float* inputs[] = {q0, k0, v0};
+    for (int i = 0; i < 3; ++i) {
+      ShortConvParams p;
+      p.in = inputs[i];
+      p.out = conv + i * T * C;
+      p.channels = C;
+      p.weight = weights[i];
+      p.kernel = static_cast<int32_t>(K);
+      p.cache = cache;
+      p.tail_offset = C * hd + i * (K - 1) * C;
+      p.seqs = ctx.seqs->data();
+      p.num_seqs = static_cast<int32_t>(ctx.seqs->size());
+      be->ShortConv(p);
+    }
+    float* fa = buf.gate.as<float>(T * hd);
+    be->Gemm(h, T, f_a_, fa, false);
+    be->Gemm(fa, T, f_b_, graw, false);
+  }
+  KdaParams p;
+  p.q = conv;
+  p.k = conv + T * C;
+  p.v = conv + 2 * T * C;
+  p.graw = graw;
+  p.beta = beta;
+  p.out = o;
+  p.num_heads = static_cast<int32_t>(H);
+  p.head_dim = static_cast<int32_t>(hd);
+  p.a_log = a_log_;
+  p.dt_bias = dt_bias_;
+  p.gate = c_.gate;
+  p.lower_bound = c_.gate_lower_bound;
+  p.cache = cache;
+  p.seqs = ctx.seqs->data();
+  p.num_seqs = static_cast<int32_t>(ctx.seqs->size());
+  {
+    PartTimer t(ctx.profile, StepPart::kAttention);
+    be->KdaAttention(p);
+  }
+  PartTimer t(ctx.profile, StepPart::kAttentionOut);
+  if (c_.full_rank_output_gate) {
+    be->Gemm(h, T, g_, gate, false);
+  } else {
+    float* ga = buf.gate.as<float>(T * hd);
+    be->Gemm(h, T, g_a_, ga, false);
+    be->Gemm(ga, T, g_b_, gate, false);
+  }
+  be->RmsNorm(o, T * H, o_norm_, eps_, o);
+  be->MulSigmoid(o, T, C, gate, C);
+  be->Gemm(o, T, o_, x, /*accumulate=*/true);
+}
+
+}  // namespace ls

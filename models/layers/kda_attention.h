@@ -1,0 +1,38 @@
+// KdaAttention: Kimi Delta Attention (Kimi-Linear, K3), linear attention with a recurrent state
+// per sequence instead of a per-token cache: q, k and v projections through short causal
+// convolutions with SiLU, a per-channel forget gate from a low-rank projection (Kimi-Linear's
+// softplus form or K3's bounded sigmoid), β = σ(b_proj x), the gated delta rule over each head's
+// state, then a per-head RMSNorm times a sigmoid output gate (low-rank, or full-rank in K3) and
+// the output projection.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "models/layers/layer.h"
+#include "models/loader/model_config.h"
+#include "models/loader/weight_binder.h"
+
+namespace ls {
+
+class KdaAttention final : public AttentionLayer {
+ public:
+  // Binds `<prefix>{q,k,v}_proj`, `{q,k,v}_conv1d` [H·d, 1, K], `f_a_proj`, `f_b_proj`, `b_proj`,
+  // `A_log` (the first H values), `dt_bias`, `g_a_proj`/`g_b_proj` or `g_proj`, `o_norm`, `o_proj`.
+  KdaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config);
+
+  void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) override;
+  void ForEachWeight(const WeightFn& fn) override;
+
+ private:
+  KdaConfig c_;
+  float eps_;
+  Tensor q_, k_, v_;                   // [H·d, hidden]
+  Tensor q_conv_, k_conv_, v_conv_;    // [H·d, K]
+  Tensor f_a_, f_b_, b_;               // [d, hidden], [H·d, d], [H, hidden]
+  Tensor a_log_, dt_bias_;             // [≥ H], [H·d]
+  Tensor g_a_, g_b_, g_;               // [d, hidden], [H·d, d] or [H·d, hidden]
+  Tensor o_norm_, o_;                  // [d], [hidden, H·d]
+};
+
+}  // namespace ls
