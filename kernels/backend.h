@@ -80,7 +80,7 @@ class Backend {
                         RowStrides ys) = 0;
   // out[r, i] = act(gate[r, i]) · up[r, i] for rows of width `width`.
   virtual void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
-                             Activation act, float* out) = 0;
+                             GluAct act, float* out) = 0;
   // Scores, biased top-K selection and weights for every token.
   virtual void Router(const RouterParams& p) = 0;
   // Routed experts, grouped by expert: permute, one GEMM per active expert, weighted combine.

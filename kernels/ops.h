@@ -9,6 +9,19 @@
 namespace ls {
 
 enum class Activation : uint8_t { kSiTU, kSiLU };  // gate functions of the GLU experts
+
+// A GLU's gate function with its parameters: SiLU(g)·u, or the general SiTU of DESIGN.md §3,
+// SiTU(g, u) = β·tanh(g/β)·σ(g) · γ·tanh(u/γ) (β = 1 and no γ: σ(g)·tanh(g)·u).
+struct GluAct {
+  Activation kind = Activation::kSiTU;
+  float beta = 1.f;         // SiTU's bound β on the gate
+  float linear_beta = 0.f;  // SiTU's bound γ on the up branch; 0: none
+  constexpr GluAct() = default;
+  constexpr GluAct(Activation k) : kind(k) {}  // a plain activation converts implicitly
+  constexpr GluAct(Activation k, float b, float lb) : kind(k), beta(b), linear_beta(lb) {}
+  // SiLU, or SiTU with β = 1 and no γ. (constexpr: device code calls it too.)
+  constexpr bool plain() const { return kind == Activation::kSiLU || (beta == 1.f && linear_beta == 0.f); }
+};
 enum class ScoringFunc : uint8_t { kSigmoid, kSoftmax };
 // How group-limited routing ranks a group: the sum of its two best keys (DeepSeek-V3), or its
 // best key (DeepSeek-V2).
@@ -174,7 +187,7 @@ struct MoeParams {
   const Tensor* gate = nullptr;  // [N] of [f, in_width]
   const Tensor* up = nullptr;    // [N] of [f, in_width]
   const Tensor* down = nullptr;  // [N] of [out_width, f]
-  Activation act = Activation::kSiTU;
+  GluAct act;
   float* out = nullptr;              // [T, out_width]
   // [N] host counters incremented by the rows routed to each expert (optional), by the time the
   // backend next synchronizes (Backend::CopyToHost or Synchronize).

@@ -68,7 +68,7 @@ class Bf16ActivationsBackend final : public Backend {
     const int64_t span = (num_tokens - 1) * xs.token + (heads - 1) * xs.head + w[0].cols;
     cpu_.HeadGemm(Rounded(x, span), xs, num_tokens, heads, w, y, ys);
   }
-  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act,
                      float* out) override {
     cpu_.GluActivation(gate, up, rows, width, act, out);
   }

@@ -59,7 +59,7 @@ void CpuBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int
   cpu::HeadGemm(pool_, x, xs, num_tokens, heads, w, y, ys);
 }
 void CpuBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
-                               Activation act, float* out) {
+                               GluAct act, float* out) {
   cpu::GluActivation(pool_, gate, up, rows, width, act, out);
 }
 void CpuBackend::Router(const RouterParams& p) { cpu::Router(pool_, p); }

@@ -21,7 +21,7 @@ void PagedLatentAttention(ThreadPool& pool, const LatentAttentionParams& p);
 void ShortConv(ThreadPool& pool, const ShortConvParams& p);
 void KdaAttention(ThreadPool& pool, const KdaParams& p);
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,
-                   Activation act, float* out);
+                   GluAct act, float* out);
 void Router(ThreadPool& pool, const RouterParams& p);
 void MoeExperts(ThreadPool& pool, const MoeParams& p);
 // out[t] = Σ_k weights[t, k] · y[rows[t * K + k]] in k order (rows: null = t * K + k).
@@ -32,6 +32,8 @@ void CombineExpertOutputs(ThreadPool& pool, const float* y, const int64_t* rows,
 float Sigmoid(float x);
 float SiTU(float x);  // sigmoid(x) · tanh(x)
 float SiLU(float x);  // x · sigmoid(x)
+// The general SiTU of a GLU pair: β·tanh(g/β)·σ(g) · γ·tanh(u/γ) (γ = 0: u unbounded).
+float SiTU(float g, float u, float beta, float linear_beta);
 
 // Per-token top-K of scores + bias, best first, ties to the lower expert index.
 void SelectTopK(const float* scores, const float* bias, int32_t n, int32_t k, int32_t* ids);

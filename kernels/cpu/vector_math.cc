@@ -11,9 +11,13 @@ namespace {
 const bool kAvx512 = internal::CpuHasAvx512();
 }
 
-void GluRow(Activation act, const float* g, const float* u, float* o, int64_t n) {
+void GluRow(GluAct act, const float* g, const float* u, float* o, int64_t n) {
   if (kAvx512) return internal::GluRowAvx512(act, g, u, o, n);
-  if (act == Activation::kSiTU) {
+  if (!act.plain()) {
+    for (int64_t i = 0; i < n; ++i) o[i] = SiTU(g[i], u[i], act.beta, act.linear_beta);
+    return;
+  }
+  if (act.kind == Activation::kSiTU) {
     for (int64_t i = 0; i < n; ++i) o[i] = SiTU(g[i]) * u[i];
   } else {
     for (int64_t i = 0; i < n; ++i) o[i] = SiLU(g[i]) * u[i];

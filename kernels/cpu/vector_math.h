@@ -13,7 +13,7 @@ namespace ls::cpu {
 // o[i] = 1 / (1 + e^−x[i]) for i < n (the router's sigmoid scores).
 void SigmoidRow(const float* x, float* o, int64_t n);
 // o[i] = act(g[i]) · u[i] for i < n.
-void GluRow(Activation act, const float* g, const float* u, float* o, int64_t n);
+void GluRow(GluAct act, const float* g, const float* u, float* o, int64_t n);
 // Σ a[i] · b[i].
 float Dot(const float* a, const float* b, int64_t n);
 // y[i] += a · x[i].
@@ -24,7 +24,7 @@ void RmsNormRow(const float* x, const float* w, int64_t n, float eps, float* o);
 
 namespace internal {
 void SigmoidRowAvx512(const float* x, float* o, int64_t n);
-void GluRowAvx512(Activation act, const float* g, const float* u, float* o, int64_t n);
+void GluRowAvx512(GluAct act, const float* g, const float* u, float* o, int64_t n);
 float DotAvx512(const float* a, const float* b, int64_t n);
 void AxpyAvx512(float a, const float* x, float* y, int64_t n);
 void RmsNormRowAvx512(const float* x, const float* w, int64_t n, float eps, float* o);

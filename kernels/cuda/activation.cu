@@ -13,17 +13,17 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void GluKernel(const float* __restrict__ gate, const float* __restrict__ up, int64_t n, Activation act,
+__global__ void GluKernel(const float* __restrict__ gate, const float* __restrict__ up, int64_t n, GluAct act,
                           float* __restrict__ out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
-    out[i] = GluGate(act, gate[i]) * up[i];
+    out[i] = GluValue(act, gate[i], up[i]);
   }
 }
 
 }  // namespace
 
-void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act, float* out,
+void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act, float* out,
                    cudaStream_t stream) {
   const int64_t n = rows * width;
   if (n == 0) return;

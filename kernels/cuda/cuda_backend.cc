@@ -279,7 +279,7 @@ void CudaBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, in
   cuda::ScatterHeadRows(out, num_tokens, heads, N, y, ys, stream_);
 }
 
-void CudaBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+void CudaBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act,
                                 float* out) {
   Activate();
   cuda::GluActivation(gate, up, rows, width, act, out, stream_);

@@ -60,7 +60,7 @@ class CudaBackend final : public Backend {
   void KdaAttention(const KdaParams& p) override;
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                 RowStrides ys) override;
-  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act,
+  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act,
                      float* out) override;
   void Router(const RouterParams& p) override;
   // With p.tokens_per_expert (host memory), the per-expert counts are copied back without a

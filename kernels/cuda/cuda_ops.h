@@ -36,7 +36,7 @@ void AddBias(float* y, int64_t rows, const Tensor& bias, cudaStream_t stream);
 void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width, cudaStream_t stream);
 
 // out[r, i] = act(gate[r, i]) · up[r, i] over rows × width elements.
-void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, Activation act, float* out,
+void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act, float* out,
                    cudaStream_t stream);
 
 // x[i] += y[i].

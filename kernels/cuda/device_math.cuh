@@ -39,4 +39,12 @@ __device__ inline float GluGate(Activation act, float g) {
   return act == Activation::kSiTU ? Sigmoid(g) * tanhf(g) : g * Sigmoid(g);
 }
 
+// One GLU value act(g, u): the plain gates times u, or the general SiTU
+// β·tanh(g/β)·σ(g) · γ·tanh(u/γ).
+__device__ inline float GluValue(const GluAct& act, float g, float u) {
+  if (act.plain()) return GluGate(act.kind, g) * u;
+  const float up = act.linear_beta > 0.f ? act.linear_beta * tanhf(u / act.linear_beta) : u;
+  return act.beta * tanhf(g / act.beta) * Sigmoid(g) * up;
+}
+
 }  // namespace ls::cuda

@@ -60,7 +60,7 @@ __device__ inline uint4 LoadChunk(const uint16_t* row, int64_t col, int64_t k, b
 template <bool kGlu>
 __global__ void __launch_bounds__(kThreads)
     GroupedGemmKernel(const uint16_t* __restrict__ a, const uint16_t* const* __restrict__ w0,
-                      const uint16_t* const* __restrict__ w1, int64_t n, int64_t k, ExpertRows rows, Activation act,
+                      const uint16_t* const* __restrict__ w1, int64_t n, int64_t k, ExpertRows rows, GluAct act,
                       void* __restrict__ out) {
   constexpr int kMats = kGlu ? 2 : 1;
   __shared__ __align__(16) uint16_t sa[kBM * kLd];
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kThreads)
         if (r >= valid_rows || col >= n) continue;
         const int64_t idx = (row0 + r) * n + col;
         if constexpr (kGlu) {
-          const float v = GluGate(act, acc[0][mi][ni][i]) * acc[kMats - 1][mi][ni][i];
+          const float v = GluValue(act, acc[0][mi][ni][i], acc[kMats - 1][mi][ni][i]);
           static_cast<__nv_bfloat16*>(out)[idx] = __float2bfloat16_rn(v);
         } else {
           static_cast<float*>(out)[idx] = acc[0][mi][ni][i];
@@ -197,7 +197,7 @@ unsigned MaxRowTiles(const ExpertRows& rows) {
 
 template <bool kGlu>
 void Launch(const uint16_t* a, const uint16_t* const* w0, const uint16_t* const* w1, int64_t n, int64_t k,
-            const ExpertRows& rows, Activation act, void* out, cudaStream_t stream) {
+            const ExpertRows& rows, GluAct act, void* out, cudaStream_t stream) {
   if (rows.num_rows == 0 || n == 0) return;
   LS_CUDA_REQUIRE((n + kBN - 1) / kBN <= 65535, "GroupedGemm: output width too large");
   const dim3 grid(MaxRowTiles(rows), static_cast<unsigned>((n + kBN - 1) / kBN));
@@ -208,7 +208,7 @@ void Launch(const uint16_t* a, const uint16_t* const* w0, const uint16_t* const*
 }  // namespace
 
 void GroupedGemmGlu(const uint16_t* a, const uint16_t* const* gate, const uint16_t* const* up, int64_t n, int64_t k,
-                    const ExpertRows& rows, Activation act, uint16_t* out, cudaStream_t stream) {
+                    const ExpertRows& rows, GluAct act, uint16_t* out, cudaStream_t stream) {
   Launch<true>(a, gate, up, n, k, rows, act, out, stream);
 }
 

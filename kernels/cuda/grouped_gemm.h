@@ -27,7 +27,7 @@ struct ExpertRows {
 // act[r, :] = act(a[r] · gate_eᵀ) · (a[r] · up_eᵀ) as BF16 for each row r of expert e.
 //                                  a: [rows, k]  gate_e, up_e: [n, k]  out: [rows, n]
 void GroupedGemmGlu(const uint16_t* a, const uint16_t* const* gate, const uint16_t* const* up, int64_t n, int64_t k,
-                    const ExpertRows& rows, Activation act, uint16_t* out, cudaStream_t stream);
+                    const ExpertRows& rows, GluAct act, uint16_t* out, cudaStream_t stream);
 
 // y[r, :] = a[r] · w_eᵀ in float32 for each row r of expert e.
 //                                  a: [rows, k]  w_e: [n, k]  out: [rows, n]

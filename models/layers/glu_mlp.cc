@@ -4,7 +4,7 @@
 namespace ls {
 
 GluMlp::GluMlp(WeightBinder& b, const std::string& prefix, const GluNames& names, int64_t width, int64_t in,
-               int64_t out, Activation act)
+               int64_t out, GluAct act)
     : gate_(b.Get(prefix + names.gate + ".weight", width, in)),
       up_(b.Get(prefix + names.up + ".weight", width, in)),
       down_(b.Get(prefix + names.down + ".weight", out, width)),

@@ -15,7 +15,7 @@ class GluMlp final : public FfnLayer {
  public:
   // Binds `<prefix><gate|up|down>.weight`: [width, in], [width, in], [out, width].
   GluMlp(WeightBinder& b, const std::string& prefix, const GluNames& names, int64_t width, int64_t in, int64_t out,
-         Activation act);
+         GluAct act);
 
   void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) override;
   // out[T, out] (+)= the MLP of h[T, in].
@@ -29,7 +29,7 @@ class GluMlp final : public FfnLayer {
  private:
   Tensor gate_, up_, down_;
   int64_t width_;
-  Activation act_;
+  GluAct act_;
 };
 
 }  // namespace ls

@@ -40,7 +40,7 @@ class MoeBlock final : public FfnLayer {
                      const float* weights, float* out, int64_t* tokens_per_expert);
 
   MoeConfig m_;
-  Activation act_;
+  GluAct act_;
   float eps_;
   int64_t width_;                   // the experts' input and output width (d_lat or d)
   Tensor router_;                   // [N, d]

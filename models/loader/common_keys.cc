@@ -124,7 +124,12 @@ void ReadActivation(ConfigReader& r, ModelConfig* c, bool allow_situ) {
   if (act == "silu" || act == "swish") {
     c->hidden_act = Activation::kSiLU;
   } else if (act == "situ" && allow_situ) {
-    c->hidden_act = Activation::kSiTU;
+    // The general SiTU's bounds (K3: β = 4, γ = 25); absent, today's σ(g)·tanh(g)·u.
+    const double beta = r.Number("activation_situ_beta", false, 1.0);
+    const double linear_beta = r.Number("activation_situ_linear_beta", false, 0.0);
+    if (!(beta > 0.0)) r.Fail("key 'activation_situ_beta' must be positive");
+    if (linear_beta < 0.0) r.Fail("key 'activation_situ_linear_beta' must not be negative (0: unbounded)");
+    c->hidden_act = GluAct(Activation::kSiTU, static_cast<float>(beta), static_cast<float>(linear_beta));
   } else {
     r.Unsupported("hidden_act", allow_situ ? "\"situ\" or \"silu\"" : "\"silu\"");
   }

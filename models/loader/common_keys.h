@@ -34,7 +34,8 @@ struct RopeDefaults {
 // The RoPE of an attention layer over `head_dim` dims: theta, the partial rotary factor and the
 // scaling type; unsupported types are an error naming key and value.
 void ReadRopeKeys(ConfigReader& r, ModelConfig* c, const RopeDefaults& defaults, int32_t head_dim, RopeConfig* rope);
-// hidden_act: "silu", or also "situ" where the family allows it.
+// hidden_act: "silu", or also "situ" (with activation_situ_beta and activation_situ_linear_beta)
+// where the family allows it.
 void ReadActivation(ConfigReader& r, ModelConfig* c, bool allow_situ);
 // One plan per layer: layers [0, first_dense) dense, the rest MoE.
 void PlanLayers(ModelConfig* c, int32_t first_dense);

@@ -112,7 +112,7 @@ struct ModelConfig {
   float rms_norm_eps = 1e-6f;
   bool tie_word_embeddings = false;
   int64_t max_position_embeddings = 0;
-  Activation hidden_act = Activation::kSiLU;  // the dense FFN's and the experts' GLU gate
+  GluAct hidden_act = Activation::kSiLU;  // the dense FFN's and the experts' GLU gate
   int64_t intermediate_size = 0;              // dense FFN width
 
   GqaConfig attention;  // the GQA layers'
