@@ -91,6 +91,11 @@ class Backend {
                                     float* out) = 0;
   // x[i] += y[i].
   virtual void Add(float* x, const float* y, int64_t n) = 0;
+  // dst[i] = src[i] for i < n (backend memory, not overlapping); x[i] = 0 for i < n.
+  virtual void Copy(float* dst, const float* src, int64_t n) = 0;
+  virtual void SetZero(float* x, int64_t n) = 0;
+  // Attention residuals' mix of block residuals (AttnResParams).
+  virtual void AttnResMix(const AttnResParams& p) = 0;
   // Row moves of expert-parallel dispatch and combine, rows of `width` floats (rows: host memory):
   // gather dst[i] = src[rows[i]], scatter dst[rows[i]] = src[i], for i < n.
   virtual void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;

@@ -156,6 +156,22 @@ struct KdaParams {
   int32_t chunk = 64;  // a sequence with more new tokens than this runs the chunked form (0: never)
 };
 
+// Attention residuals (AttnRes, K3): the depth-wise mix of a token's block residuals and its
+// current residual p. With sources V_0..V_{n−1} = the num_blocks rows of `blocks`, then `last`:
+// s_i = Σ_d (V_i[d] / √(mean(V_i²) + eps)) · norm_w[d] · proj_w[d], out = Σ_i softmax(s)_i · V_i, in
+// float32.
+struct AttnResParams {
+  const float* blocks = nullptr;  // [num_blocks, T, d]
+  int32_t num_blocks = 0;
+  const float* last = nullptr;    // [T, d] the current residual
+  int64_t num_tokens = 0;
+  int64_t width = 0;              // d
+  Tensor norm_weight;             // [d]
+  Tensor proj_weight;             // [1, d]
+  float eps = 1e-6f;
+  float* out = nullptr;           // [T, d], apart from the sources
+};
+
 struct RouterParams {
   const float* logits = nullptr;  // [T, N] router logits h·Wrᵀ
   const float* bias = nullptr;    // [N] frozen selection bias, or null

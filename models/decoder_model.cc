@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), std::move(store), backend));
   const ModelConfig& c = m->config_;
   const TensorNames& names = family.names;
-  WeightBinder b(*m->store_);
+  WeightBinder b(*m->store_, names.prefix);
   const int64_t d = c.hidden_size;
   m->embed_ = b.Get("model.embed_tokens.weight", c.vocab_size, d);
   m->final_norm_ = b.Get("model.norm.weight", 0, d);
@@ -35,6 +35,11 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
     const std::string p = absl::StrCat("model.layers.", i, ".");
     L.input_norm = b.Get(p + "input_layernorm.weight", 0, d);
     L.post_attention_norm = b.Get(p + "post_attention_layernorm.weight", 0, d);
+    if (c.attn_res_block_size > 0) {
+      // Layer 0 has no blocks yet to mix before its attention; its tensors are bound all the same.
+      L.attention_res = AttnResMixer(b, p + "self_attention_res", d, c.rms_norm_eps);
+      L.ffn_res = AttnResMixer(b, p + "mlp_res", d, c.rms_norm_eps);
+    }
     switch (c.layers[i].attention) {
       case AttentionKind::kGqa:
         L.attention = std::make_unique<GqaAttention>(b, p + names.attention, c, c.layers[i], &m->gqa_rope_);
@@ -58,6 +63,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
       L.ffn = std::make_unique<GluMlp>(b, mlp, GluNames{}, c.intermediate_size, d, d, c.hidden_act);
     }
   }
+  if (c.attn_res_block_size > 0) m->output_res_ = AttnResMixer(b, "model.output_attn_res", d, c.rms_norm_eps);
   if (!b.status().ok()) return b.status();
   const ModelConfig* cp = &c;
   auto unused_ok = family.unused_ok;
@@ -73,12 +79,18 @@ void DecoderModel::ForEachWeight(const WeightFn& fn) {
   fn(embed_, WeightUse::kOther);
   fn(final_norm_, WeightUse::kOther);
   fn(lm_head_, WeightUse::kMatmul);  // tied: its own GEMM copy of the table's host view
+  auto other = [&](Tensor& t) {
+    if (!t.empty()) fn(t, WeightUse::kOther);
+  };
   for (Layer& L : layers_) {
     fn(L.input_norm, WeightUse::kOther);
     fn(L.post_attention_norm, WeightUse::kOther);
     L.attention->ForEachWeight(fn);
     L.ffn->ForEachWeight(fn);
+    L.attention_res.ForEachWeight(other);
+    L.ffn_res.ForEachWeight(other);
   }
+  output_res_.ForEachWeight(other);
 }
 
 std::vector<KvLayerSpec> DecoderModel::kv_layout() const {
@@ -105,6 +117,13 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
     PartTimer t(profile_, StepPart::kEmbedding);
     backend_->Embedding(batch.tokens.data(), T, embed_, x);
   }
+  x = config_.attn_res_block_size > 0 ? RunLayersWithAttnRes(ctx, x) : RunLayers(ctx, x);
+  Logits(batch, seqs_, x, final_norm_, lm_head_, logits);
+  return absl::OkStatus();
+}
+
+float* DecoderModel::RunLayers(StepContext& ctx, float* x) {
+  const int64_t T = ctx.num_tokens, d = config_.hidden_size;
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l) {
     Layer& L = layers_[l];
     float* h = buf_.h.as<float>(T * d);
@@ -119,8 +138,48 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
     }
     L.ffn->Forward(ctx, l, h, x);
   }
-  Logits(batch, seqs_, x, final_norm_, lm_head_, logits);
-  return absl::OkStatus();
+  return x;
+}
+
+// K3.md's recurrence: per layer l, p = h; the attention reads AR(p, blocks) (h itself before any
+// block exists); at a block's first layer p joins the blocks and the stream restarts (p = the
+// attention's output alone); the FFN reads AR(p + attention, blocks) and h = p + FFN. After the
+// last layer h = AR(h, blocks).
+float* DecoderModel::RunLayersWithAttnRes(StepContext& ctx, float* x) {
+  const int64_t T = ctx.num_tokens, d = config_.hidden_size, B = config_.attn_res_block_size;
+  const int64_t max_blocks = (config_.num_hidden_layers + B - 1) / B;
+  float* blocks = buf_.res_blocks.as<float>(max_blocks * T * d);
+  float* mixed = buf_.res_mix.as<float>(T * d);
+  float* other = buf_.res_other.as<float>(T * d);  // the stream's second buffer, for restarts
+  int32_t num_blocks = 0;
+  for (int32_t l = 0; l < config_.num_hidden_layers; ++l) {
+    Layer& L = layers_[l];
+    float* h = buf_.h.as<float>(T * d);
+    {
+      PartTimer t(profile_, StepPart::kAttentionIn);
+      const float* attention_in = x;
+      if (num_blocks > 0) {
+        L.attention_res.Mix(ctx, blocks, num_blocks, x, mixed);
+        attention_in = mixed;
+      }
+      backend_->RmsNorm(attention_in, T, L.input_norm, config_.rms_norm_eps, h);
+      if (l % B == 0) {  // a new block: the stream so far is kept, and restarts from zero
+        backend_->Copy(blocks + num_blocks * T * d, x, T * d);
+        ++num_blocks;
+        std::swap(x, other);
+        backend_->SetZero(x, T * d);
+      }
+    }
+    L.attention->Forward(ctx, l, h, x);
+    {
+      PartTimer r(profile_, config_.is_moe_layer(l) ? StepPart::kRouter : StepPart::kSharedOrDense);
+      L.ffn_res.Mix(ctx, blocks, num_blocks, x, mixed);
+      backend_->RmsNorm(mixed, T, L.post_attention_norm, config_.rms_norm_eps, h);
+    }
+    L.ffn->Forward(ctx, l, h, x);
+  }
+  output_res_.Mix(ctx, blocks, num_blocks, x, mixed);
+  return mixed;
 }
 
 }  // namespace ls

@@ -83,6 +83,9 @@ class Bf16ActivationsBackend final : public Backend {
     cpu_.CombineExpertOutputs(y, weights, T, K, width, out);
   }
   void Add(float* x, const float* y, int64_t n) override { cpu_.Add(x, y, n); }
+  void Copy(float* dst, const float* src, int64_t n) override { cpu_.Copy(dst, src, n); }
+  void SetZero(float* x, int64_t n) override { cpu_.SetZero(x, n); }
+  void AttnResMix(const AttnResParams& p) override { cpu_.AttnResMix(p); }
   void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override {
     cpu_.GatherRows(src, rows, n, width, dst);
   }

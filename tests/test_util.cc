@@ -33,6 +33,13 @@ std::vector<std::string> FixtureNames() { return Subdirectories(DataDir() + "/fi
 std::string FixtureDir(const std::string& name) { return DataDir() + "/fixtures/" + name; }
 std::vector<std::string> HfFixtureNames() { return Subdirectories(DataDir() + "/hf"); }
 std::string HfFixtureDir(const std::string& name) { return DataDir() + "/hf/" + name; }
+std::vector<std::string> K3FixtureNames() { return Subdirectories(DataDir() + "/k3"); }
+std::string K3FixtureDir(const std::string& name) { return DataDir() + "/k3/" + name; }
+std::string FixtureParamDir(const std::string& param) {
+  if (param.rfind("hf/", 0) == 0) return HfFixtureDir(param.substr(3));
+  if (param.rfind("k3/", 0) == 0) return K3FixtureDir(param.substr(3));
+  return FixtureDir(param);
+}
 
 Golden LoadGolden(const std::string& dir) {
   Golden g;

@@ -14,6 +14,11 @@ std::string FixtureDir(const std::string& name);
 // The checkpoints written by transformers (tests/data/hf, models/reference/hf_fixtures.py).
 std::vector<std::string> HfFixtureNames();
 std::string HfFixtureDir(const std::string& name);
+// Kimi K3's checkpoints (tests/data/k3, models/reference/k3_fixtures.py).
+std::vector<std::string> K3FixtureNames();
+std::string K3FixtureDir(const std::string& name);
+// The directory of a test parameter naming a fixture: "hf/NAME", "k3/NAME" or NAME (our format).
+std::string FixtureParamDir(const std::string& param);
 
 struct Golden {
   std::vector<int32_t> prompt_ids;  // [32]

@@ -71,6 +71,13 @@ void CpuBackend::CombineExpertOutputs(const float* y, const float* weights, int6
 void CpuBackend::Add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
+void CpuBackend::Copy(float* dst, const float* src, int64_t n) {
+  if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+void CpuBackend::SetZero(float* x, int64_t n) {
+  if (n > 0) std::memset(x, 0, static_cast<size_t>(n) * sizeof(float));
+}
+void CpuBackend::AttnResMix(const AttnResParams& p) { cpu::AttnResMix(pool_, p); }
 void CpuBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * width, src + rows[i] * width, width * sizeof(float));
 }

@@ -47,6 +47,9 @@ class CpuBackend final : public Backend {
   void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
                             float* out) override;
   void Add(float* x, const float* y, int64_t n) override;
+  void Copy(float* dst, const float* src, int64_t n) override;
+  void SetZero(float* x, int64_t n) override;
+  void AttnResMix(const AttnResParams& p) override;
   void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
   void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
   void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,

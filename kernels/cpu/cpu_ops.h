@@ -15,6 +15,7 @@ void Embedding(ThreadPool& pool, const int32_t* ids, int64_t num_tokens, const T
 void RmsNorm(ThreadPool& pool, const float* x, int64_t rows, const Tensor& w, float eps, float* out);
 void Rope(ThreadPool& pool, float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p);
 void AddBias(ThreadPool& pool, float* y, int64_t rows, const Tensor& bias);
+void AttnResMix(ThreadPool& pool, const AttnResParams& p);
 void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width);
 void PagedAttention(ThreadPool& pool, const AttentionParams& p);
 void PagedLatentAttention(ThreadPool& pool, const LatentAttentionParams& p);

@@ -1,4 +1,10 @@
-// CPU elementwise ops on activation rows: bias addition and sigmoid gating.
+// CPU elementwise ops on activation rows: bias addition, sigmoid gating and the attention
+// residuals' mix of block residuals.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/dtype.h"
 
@@ -22,6 +28,39 @@ void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const f
         for (int64_t i = 0; i < width; ++i) xr[i] *= s;
       } else {
         for (int64_t i = 0; i < width; ++i) xr[i] *= Sigmoid(g[i]);
+      }
+    }
+  });
+}
+
+void AttnResMix(ThreadPool& pool, const AttnResParams& p) {
+  const int64_t d = p.width, T = p.num_tokens;
+  const int32_t n = p.num_blocks + 1;
+  std::vector<float> w(d);
+  for (int64_t i = 0; i < d; ++i)
+    w[i] = LoadAsF32(p.norm_weight.data, p.norm_weight.dtype, i) * LoadAsF32(p.proj_weight.data, p.proj_weight.dtype, i);
+  pool.ParallelForRanges(T, d * n, 16384, [&](int64_t t0, int64_t t1) {
+    std::vector<float> s(n);
+    std::vector<const float*> src(n);
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int32_t i = 0; i < n; ++i) src[i] = (i < p.num_blocks ? p.blocks + (i * T) * d : p.last) + t * d;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int32_t i = 0; i < n; ++i) {
+        float ss = 0.f, dot = 0.f;
+        for (int64_t j = 0; j < d; ++j) {
+          ss += src[i][j] * src[i][j];
+          dot += src[i][j] * w[j];
+        }
+        s[i] = dot / std::sqrt(ss / static_cast<float>(d) + p.eps);
+        mx = std::max(mx, s[i]);
+      }
+      float sum = 0.f;
+      for (int32_t i = 0; i < n; ++i) sum += (s[i] = std::exp(s[i] - mx));
+      float* out = p.out + t * d;
+      for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
+      for (int32_t i = 0; i < n; ++i) {
+        const float a = s[i] / sum;
+        for (int64_t j = 0; j < d; ++j) out[j] += a * src[i][j];
       }
     }
   });

@@ -357,6 +357,23 @@ void CudaBackend::Add(float* x, const float* y, int64_t n) {
   cuda::Add(x, y, n, stream_);
 }
 
+void CudaBackend::Copy(float* dst, const float* src, int64_t n) {
+  if (n <= 0) return;
+  Activate();
+  LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::SetZero(float* x, int64_t n) {
+  if (n <= 0) return;
+  Activate();
+  LS_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<size_t>(n) * sizeof(float), stream_));
+}
+
+void CudaBackend::AttnResMix(const AttnResParams& p) {
+  Activate();
+  cuda::AttnResMix(p, stream_);
+}
+
 void CudaBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
   if (n == 0) return;
   Activate();

@@ -41,6 +41,8 @@ void GluActivation(const float* gate, const float* up, int64_t rows, int64_t wid
 
 // x[i] += y[i].
 void Add(float* x, const float* y, int64_t n, cudaStream_t stream);
+// The attention residuals' mix (AttnResParams), one block per token.
+void AttnResMix(const AttnResParams& p, cudaStream_t stream);
 // dst[i] = src[rows[i]] / dst[rows[i]] = src[i] for i < n, rows of `width` floats; rows: device.
 void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream);
 void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream);

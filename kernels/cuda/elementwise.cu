@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -40,6 +41,46 @@ __global__ void MulSigmoidKernel(float* __restrict__ x, int64_t n, int64_t width
   }
 }
 
+// Grid: one block per token. Dynamic shared memory: the n sources' scores.
+__global__ void AttnResKernel(AttnResParams p) {
+  extern __shared__ float s[];
+  __shared__ float part[2][kThreads];
+  const int64_t t = blockIdx.x, d = p.width, T = p.num_tokens;
+  const int32_t n = p.num_blocks + 1;
+  for (int32_t i = 0; i < n; ++i) {
+    const float* v = (i < p.num_blocks ? p.blocks + i * T * d : p.last) + t * d;
+    float ss = 0.f, dot = 0.f;
+    for (int64_t j = threadIdx.x; j < d; j += kThreads) {
+      const float w = LoadWeight(p.norm_weight.data, p.norm_weight.dtype, j) *
+                      LoadWeight(p.proj_weight.data, p.proj_weight.dtype, j);
+      ss += v[j] * v[j];
+      dot += v[j] * w;
+    }
+    part[0][threadIdx.x] = ss;
+    part[1][threadIdx.x] = dot;
+    __syncthreads();
+    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+      if (threadIdx.x < stride) {
+        part[0][threadIdx.x] += part[0][threadIdx.x + stride];
+        part[1][threadIdx.x] += part[1][threadIdx.x + stride];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) s[i] = part[1][0] / sqrtf(part[0][0] / static_cast<float>(d) + p.eps);
+    __syncthreads();
+  }
+  float mx = -INFINITY;
+  for (int32_t i = 0; i < n; ++i) mx = fmaxf(mx, s[i]);
+  float sum = 0.f;
+  for (int32_t i = 0; i < n; ++i) sum += expf(s[i] - mx);
+  for (int64_t j = threadIdx.x; j < d; j += kThreads) {
+    float acc = 0.f;
+    for (int32_t i = 0; i < n; ++i)
+      acc += expf(s[i] - mx) / sum * (i < p.num_blocks ? p.blocks + i * T * d : p.last)[t * d + j];
+    p.out[t * d + j] = acc;
+  }
+}
+
 __global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, __nv_bfloat16* __restrict__ out) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -66,6 +107,12 @@ void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_
   const int64_t n = rows * width;
   if (n == 0) return;
   MulSigmoidKernel<<<GridFor(n), kThreads, 0, stream>>>(x, n, width, gate, gate_width);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void AttnResMix(const AttnResParams& p, cudaStream_t stream) {
+  if (p.num_tokens == 0) return;
+  AttnResKernel<<<static_cast<unsigned>(p.num_tokens), kThreads, (p.num_blocks + 1) * sizeof(float), stream>>>(p);
   LS_CUDA_CHECK_LAUNCH();
 }
 

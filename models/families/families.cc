@@ -5,7 +5,7 @@ namespace ls {
 
 const std::vector<const Family*>& Families() {
   static const std::vector<const Family*> families = {&kStableLatentMoe, &kQwen3Moe,   &kQwen2Moe, &kMixtral,
-                                                      &kGlm4Moe,         &kDeepseekV3, &kDeepseekV2, &kKimiLinear};
+                                                      &kGlm4Moe,         &kDeepseekV3, &kDeepseekV2, &kKimiLinear, &kKimiK3};
   return families;
 }
 

@@ -14,5 +14,6 @@ extern const Family kGlm4Moe;
 extern const Family kDeepseekV3;
 extern const Family kDeepseekV2;
 extern const Family kKimiLinear;
+extern const Family kKimiK3;
 
 }  // namespace ls

@@ -38,6 +38,7 @@ MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const Mod
   kv_a_norm_ = b.Get(prefix + "kv_a_layernorm.weight", 0, L);
   // kv_b_proj: per head qk_nope key rows, then v value rows, over the latent.
   const Tensor kv_b = b.Get(prefix + "kv_b_proj.weight", H * (nope + v), L);
+  if (c_.output_gate) g_ = b.Get(prefix + "g_proj.weight", H * v, d);
   o_ = b.Get(prefix + "o_proj.weight", d, H * v);
   if (c_.bias) o_bias_ = b.Get(prefix + "o_proj.bias", 0, d);
   if (kv_b.empty()) return;
@@ -55,7 +56,7 @@ MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const Mod
 }
 
 void MlaAttention::ForEachWeight(const WeightFn& fn) {
-  for (Tensor* t : {&q_a_, &q_b_, &q_, &kv_a_c_, &kv_a_rope_, &o_})
+  for (Tensor* t : {&q_a_, &q_b_, &q_, &kv_a_c_, &kv_a_rope_, &g_, &o_})
     if (!t->empty()) fn(*t, WeightUse::kMatmul);
   for (Tensor* t : {&q_a_bias_, &q_a_norm_, &kv_a_c_bias_, &kv_a_rope_bias_, &kv_a_norm_, &o_bias_})
     if (!t->empty()) fn(*t, WeightUse::kOther);
@@ -127,6 +128,11 @@ void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
   PartTimer t(ctx.profile, StepPart::kAttentionOut);
   // Values: o_h = W_UV_h · (Σ p c) per head, then the output projection over the heads.
   be->HeadGemm(o_lat, RowStrides{H * L, L}, T, static_cast<int32_t>(H), uv_.data(), o, RowStrides{H * v, v});
+  if (c_.output_gate) {  // the heads' output times σ(g_proj(x)), x the input norm's output
+    float* gate = buf.gate.as<float>(T * H * v);
+    be->Gemm(h, T, g_, gate, false);
+    be->MulSigmoid(o, T, H * v, gate, H * v);
+  }
   be->Gemm(o, T, o_, x, /*accumulate=*/true);
   if (c_.bias) be->AddBias(x, T, o_bias_);
 }

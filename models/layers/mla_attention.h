@@ -42,6 +42,7 @@ class MlaAttention final : public AttentionLayer {
   std::vector<unsigned char> uk_t_bytes_;  // the transposed copies below, as stored, until prepared
   std::vector<Tensor> uk_t_;                // [H] of [L, qk_nope]: q_latent_h = q_nope_h · W_UK_h
   std::vector<Tensor> uv_;                  // [H] of [v, L]: head h's value rows of kv_b_proj
+  Tensor g_;                                // [H*v, d] the output gate (output_gate only)
   Tensor o_, o_bias_;                       // [d, H*v], [d]
 };
 

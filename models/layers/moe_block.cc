@@ -13,8 +13,8 @@ MoeBlock::MoeBlock(WeightBinder& b, const std::string& prefix, const ModelConfig
   const int64_t d = c.hidden_size, N = m_.num_experts, f = m_.expert_ffn;
   router_ = b.Get(prefix + names.router, N, d);
   router_bias_.assign(N, 0.f);
-  router_bias_name_ = prefix + names.router_bias;
-  if (Tensor bias = b.Optional(router_bias_name_, 0, N); !bias.empty())
+  router_bias_name_ = b.FullName(prefix + names.router_bias);
+  if (Tensor bias = b.Optional(prefix + names.router_bias, 0, N); !bias.empty())
     for (int64_t e = 0; e < N; ++e) router_bias_[e] = LoadAsF32(bias.data, bias.dtype, e);
   router_bias_view_ = Tensor{router_bias_.data(), DType::kF32, 1, N};
   if (m_.latent_size > 0) {

@@ -23,7 +23,7 @@ struct StepBuffers {
       : x(backend), h(backend), q(backend), k(backend), v(backend), attn(backend), gate(backend), up(backend),
         act(backend), ffn_out(backend), gate_logits(backend), router_logits(backend), topk_w(backend),
         topk_ids(backend), z(backend), c(backend), dz(backend), dy(backend), dids(backend), dw(backend),
-        rows(backend) {}
+        rows(backend), res_blocks(backend), res_mix(backend), res_other(backend) {}
   DeviceBuffer x;     // [T, d] the residual stream
   DeviceBuffer h;     // [T, d] the normed input of a sublayer
   DeviceBuffer q, k, v, attn;         // attention
@@ -32,6 +32,7 @@ struct StepBuffers {
   DeviceBuffer router_logits, topk_w, topk_ids, z, c;  // MoE
   DeviceBuffer dz, dy, dids, dw, rows;                 // expert-parallel dispatch and combine
   int64_t unit_rows = 0;                               // leading values of dw that hold 1.0
+  DeviceBuffer res_blocks, res_mix, res_other;         // attention residuals: blocks, a mix, a second stream
 };
 
 // Expert statistics and placement, shared by the model's MoE layers.

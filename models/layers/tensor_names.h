@@ -28,6 +28,7 @@ struct MoeNames {
 };
 
 struct TensorNames {
+  std::string prefix;                    // before every name (K3's "language_model.")
   std::string attention = "self_attn.";  // under "model.layers.<i>."
   std::string dense_mlp = "mlp.";
   std::string dense_mlp_alt;             // a second spelling of dense_mlp some writers use (empty: none)

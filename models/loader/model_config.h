@@ -63,6 +63,7 @@ struct MlaConfig {
   int32_t v_head_dim = 0;
   bool bias = false;             // q_a_proj (or nothing), kv_a_proj_with_mqa and o_proj carry biases
   bool use_rope = true;          // false: the rope dims are not rotated (Kimi)
+  bool output_gate = false;      // K3: the heads' output times σ(g_proj(x)) before o_proj
   float norm_eps = 1e-6f;        // q_a_layernorm and kv_a_layernorm
   float softmax_scale = 0.f;     // (qk_nope + qk_rope)^-1/2, times YaRN's mscale² where the config asks
   RopeConfig rope;               // over qk_rope_head_dim dims
@@ -114,6 +115,9 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   GluAct hidden_act = Activation::kSiLU;  // the dense FFN's and the experts' GLU gate
   int64_t intermediate_size = 0;              // dense FFN width
+  // Attention residuals (K3): the residual stream restarts every attn_res_block_size layers and
+  // each sublayer reads a learned mix of the block residuals; 0: the plain residual stream.
+  int32_t attn_res_block_size = 0;
 
   GqaConfig attention;  // the GQA layers'
   MlaConfig mla;        // the MLA layers'

@@ -8,7 +8,8 @@
 
 namespace ls {
 
-Tensor WeightBinder::Get(const std::string& name, int64_t rows, int64_t cols) {
+Tensor WeightBinder::Get(const std::string& short_name, int64_t rows, int64_t cols) {
+  const std::string name = prefix_ + short_name;
   taken_.insert(name);
   if (!status_.ok()) return {};
   auto t = store_.Get(name, rows, cols);
@@ -19,7 +20,8 @@ Tensor WeightBinder::Get(const std::string& name, int64_t rows, int64_t cols) {
   return *t;
 }
 
-Tensor WeightBinder::GetShaped(const std::string& name, const std::vector<int64_t>& shape) {
+Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<int64_t>& shape) {
+  const std::string name = prefix_ + short_name;
   taken_.insert(name);
   if (!status_.ok()) return {};
   const TensorEntry* e = store_.Entry(name);
@@ -38,7 +40,8 @@ Tensor WeightBinder::GetShaped(const std::string& name, const std::vector<int64_
   return Tensor{e->data, e->dtype, shape.empty() ? 1 : shape[0], rest};
 }
 
-Tensor WeightBinder::GetVectorAtLeast(const std::string& name, int64_t n) {
+Tensor WeightBinder::GetVectorAtLeast(const std::string& short_name, int64_t n) {
+  const std::string name = prefix_ + short_name;
   taken_.insert(name);
   if (!status_.ok()) return {};
   const TensorEntry* e = store_.Entry(name);
@@ -61,7 +64,7 @@ Tensor WeightBinder::GetVectorAtLeast(const std::string& name, int64_t n) {
 }
 
 Tensor WeightBinder::Optional(const std::string& name, int64_t rows, int64_t cols) {
-  return store_.Has(name) ? Get(name, rows, cols) : Tensor{};
+  return Has(name) ? Get(name, rows, cols) : Tensor{};
 }
 
 absl::Status WeightBinder::CheckAllTaken(const std::function<bool(const std::string&)>& unused_ok) const {

@@ -17,13 +17,16 @@ namespace ls {
 
 class WeightBinder {
  public:
-  explicit WeightBinder(const WeightStore& store) : store_(store) {}
+  // `prefix` goes before every name asked for (a model nested in a wrapper, e.g. "language_model.").
+  explicit WeightBinder(const WeightStore& store, std::string prefix = {}) : store_(store), prefix_(std::move(prefix)) {}
 
   // The tensor `name` of shape [rows, cols] ([cols] when rows == 0); an empty tensor after an error.
   Tensor Get(const std::string& name, int64_t rows, int64_t cols);
   // As Get, or an empty tensor (and no error) when the checkpoint has no such tensor.
   Tensor Optional(const std::string& name, int64_t rows, int64_t cols);
-  bool Has(const std::string& name) const { return store_.Has(name); }
+  bool Has(const std::string& name) const { return store_.Has(prefix_ + name); }
+  // The checkpoint's name for `name` (with the prefix).
+  std::string FullName(const std::string& name) const { return prefix_ + name; }
   // A tensor of exactly `shape` (any rank), viewed as [shape[0], product of the rest].
   Tensor GetShaped(const std::string& name, const std::vector<int64_t>& shape);
   // A vector of at least n values (any shape whose dims other than one are 1, e.g. [1, 1, n, 1]),
@@ -37,6 +40,7 @@ class WeightBinder {
 
  private:
   const WeightStore& store_;
+  std::string prefix_;
   absl::Status status_;
   std::unordered_set<std::string> taken_;
 };

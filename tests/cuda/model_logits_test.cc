@@ -56,16 +56,11 @@ struct BothBackends {
   std::unique_ptr<Model> cpu_model, gpu_model;
 };
 
-// The fixture directory of a test parameter: "hf/NAME" (transformers' checkpoints) or NAME.
-std::string ParamDir(const std::string& param) {
-  return param.rfind("hf/", 0) == 0 ? testing::HfFixtureDir(param.substr(3)) : testing::FixtureDir(param);
-}
-
 class CudaFixtureLogits : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaFixtureLogits, MatchGoldensAndCpuBackend) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  const std::string dir = ParamDir(GetParam());
+  const std::string dir = testing::FixtureParamDir(GetParam());
   {
     CpuBackend probe(1);
     if (auto m = LoadModel(dir, &probe); !m.ok())
@@ -96,6 +91,14 @@ std::vector<std::string> HfParams() {
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(Transformers, CudaFixtureLogits, ::testing::ValuesIn(HfParams()),
+                         [](const auto& info) { return info.param.substr(3); });
+
+std::vector<std::string> K3Params() {
+  std::vector<std::string> out;
+  for (const std::string& name : testing::K3FixtureNames()) out.push_back("k3/" + name);
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(KimiK3, CudaFixtureLogits, ::testing::ValuesIn(K3Params()),
                          [](const auto& info) { return info.param.substr(3); });
 
 // Four sequences of different prompt lengths prefill together, then decode 12 steps together.

@@ -22,7 +22,7 @@ namespace {
 class FamiliesEngine : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    auto m = LoadModel(testing::HfFixtureDir(GetParam()), &backend_);
+    auto m = LoadModel(testing::FixtureParamDir(GetParam()), &backend_);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
   }
@@ -148,9 +148,9 @@ TEST_P(FamiliesEngine, RandomCancellationsLeaveNoBlockOrSlotBehind) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transformers, FamiliesEngine,
-                         ::testing::Values("mixtral_bf16", "qwen2_moe_f32", "glm4_moe_f32", "deepseek_v3_f32",
-                                           "kimi_linear_f32"),
-                         [](const auto& info) { return info.param; });
+                         ::testing::Values("hf/mixtral_bf16", "hf/qwen2_moe_f32", "hf/glm4_moe_f32",
+                                           "hf/deepseek_v3_f32", "hf/kimi_linear_f32", "k3/k3_tiny_bf16"),
+                         [](const auto& info) { return info.param.substr(3); });
 
 }  // namespace
 }  // namespace ls

@@ -22,10 +22,11 @@ using json = nlohmann::json;
 
 class StrictLoading : public ::testing::Test {
  protected:
-  void Use(const std::string& fixture) {
-    dir_ = testing::CopyToTempDir(testing::HfFixtureDir(fixture),
-                                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  void Use(const std::string& fixture) { UseDir(testing::HfFixtureDir(fixture)); }
+  void UseDir(const std::string& dir) {
+    dir_ = testing::CopyToTempDir(dir, ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
+  void UseK3() { UseDir(testing::DataDir() + "/k3/k3_tiny_bf16"); }
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
@@ -149,6 +150,57 @@ TEST_F(StrictLoading, TiedModelShippingItsOwnHeadUsesIt) {
   std::vector<float> logits;
   ASSERT_TRUE((*m)->ForwardSequence({1, 2, 3}, false, &logits).ok());
   for (float v : logits) ASSERT_EQ(v, 0.f);
+}
+
+// Kimi K3's wrapper: the text model's config nested in text_config, its tensors prefixed.
+TEST_F(StrictLoading, K3WithoutTextConfigIsNamed) {
+  UseK3();
+  EditConfig([](json& c) { c.erase("text_config"); });
+  const std::string msg = LoadError();
+  EXPECT_NE(msg.find("key 'text_config' is missing"), std::string::npos) << msg;
+}
+
+TEST_F(StrictLoading, K3WrapperDisagreeingWithTextConfigIsNamed) {
+  UseK3();
+  EditConfig([](json& c) { c["eos_token_id"] = 6001; });
+  const std::string msg = LoadError();
+  EXPECT_NE(msg.find("key 'eos_token_id' disagrees with text_config.eos_token_id"), std::string::npos) << msg;
+}
+
+TEST_F(StrictLoading, K3TextKeyIsNamedWithItsPath) {
+  UseK3();
+  EditConfig([](json& c) { c["text_config"]["moe_router_activation_func"] = "softmax"; });
+  const std::string msg = LoadError();
+  EXPECT_NE(msg.find("text_config.moe_router_activation_func"), std::string::npos) << msg;
+  UseK3();
+  EditConfig([](json& c) { c["text_config"]["linear_attn_config"]["kda_layers"] = {1, 2, 3}; });
+  const std::string overlap = LoadError();
+  EXPECT_NE(overlap.find("also a full-attention layer"), std::string::npos) << overlap;
+}
+
+TEST_F(StrictLoading, K3SkipsOnlyTheVisionTower) {
+  UseK3();
+  AddTensor("vision_tower.extra.weight", {4});
+  EXPECT_TRUE(Load().ok());
+  AddTensor("language_model.model.layers.0.mlp.extra.weight", {4});
+  const std::string msg = LoadError();
+  EXPECT_NE(msg.find("'language_model.model.layers.0.mlp.extra.weight'"), std::string::npos) << msg;
+}
+
+TEST_F(StrictLoading, K3MissingAttnResTensorIsNamed) {
+  UseK3();
+  {
+    SafetensorsWriter w;
+    auto store = WeightStore::Open(dir_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (const auto& [n, e] : (*store)->Entries())
+      if (n != "language_model.model.layers.3.mlp_res_proj.weight")
+        w.AddRaw(n, e->shape, e->dtype, std::string(static_cast<const char*>(e->data), e->bytes));
+    store->reset();
+    ASSERT_TRUE(w.Write(dir_ + "/model.safetensors").ok());
+  }
+  const std::string msg = LoadError();
+  EXPECT_NE(msg.find("language_model.model.layers.3.mlp_res_proj.weight"), std::string::npos) << msg;
 }
 
 }  // namespace
