@@ -1,6 +1,7 @@
-"""Checkpoints of the published families, as transformers saved them (tests/data/hf), served
-unchanged: the server starts on each directory and reports its family, its greedy continuation of
-the golden prompt is transformers' own (golden.json decode_ids), and HTTP completes the same
+"""Checkpoints of the published families, as transformers saved them (tests/data/hf) and as Kimi K3
+is released (tests/data/k3), served unchanged: the server starts on each directory and reports its
+family, its greedy continuation of the golden prompt is the reference's own (golden.json
+decode_ids: transformers', or for K3 our PyTorch reference's), and HTTP completes the same
 prompt."""
 import json
 import os
@@ -11,15 +12,18 @@ import requests
 
 from conftest import ROOT, Server
 
-HF = os.path.join(ROOT, "tests", "data", "hf")
-FIXTURES = ["qwen3_moe_f32", "qwen2_moe_bf16", "mixtral_f32", "glm4_moe_f32"]
+DATA = os.path.join(ROOT, "tests", "data")
+FIXTURES = ["hf/qwen3_moe_f32", "hf/qwen2_moe_bf16", "hf/mixtral_f32", "hf/glm4_moe_f32", "hf/deepseek_v3_f32",
+            "hf/kimi_linear_f32", "k3/k3_tiny_bf16"]
+FAMILIES = ("Qwen3-MoE", "Qwen2-MoE", "Mixtral", "GLM-4-MoE", "DeepSeek-V3", "Kimi-Linear", "Kimi-K3")
 
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_served_greedy_tokens_are_transformers(name, grpc_stubs):
-    golden = json.load(open(os.path.join(HF, name, "golden.json")))
+    model = os.path.join(DATA, name)
+    golden = json.load(open(os.path.join(model, "golden.json")))
     prompt, want = golden["prompt_ids"], golden["decode_ids"]
-    s = Server("--model", os.path.join(HF, name), "--kv_cache_dtype", "float32")
+    s = Server("--model", model, "--kv_cache_dtype", "float32")
     try:
         r = requests.post(s.url + "/v1/completions", timeout=60, json={
             "prompt": prompt, "max_tokens": len(want), "temperature": 0, "ignore_eos": True})
@@ -32,9 +36,9 @@ def test_served_greedy_tokens_are_transformers(name, grpc_stubs):
             token_ids=pb2.TokenIds(ids=prompt),
             sampling=pb2.SamplingParams(max_tokens=len(want), temperature=0, ignore_eos=True))))
         assert [t for m in msgs for t in m.token_ids] == want
-        assert s.ready["family"] in ("Qwen3-MoE", "Qwen2-MoE", "Mixtral", "GLM-4-MoE")
+        assert s.ready["family"] in FAMILIES
         info = stub.GetModelInfo(pb2.GetModelInfoRequest())
-        assert info.architecture == json.load(open(os.path.join(HF, name, "config.json")))["architectures"][0]
+        assert info.architecture == json.load(open(os.path.join(model, "config.json")))["architectures"][0]
     finally:
         s.stop()
 
