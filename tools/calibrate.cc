@@ -1,6 +1,7 @@
 // latentserve-calibrate: re-fits a model's router biases on a prompt set with the Quantile
-// Balancing estimator, layer by layer, and writes a model directory with the new biases (every
-// other file copied, every other tensor copied byte for byte). Documents longer than the model's
+// Balancing estimator, layer by layer, and writes a model directory with the new biases in the
+// checkpoint's own layout and names (every other file copied, shards without a bias hard-linked,
+// every other tensor copied byte for byte). Documents longer than the model's
 // context are split into windows of at most the context (--window). Prints the windows and tokens
 // used and the per-layer balance (max/mean tokens per expert) before and after, on the calibration
 // set and, with --heldout, on held-out text: a table on stderr, JSON on stdout.
@@ -22,7 +23,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
-#include "models/loader/safetensors_writer.h"
+#include "models/loader/checkpoint_rewrite.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, model, "", "model directory");
@@ -145,22 +146,13 @@ int main(int argc, char** argv) {
     heldout_after = std::move(*a);
   }
 
-  // Write the new directory: other files copied, weights rewritten with the new biases.
-  fs::create_directories(out, ec);
-  if (ec) return Fail(absl::StrCat("--out ", out, ": ", ec.message()));
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || name.find(".safetensors") != std::string::npos) continue;
-    fs::copy_file(e.path(), fs::path(out) / name, fs::copy_options::overwrite_existing, ec);
-    if (ec) return Fail(absl::StrCat("copying ", name, ": ", ec.message()));
-  }
-  ls::SafetensorsWriter w;
-  for (const auto& [name, entry] : (*model)->weight_store().Entries())
-    w.AddRaw(name, entry->shape, entry->dtype, std::string(static_cast<const char*>(entry->data), entry->bytes));
-  const int32_t N = (*model)->config().moe.num_experts;
-  for (const auto& [layer, bias] : result->biases)
-    w.Add((*model)->router_bias_name(layer), {N}, bias, ls::DType::kF32);
-  if (auto s = w.Write(out + "/model.safetensors"); !s.ok()) return Fail(std::string(s.message()));
+  // Write the new directory in the checkpoint's own layout, with the new biases.
+  std::map<std::string, std::vector<float>> biases;
+  for (const auto& [layer, bias] : result->biases) biases[(*model)->router_bias_name(layer)] = bias;
+  ls::RewriteStats written;
+  if (auto s = ls::RewriteCheckpoint(dir, out, biases, &written); !s.ok()) return Fail(absl::StrCat("--out: ", s.message()));
+  std::fprintf(stderr, "wrote %s: %d weight file(s) rewritten with the new biases, %d linked or copied unchanged\n",
+               out.c_str(), written.shards_rewritten, written.shards_linked);
 
   // What calibration bought: a table on stderr, the same as JSON on stdout.
   const TextSet cal = Count(*seqs, opt.window), held = Count(heldout, opt.window);

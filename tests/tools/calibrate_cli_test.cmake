@@ -1,7 +1,8 @@
 # latentserve-calibrate end to end on the tiny model: documents longer than the context (whole
 # pages of text on one line each) are split into windows, the windows and tokens used are
 # reported, and the balance before and after is shown on the calibration set and on held-out
-# text; an empty prompt file gets one clear error.
+# text; an empty prompt file gets one clear error. A Kimi K3 directory (language_model. names,
+# a vision tower, tiktoken) calibrates too, its biases written back under their own names.
 # cmake -DBIN=<latentserve-calibrate> -DSRC=<checkout> -DOUT=<scratch dir> -P calibrate_cli_test.cmake
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
@@ -43,6 +44,22 @@ foreach(i RANGE ${last})
 endforeach()
 if(NOT EXISTS ${OUT}/model/model.safetensors OR NOT EXISTS ${OUT}/model/tokenizer.json)
   message(FATAL_ERROR "no model written to ${OUT}/model")
+endif()
+# Kimi K3: the biases go back under their language_model. names, in the checkpoint's dtype.
+execute_process(COMMAND ${BIN} --model ${SRC}/tests/data/k3/k3_tiny_bf16 --prompts ${OUT}/heldout.txt
+                        --out ${OUT}/k3 --iters 3 --threads 2
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "1 weight file\\(s\\) rewritten")
+  message(FATAL_ERROR "calibration of a K3 directory failed (${rc}): ${err}")
+endif()
+file(READ ${OUT}/k3/model.safetensors header OFFSET 8 LIMIT 100000)  # past the header length
+if(NOT header MATCHES "language_model.model.layers.5.block_sparse_moe.gate.e_score_correction_bias\"[^}]*F32"
+   OR NOT EXISTS ${OUT}/k3/tiktoken.model)
+  message(FATAL_ERROR "the K3 biases were not written back under their names")
+endif()
+string(JSON layers LENGTH "${out}" layers)
+if(NOT layers EQUAL 5)
+  message(FATAL_ERROR "K3 has 5 MoE layers, calibration reported ${layers}")
 endif()
 # No text: one clear error, whether the file is empty or holds only blank lines.
 foreach(content "" "\n\n\n")
