@@ -102,6 +102,7 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Header(&out, "latentserve_device_load_max_over_mean", "gauge",
            "Per MoE layer, routed rows of the busiest device divided by the mean over devices (since the last switch).");
     for (int32_t l : m.moe_layers) {
+      if (m.device_rows.size() < static_cast<size_t>(l + 1) * m.num_devices) break;
       std::vector<double> rows(m.device_rows.begin() + static_cast<size_t>(l) * m.num_devices,
                                m.device_rows.begin() + static_cast<size_t>(l + 1) * m.num_devices);
       absl::StrAppendFormat(&out, "latentserve_device_load_max_over_mean{layer=\"%d\"} %.6f\n", l, MaxOverMean(rows));

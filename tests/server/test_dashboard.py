@@ -98,6 +98,23 @@ def test_expert_load_is_the_grpc_twin_plus_the_window(grpc_stubs):
         s.stop()
 
 
+def test_expert_figures_answer_before_the_first_request(grpc_stubs):
+    """With expert parallelism on, /metrics, /v1/expert_load and GetExpertLoad answer before any
+    request has run (the per-layer counters exist from the start)."""
+    s = Server("--devices", "2", "--expert_slots", "40")
+    try:
+        assert "latentserve_device_load_max_over_mean{layer=\"0\"} 0" in requests.get(s.url + "/metrics").text
+        j = requests.get(s.url + "/v1/expert_load").json()
+        assert j["window"]["steps"] == 0 and j["layers"][0]["device_rows"] == [0, 0]
+        pb2, pb2_grpc = grpc_stubs
+        g = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}")).GetExpertLoad(
+            pb2.GetExpertLoadRequest())
+        assert list(g.layers[0].rows_per_device) == [0, 0] and len(g.layers[0].slot_expert) == 80
+        assert s.proc.poll() is None
+    finally:
+        s.stop()
+
+
 def test_expert_load_without_expert_parallelism_and_bad_requests(server):
     complete(server, 2)
     j = requests.get(server.url + "/v1/expert_load").json()
