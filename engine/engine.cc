@@ -102,6 +102,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   engine->loop_ = std::thread([e = engine.get(), &warmed, warm = config.warmup] {
     absl::Status st = warm ? e->Warmup() : absl::OkStatus();
     const bool ok = st.ok();
+    if (ok) e->UpdateGauges();        // per-layer counters sized in the snapshot before any reader sees it
     warmed.set_value(std::move(st));  // the last use of `warmed`: Create waits for it
     if (ok) e->Loop();
   });

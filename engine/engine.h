@@ -74,6 +74,8 @@ class Engine {
   MetricsSnapshot Metrics() const;
   // Expert-load statistics over the window as JSON (per MoE layer, tokens per expert).
   std::string ExpertLoadJson() const { return balancer_->ExpertLoadJson(); }
+  // The same window as data (tokens per expert per MoE layer, its extent in steps and time); any thread.
+  ExpertLoadWindowSnapshot ExpertWindow() const { return balancer_->WindowSnapshot(); }
   // The expert placement in use, as JSON loadable as EngineConfig::experts.placement_json
   // (empty when expert parallelism is off). Call when no step runs (e.g. after Drain).
   std::string PlacementJson() const { return balancer_->PlacementJson(); }

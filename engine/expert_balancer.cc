@@ -1,6 +1,7 @@
 // ExpertBalancer: placement set-up, load statistics, background re-planning and the switch.
 #include "engine/expert_balancer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -41,7 +42,7 @@ absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* mo
     auto placed = model->BuildPlacedExperts(placements);
     if (!placed.ok()) return placed.status();
     model->SetPlacedExperts(std::move(*placed));
-    b->InstallMetrics(*model->placed_experts(), 0);
+    b->InstallMetrics(*model->placed_experts(), nullptr);
   }
   if (config.replan_interval > 0 && !model->placed_experts())
     return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
@@ -53,6 +54,7 @@ ExpertBalancer::ExpertBalancer(Model* model, const ExpertBalancerConfig& config,
       config_(config),
       metrics_(metrics),
       window_(model->config().num_hidden_layers, model->config().moe.num_experts, config.load_window),
+      step_end_unix_(config.load_window, 0.0),
       last_counts_(model->expert_token_counts()) {
   for (int32_t l = 0; l < model->config().num_hidden_layers; ++l)
     if (model->config().is_moe_layer(l)) moe_layers_.push_back(l);
@@ -62,7 +64,7 @@ ExpertBalancer::~ExpertBalancer() {
   if (planner_.joinable()) planner_.join();
 }
 
-void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, double seconds) {
+void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, const ReplanEvent* replan) {
   const int32_t layers = model_->config().num_hidden_layers;
   metrics_->Update([&](MetricsSnapshot& m) {
     m.num_devices = placed.num_devices();
@@ -70,10 +72,14 @@ void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, double seconds)
     m.replica_map.assign(layers, {});
     for (int32_t l = 0; l < layers; ++l)
       if (const PlacedLayer* pl = placed.layer(l)) m.replica_map[l] = pl->placement.slot_expert;
-    if (seconds > 0) {
+    if (replan) {
       ++m.replans;
-      m.replan_seconds_total += seconds;
-      m.last_replan_seconds = seconds;
+      m.replan_seconds_total += replan->plan_seconds;
+      m.last_replan_seconds = replan->plan_seconds;
+      ReplanEvent e = *replan;
+      e.step = m.steps;
+      if (m.replan_events.size() == MetricsSnapshot::kMaxReplanEvents) m.replan_events.erase(m.replan_events.begin());
+      m.replan_events.push_back(e);
     }
   });
 }
@@ -84,11 +90,30 @@ void ExpertBalancer::ResetLoad() {
   last_counts_ = model_->expert_token_counts();
 }
 
+namespace {
+
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Device max/mean expected from per-layer loads under a placement, averaged over the layers.
+double MeanExpectedDeviceMaxOverMean(const std::vector<std::pair<int32_t, std::vector<double>>>& loads,
+                                     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
+  double sum = 0;
+  for (size_t i = 0; i < loads.size() && i < placements.size(); ++i)
+    sum += MaxOverMean(ExpectedDeviceLoads(placements[i].second, loads[i].second));
+  return loads.empty() ? 0 : sum / static_cast<double>(loads.size());
+}
+
+}  // namespace
+
 void ExpertBalancer::AfterStep() {
   const std::vector<int64_t>& now = model_->expert_token_counts();
   {
     std::lock_guard<std::mutex> lock(window_mu_);
     window_.AddStepDifference(now, last_counts_);
+    step_end_unix_[next_step_slot_] = UnixSeconds();
+    next_step_slot_ = (next_step_slot_ + 1) % config_.load_window;
   }
   last_counts_ = now;  // same size: copies without allocating
   if (config_.replan_interval <= 0 || planning_.load()) return;
@@ -99,13 +124,15 @@ void ExpertBalancer::AfterStep() {
     std::lock_guard<std::mutex> lock(window_mu_);
     for (int32_t l : moe_layers_) loads.emplace_back(l, window_.LayerLoads(l));
   }
-  const int32_t D = model_->placed_experts()->num_devices(), S = model_->placed_experts()->slots_per_device();
+  std::shared_ptr<const PlacedExperts> current = model_->placed_experts();
+  const int32_t D = current->num_devices(), S = current->slots_per_device();
   if (planner_.joinable()) planner_.join();
   planning_ = true;
   // Plan and copy the new replicas' weights off the loop thread; the switch waits for a step boundary.
-  planner_ = std::thread([this, loads = std::move(loads), D, S] {
+  planner_ = std::thread([this, loads = std::move(loads), current = std::move(current), D, S] {
     const auto t0 = Clock::now();
-    std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+    std::vector<std::pair<int32_t, ExpertPlacement>> before, placements;
+    for (const auto& [l, v] : loads) before.emplace_back(l, current->layer(l)->placement);
     for (const auto& [l, v] : loads) {
       auto p = PlanPlacement(v, D, S);
       if (!p.ok()) {
@@ -119,23 +146,28 @@ void ExpertBalancer::AfterStep() {
       planning_ = false;
       return;
     }
+    ReplanEvent event;
+    event.plan_seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
+    event.device_max_over_mean_before = MeanExpectedDeviceMaxOverMean(loads, before);
+    event.device_max_over_mean_after = MeanExpectedDeviceMaxOverMean(loads, placements);
     std::lock_guard<std::mutex> lock(pending_mu_);
     pending_ = std::move(*placed);
-    pending_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+    pending_event_ = event;
   });
 }
 
 void ExpertBalancer::BeforeStep() {
   std::shared_ptr<const PlacedExperts> next;
-  double seconds = 0;
+  ReplanEvent event;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     next = std::move(pending_);
-    seconds = pending_seconds_;
+    event = pending_event_;
   }
   if (!next) return;
   model_->SetPlacedExperts(next);
-  InstallMetrics(*next, std::max(seconds, 1e-9));
+  event.unix_seconds = UnixSeconds();
+  InstallMetrics(*next, &event);
   switch_step_ = true;
   planning_ = false;
 }
@@ -153,6 +185,27 @@ std::string ExpertBalancer::PlacementJson() const {
   for (int32_t l : moe_layers_)
     if (const PlacedLayer* pl = placed->layer(l)) layers.emplace_back(l, pl->placement);
   return PlacementsToJson(layers);
+}
+
+ExpertLoadWindowSnapshot ExpertBalancer::WindowSnapshot() const {
+  ExpertLoadWindowSnapshot w;
+  w.capacity = config_.load_window;
+  w.num_experts = window_.num_experts();
+  w.moe_layers = moe_layers_;
+  w.tokens.reserve(moe_layers_.size() * static_cast<size_t>(w.num_experts));
+  std::lock_guard<std::mutex> lock(window_mu_);
+  w.steps = window_.steps();
+  if (w.steps > 0) {
+    const int32_t W = config_.load_window;
+    w.last_step_unix_seconds = step_end_unix_[(next_step_slot_ + W - 1) % W];
+    w.first_step_unix_seconds = step_end_unix_[(next_step_slot_ + W - w.steps) % W];
+  }
+  const std::vector<int64_t>& totals = window_.totals();
+  for (int32_t l : moe_layers_) {
+    const auto b = totals.begin() + static_cast<size_t>(l) * w.num_experts;
+    w.tokens.insert(w.tokens.end(), b, b + w.num_experts);
+  }
+  return w;
 }
 
 std::string ExpertBalancer::ExpertLoadJson() const {

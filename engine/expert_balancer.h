@@ -1,8 +1,8 @@
 // ExpertBalancer: the engine's expert-placement side (DESIGN.md §5) — the initial placement
 // (uniform, or from a file), the sliding window of per-expert load, re-planning in the
 // background and the switch to a new placement at a step boundary, and the placement and load
-// JSON. The engine loop calls BeforeStep and AfterStep around every step; ExpertLoadJson may be
-// called from any thread, everything else from the loop thread.
+// JSON. The engine loop calls BeforeStep and AfterStep around every step; ExpertLoadJson and
+// WindowSnapshot may be called from any thread, everything else from the loop thread.
 #pragma once
 
 #include <atomic>
@@ -28,6 +28,16 @@ struct ExpertBalancerConfig {
   int32_t load_window = 256;         // steps of expert-load statistics the planner reads
 };
 
+// The load window as plain data, copied out for readers on other threads (the HTTP front end).
+struct ExpertLoadWindowSnapshot {
+  int32_t steps = 0;     // steps the window holds now
+  int32_t capacity = 0;  // steps it holds when full (ExpertBalancerConfig::load_window)
+  double first_step_unix_seconds = 0, last_step_unix_seconds = 0;  // when its oldest and newest steps ended; 0 if empty
+  int32_t num_experts = 0;
+  std::vector<int32_t> moe_layers;  // ascending
+  std::vector<int64_t> tokens;      // [moe_layers.size() * num_experts] tokens routed over the window
+};
+
 class ExpertBalancer {
  public:
   // Installs the initial placement on the model (or none); errors name the setting.
@@ -47,25 +57,30 @@ class ExpertBalancer {
 
   // Load over the window as JSON (per MoE layer, tokens per expert).
   std::string ExpertLoadJson() const;
+  // Load over the window, per MoE layer, with the window's extent in steps and time.
+  ExpertLoadWindowSnapshot WindowSnapshot() const;
   // The placement in use as JSON loadable as a placement file (empty without one).
   std::string PlacementJson() const;
 
  private:
   ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics);
-  void InstallMetrics(const PlacedExperts& placed, double seconds);
+  // Publishes the placement in use; `replan` is the switch that installed it (none at start-up).
+  void InstallMetrics(const PlacedExperts& placed, const ReplanEvent* replan);
 
   Model* model_;
   ExpertBalancerConfig config_;
   EngineMetrics* metrics_;
   std::vector<int32_t> moe_layers_;
   ExpertLoadWindow window_;
-  mutable std::mutex window_mu_;  // guards window_ for ExpertLoadJson
+  std::vector<double> step_end_unix_;  // [load_window] ring beside window_: when each step ended
+  int32_t next_step_slot_ = 0;         // the ring slot the next step writes
+  mutable std::mutex window_mu_;       // guards window_ and the ring for the readers
   std::vector<int64_t> last_counts_;
   std::thread planner_;
   std::atomic<bool> planning_{false};
   std::mutex pending_mu_;
   std::shared_ptr<const PlacedExperts> pending_;
-  double pending_seconds_ = 0;
+  ReplanEvent pending_event_;  // its figures; time and step are set at the switch
   bool switch_step_ = false;  // the next step is the first on a new placement
   int32_t steps_since_replan_ = 0;
 };

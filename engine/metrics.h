@@ -24,7 +24,19 @@ struct Histogram {
   double Quantile(double q) const;
 };
 
+// One placement switch, kept so that the dashboard can mark it on its time axis.
+struct ReplanEvent {
+  double unix_seconds = 0;  // wall-clock time of the switch
+  uint64_t step = 0;        // engine steps run before it
+  double plan_seconds = 0;  // planning and copying the new replicas
+  // Device load max/mean averaged over the MoE layers, expected from the loads the plan was made
+  // from (each expert's tokens split evenly over its replicas), under the old and the new placement.
+  double device_max_over_mean_before = 0, device_max_over_mean_after = 0;
+};
+
 struct MetricsSnapshot {
+  static constexpr size_t kMaxReplanEvents = 64;
+
   // Requests finished, by reason: stop, length, cancelled, error.
   std::array<uint64_t, 4> finished{};
   uint64_t rejected = 0;         // refused at submission (validation or full queue)
@@ -50,6 +62,7 @@ struct MetricsSnapshot {
   uint64_t replans = 0;
   double replan_seconds_total = 0, last_replan_seconds = 0;
   double longest_switch_step_seconds = 0;        // longest step while re-planning or right after a switch
+  std::vector<ReplanEvent> replan_events;        // the last kMaxReplanEvents switches, oldest first
 };
 
 class EngineMetrics {

@@ -172,7 +172,8 @@ class Service final : public pb::GenerationService::Service {
       for (int32_t e = 0; e < m.num_experts; ++e)
         l->add_tokens_per_expert(m.expert_tokens[static_cast<size_t>(layer) * m.num_experts + e]);
       l->set_max_over_mean(ratio);
-      if (m.num_devices > 0) {
+      if (m.num_devices > 0 && m.device_rows.size() >= static_cast<size_t>(layer + 1) * m.num_devices &&
+          static_cast<size_t>(layer) < m.replica_map.size()) {
         std::vector<double> rows;
         for (int32_t d = 0; d < m.num_devices; ++d) {
           const int64_t r = m.device_rows[static_cast<size_t>(layer) * m.num_devices + d];

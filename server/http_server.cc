@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
 #include "server/prometheus.h"
 
@@ -104,6 +105,32 @@ ApiError FromStatus(const absl::Status& st, const std::string& param = "") {
   }
 }
 
+// The dashboard's routes (server/dashboard_routes.h) see the request through a WebCall.
+WebCall WebCallOf(const Request& req, const std::string& target, bool tls) {
+  const size_t q = target.find('?');
+  WebCall c;
+  c.method = std::string_view(req.method_string().data(), req.method_string().size());
+  c.path = std::string_view(target).substr(0, q);
+  c.query = q == std::string::npos ? std::string_view() : std::string_view(target).substr(q + 1);
+  c.authorization = std::string_view(req[http::field::authorization].data(), req[http::field::authorization].size());
+  c.cookie = std::string_view(req[http::field::cookie].data(), req[http::field::cookie].size());
+  c.body = req.body();
+  c.tls = tls;
+  return c;
+}
+
+http::response<http::string_body> WebResponse(const Request& req, WebReply reply) {
+  if (reply.error) return ErrorResponse(req, *reply.error);
+  http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
+  res.set(http::field::server, "latentserve");
+  res.set(http::field::content_type, reply.content_type);
+  for (auto& [name, value] : reply.headers) res.insert(name, value);
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(reply.body);
+  res.prepare_payload();
+  return res;
+}
+
 template <typename Stream>
 tcp::socket& Socket(Stream& s) {
   return beast::get_lowest_layer(s).socket();
@@ -125,8 +152,9 @@ class InFlight {
 template <typename Stream>
 class Session {
  public:
-  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating)
-      : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating) {}
+  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating,
+          const DashboardRoutes* dashboard)
+      : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating), dashboard_(dashboard) {}
 
   // Serves requests until the client leaves, an error, or a timeout. The first request's head
   // must be complete by `head_deadline`; a later one's within the header timeout of its first
@@ -214,6 +242,9 @@ class Session {
 
   // Every route but generation (kept out of coroutines: GCC 12 mishandles some temporaries there).
   http::response<http::string_body> Simple(const Request& req, const std::string& path) {
+    constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+    const std::string target(req.target());
+    if (DashboardRoutes::Serves(path)) return WebResponse(req, dashboard_->Handle(WebCallOf(req, target, kTls)));
     const bool get = req.method() == http::verb::get;
     const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
                        path == "/v1/completions" || path == "/v1/chat/completions";
@@ -225,8 +256,10 @@ class Session {
                           {{"ready", ready}, {"draining", !ready}});
     }
     if (!known) return ErrorResponse(req, Err(404, absl::StrCat("no route for ", path), "", "not_found_error"));
-    if (!ctx_->keys().Authorize(std::string(req[http::field::authorization])))
-      return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
+    // /metrics also takes the dashboard's session cookie (the page reads it); the rest only a key.
+    const bool authorized = path == "/metrics" ? dashboard_->MayView(WebCallOf(req, target, kTls))
+                                               : ctx_->keys().Authorize(std::string(req[http::field::authorization]));
+    if (!authorized) return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
     if (path == "/v1/completions" || path == "/v1/chat/completions")
       return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", path)));
     if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
@@ -425,6 +458,7 @@ class Session {
   ApiContext* ctx_;
   const HttpOptions& opt_;
   std::atomic<int>* generating_;
+  const DashboardRoutes* dashboard_;
   const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
 };
@@ -440,8 +474,13 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
   int port = 0;
   std::atomic<int> generating{0};  // generation requests read and not yet answered
+  const DashboardRoutes dashboard;
 
-  Impl(HttpOptions o, ApiContext* c) : opt(std::move(o)), ctx(c), ioc(std::max(1, opt.threads)) {}
+  Impl(HttpOptions o, ApiContext* c)
+      : opt(std::move(o)),
+        ctx(c),
+        ioc(std::max(1, opt.threads)),
+        dashboard(&c->keys(), &c->engine(), c->model_name()) {}
 
   // Counts a served connection as open until it ends.
   struct OpenConnection {
@@ -459,13 +498,13 @@ struct HttpServer::Impl {
       co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
       if (ec == beast::error::timeout) ++ctx->http_connections().header_timeouts;
       if (ec) co_return;
-      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating);
+      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating, &dashboard);
       co_await s.Run(head_deadline);
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
       co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
     } else {
       beast::tcp_stream stream(std::move(socket));
-      Session<beast::tcp_stream> s(stream, ctx, opt, &generating);
+      Session<beast::tcp_stream> s(stream, ctx, opt, &generating, &dashboard);
       co_await s.Run(head_deadline);
       boost::system::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);

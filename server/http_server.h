@@ -1,5 +1,6 @@
 // HttpServer: the OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions with SSE
-// streaming, /v1/models, /health, /ready, /metrics) on Boost.Beast/Asio coroutines: a few I/O
+// streaming, /v1/models, /health, /ready, /metrics), and the operator's /dashboard and
+// /v1/expert_load (server/dashboard_routes.h), on Boost.Beast/Asio coroutines: a few I/O
 // threads serve every connection, so thousands of streams cost no thread each. Optional TLS.
 // Slow or idle clients cannot hold connections: incomplete request heads and idle kept-alive
 // connections are closed on timeouts, and connections beyond a cap are refused with a 503.

@@ -93,11 +93,22 @@ std::string RenderPrometheus(const ApiContext& ctx) {
          "Per MoE layer, tokens of the busiest expert divided by the mean over experts.");
   for (const auto& [layer, ratio] : ExpertLoadMaxOverMean(m))
     absl::StrAppendFormat(&out, "latentserve_expert_load_max_over_mean{layer=\"%d\"} %.6f\n", layer, ratio);
+  const ExpertLoadWindowSnapshot w = ctx.engine().ExpertWindow();
+  Header(&out, "latentserve_expert_load_window_max_over_mean", "gauge",
+         "Per MoE layer, over the load window (--load_window steps): tokens of the busiest expert divided by the "
+         "mean over experts.");
+  for (size_t i = 0; i < w.moe_layers.size(); ++i) {
+    const auto b = w.tokens.begin() + static_cast<ptrdiff_t>(i * w.num_experts);
+    absl::StrAppendFormat(&out, "latentserve_expert_load_window_max_over_mean{layer=\"%d\"} %.6f\n", w.moe_layers[i],
+                          MaxOverMean(std::vector<double>(b, b + w.num_experts)));
+  }
+  Value(&out, "latentserve_expert_load_window_steps", "gauge", "Engine steps the expert load window holds.", w.steps);
   if (m.num_devices > 0) {
     Value(&out, "latentserve_expert_parallel_devices", "gauge", "Expert-parallel device workers.", m.num_devices);
     Header(&out, "latentserve_device_load_max_over_mean", "gauge",
            "Per MoE layer, routed rows of the busiest device divided by the mean over devices (since the last switch).");
     for (int32_t l : m.moe_layers) {
+      if (m.device_rows.size() < static_cast<size_t>(l + 1) * m.num_devices) break;
       std::vector<double> rows(m.device_rows.begin() + static_cast<size_t>(l) * m.num_devices,
                                m.device_rows.begin() + static_cast<size_t>(l + 1) * m.num_devices);
       absl::StrAppendFormat(&out, "latentserve_device_load_max_over_mean{layer=\"%d\"} %.6f\n", l, MaxOverMean(rows));

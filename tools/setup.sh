@@ -18,6 +18,7 @@ packages=(
   python3-yaml yamllint                        # deployment manifest checks
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
   openssl curl                                 # TLS test certificates; README examples
+  chromium python3-websocket                   # the dashboard's browser test (headless, DevTools protocol)
 )
 
 missing=()

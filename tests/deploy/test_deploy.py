@@ -2,7 +2,10 @@
 passes yamllint); every LATENTSERVE_* variable and every command-line flag they use is one the
 binaries accept (read from their --help); ports agree across ConfigMap, containers, probes and
 Service; the probe paths answer on a real server started with the ConfigMap's settings; the
-grace period covers the drain; the CPU image builds with the README's set-up script."""
+grace period covers the drain; the CPU image builds with the README's set-up script; the Grafana
+dashboard queries only metrics (and labels) a real server with expert parallelism exports, and
+compose provisions it with the data source it expects."""
+import json
 import glob
 import os
 import re
@@ -87,8 +90,10 @@ def test_env_and_flags_exist():
                 check_args(c.get("args", []), BENCH_FLAGS)
             else:
                 check_args(c.get("args", []), SERVER_FLAGS)
-        if "services" in d:  # compose
+        if "services" in d:  # compose: the server's and the load generator's settings (not Prometheus' or Grafana's)
             for name, svc in d["services"].items():
+                if not svc.get("image", "").startswith("latentserve"):
+                    continue
                 for env in svc.get("environment", {}):
                     check_env_name(env)
                 entry = " ".join(svc.get("entrypoint", []))
@@ -172,3 +177,113 @@ def test_cpu_image_builds_with_the_readme_setup_script():
     assert "tools/setup.sh" in readme
     with open(os.path.join(ROOT, "tools", "run.sh")) as f:
         assert "tools/setup.sh" in f.read()
+
+
+GRAFANA = os.path.join(DEPLOY, "grafana")
+
+
+def grafana_queries(dashboard):
+    """(expr, legendFormat) of every panel target, annotation and template variable."""
+    out = []
+    for panel in dashboard["panels"]:
+        for t in panel.get("targets", []):
+            out.append((t["expr"], t.get("legendFormat", "")))
+    for a in dashboard["annotations"]["list"]:
+        if "expr" in a:
+            out.append((a["expr"], a.get("textFormat", "")))
+    for v in dashboard["templating"]["list"]:
+        if v["type"] == "query":
+            out.append((v["query"]["query"] if isinstance(v["query"], dict) else v["query"], ""))
+    return out
+
+
+def exported_metrics(text):
+    """{sample name: set of label names} from Prometheus text."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? ", line)
+        if m and not line.startswith("#"):
+            out.setdefault(m.group(1), set()).update(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(2) or ""))
+    return out
+
+
+def test_grafana_dashboard_queries_only_what_the_server_exports():
+    with open(os.path.join(GRAFANA, "latentserve.json")) as f:
+        dashboard = json.load(f)
+    from conftest_ports import free_port
+    http, grpc_port = free_port(), free_port()
+    proc = subprocess.Popen([os.path.join(BIN_DIR, "latentserve"), "--model", os.path.join(ROOT, "models", "tiny"),
+                             "--host", "127.0.0.1", "--http_port", str(http), "--grpc_port", str(grpc_port),
+                             "--kv_cache_mb", "64", "--devices", "2", "--expert_slots", "40", "--replan_interval", "8"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{http}"
+        for _ in range(300):
+            try:
+                if requests.get(url + "/ready", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.1)
+        r = requests.post(url + "/v1/completions", json={"prompt": "In the beginning", "max_tokens": 24,
+                                                         "ignore_eos": True})
+        assert r.status_code == 200, r.text
+        exported = exported_metrics(requests.get(url + "/metrics").text)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+    queried = set()
+    for expr, legend in grafana_queries(dashboard):
+        names = set(re.findall(r"\b(latentserve_[a-z0-9_]+)", expr))
+        assert names, f"a query names no LatentServe metric: {expr}"
+        for name in names:
+            assert name in exported, f"the Grafana dashboard queries {name}, which /metrics does not export"
+        labels = set().union(*(exported[n] for n in names)) | {"instance", "job"}
+        used = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend))
+        for group in re.findall(r"\bby \(([^)]*)\)", expr):
+            used |= {g.strip() for g in group.split(",") if g.strip()}
+        assert used <= labels, f"{expr}: labels {used - labels} are not on {names}"
+        queried |= names
+    # What the dashboard is for: requests, latency percentiles from the histograms, KV cache,
+    # expert and device balance per layer, re-plans.
+    for name in ("latentserve_requests_total", "latentserve_time_to_first_token_seconds_bucket",
+                 "latentserve_inter_token_latency_seconds_bucket", "latentserve_kv_cache_usage_ratio",
+                 "latentserve_expert_load_window_max_over_mean", "latentserve_device_load_max_over_mean",
+                 "latentserve_expert_replans_total"):
+        assert name in queried, name
+    # Panels reach Prometheus through the data source variable, whose default is the provisioned one.
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+    with open(os.path.join(GRAFANA, "provisioning", "datasources", "prometheus.yaml")) as f:
+        source = yaml.safe_load(f)["datasources"][0]
+    assert variables["datasource"]["current"]["value"] == source["uid"]
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids)), "panel ids are unique"
+
+
+def test_compose_provisions_prometheus_and_grafana():
+    with open(os.path.join(DEPLOY, "docker", "docker-compose.yml")) as f:
+        compose = yaml.safe_load(f)
+    services = compose["services"]
+    with open(os.path.join(GRAFANA, "provisioning", "dashboards", "latentserve.yaml")) as f:
+        provider = yaml.safe_load(f)["providers"][0]
+    with open(os.path.join(GRAFANA, "provisioning", "datasources", "prometheus.yaml")) as f:
+        source = yaml.safe_load(f)["datasources"][0]
+    mounts = {}
+    for name in ("prometheus", "grafana"):
+        for volume in services[name]["volumes"]:
+            src, dst = volume.split(":")[:2]
+            path = os.path.normpath(os.path.join(DEPLOY, "docker", src))
+            assert os.path.exists(path), f"{name} mounts {src}, which is not in the repository"
+            mounts[dst] = path
+    assert mounts["/var/lib/grafana/dashboards/latentserve.json"] == os.path.join(GRAFANA, "latentserve.json")
+    assert os.path.dirname("/var/lib/grafana/dashboards/latentserve.json") == provider["options"]["path"]
+    assert mounts["/etc/grafana/provisioning"] == os.path.join(GRAFANA, "provisioning")
+    prometheus_port = int(services["prometheus"]["ports"][0].split(":")[1])
+    assert source["url"] == f"http://prometheus:{prometheus_port}"
+    with open(mounts["/etc/prometheus/prometheus.yml"]) as f:
+        scrape = yaml.safe_load(f)["scrape_configs"][0]
+    server_port = services["latentserve"]["environment"]["LATENTSERVE_HTTP_PORT"]
+    assert scrape["static_configs"][0]["targets"] == [f"latentserve:{server_port}"]
+    assert scrape["metrics_path"] == "/metrics"

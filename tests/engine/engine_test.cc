@@ -454,6 +454,71 @@ TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
   EXPECT_EQ(m.replica_map[1].size(), 24u);
 }
 
+// Each switch is remembered, oldest first, with its time, its step, its planning time and the
+// device balance expected from the loads it was planned on (max/mean, so at least 1).
+TEST_F(EngineTest, ReplanSwitchesAreRememberedWithTheirTimeStepAndExpectedBalance) {
+  std::mt19937 rng(23);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 4 + 3 * i), 20));
+  EngineConfig cfg;
+  cfg.experts.num_devices = 4;
+  cfg.experts.expert_slots = 6;
+  cfg.experts.replan_interval = 3;
+  cfg.experts.load_window = 16;
+  cfg.scheduler.max_num_seqs = 4;
+  const double before_run = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto engine = MakeEngine(cfg);
+  RunAll(*engine, reqs);
+  const MetricsSnapshot m = engine->Metrics();
+  ASSERT_GT(m.replans, 0u);
+  ASSERT_EQ(m.replan_events.size(), std::min<size_t>(m.replans, MetricsSnapshot::kMaxReplanEvents));
+  for (size_t i = 0; i < m.replan_events.size(); ++i) {
+    const ReplanEvent& e = m.replan_events[i];
+    EXPECT_GE(e.unix_seconds, before_run);
+    EXPECT_LE(e.step, m.steps);
+    EXPECT_GT(e.plan_seconds, 0.0);
+    EXPECT_GE(e.device_max_over_mean_before, 1.0 - 1e-9) << i;
+    EXPECT_GE(e.device_max_over_mean_after, 1.0 - 1e-9) << i;
+    if (i > 0) {
+      EXPECT_GE(e.unix_seconds, m.replan_events[i - 1].unix_seconds);
+      EXPECT_GT(e.step, m.replan_events[i - 1].step);
+    }
+  }
+  EXPECT_DOUBLE_EQ(m.last_replan_seconds, m.replan_events.back().plan_seconds);
+}
+
+// The window copied out for other threads holds the MoE layers only, sums to the tokens routed in
+// its steps, and says when its first and last steps ended.
+TEST_F(EngineTest, ExpertWindowSnapshotCoversTheMoeLayersOfTheLastSteps) {
+  EngineConfig cfg;
+  cfg.experts.load_window = 4;
+  auto engine = MakeEngine(cfg);
+  ExpertLoadWindowSnapshot empty = engine->ExpertWindow();
+  EXPECT_EQ(empty.steps, 0);
+  EXPECT_EQ(empty.first_step_unix_seconds, 0.0);
+  std::mt19937 rng(3);
+  RunAll(*engine, {Req("a", Prompt(rng, 6), 10)});
+  const ExpertLoadWindowSnapshot w = engine->ExpertWindow();
+  const ModelConfig& c = model_->config();
+  std::vector<int32_t> moe;
+  for (int32_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.is_moe_layer(l)) moe.push_back(l);
+  ASSERT_FALSE(moe.empty());
+  EXPECT_LT(moe.size(), static_cast<size_t>(c.num_hidden_layers)) << "the fixture interleaves a dense layer";
+  EXPECT_EQ(w.moe_layers, moe);
+  EXPECT_EQ(w.capacity, 4);
+  EXPECT_EQ(w.steps, 4);  // 10 steps ran; the window keeps 4
+  EXPECT_EQ(w.num_experts, c.moe.num_experts);
+  ASSERT_EQ(w.tokens.size(), moe.size() * c.moe.num_experts);
+  for (size_t i = 0; i < moe.size(); ++i) {
+    int64_t sum = 0;
+    for (int32_t e = 0; e < c.moe.num_experts; ++e) sum += w.tokens[i * c.moe.num_experts + e];
+    EXPECT_EQ(sum, 4 * c.moe.top_k) << "4 decode steps of one token, top-k experts each, layer " << moe[i];
+  }
+  EXPECT_GT(w.first_step_unix_seconds, 0.0);
+  EXPECT_LE(w.first_step_unix_seconds, w.last_step_unix_seconds);
+}
+
 TEST_F(EngineTest, MaxModelLenBeyondTheModelOrNegativeIsRefused) {
   const int64_t model_max = model_->config().max_position_embeddings;
   EngineConfig too_long;

@@ -1,0 +1,74 @@
+// DashboardRoutes: the operator's read-only views over HTTP — GET /dashboard (the page compiled
+// into the binary) and GET /v1/expert_load — and, when API keys are on, a browser session for
+// them: POST /dashboard/login trades a valid key for a cookie that only these views and /metrics
+// accept (never generation), POST /dashboard/logout drops it. Independent of the HTTP library:
+// the server hands in a WebCall and writes out the WebReply. Immutable after construction, so
+// thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/api_keys.h"
+#include "server/request_fields.h"
+
+namespace ls::server {
+
+struct WebCall {
+  std::string_view method;         // "GET", "POST", ...
+  std::string_view path;           // without the query
+  std::string_view query;          // after '?', still percent-encoded
+  std::string_view authorization;  // the Authorization header
+  std::string_view cookie;         // the Cookie header
+  std::string_view body;
+  bool tls = false;
+};
+
+struct WebReply {
+  int status = 200;
+  std::string content_type;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // beyond Content-Type
+  std::optional<ApiError> error;  // set: answer with the API's JSON error instead of the fields above
+};
+
+class DashboardRoutes {
+ public:
+  // The session cookie's name and lifetime.
+  static constexpr std::string_view kCookie = "latentserve_dashboard";
+  static constexpr int kSessionSeconds = 12 * 3600;
+
+  // Draws the session secret: 32 random bytes for this process's life (a restart logs browsers out).
+  // `keys` and `engine` must outlive the routes; only /v1/expert_load reads the engine.
+  DashboardRoutes(const ApiKeys* keys, const Engine* engine, std::string model_name);
+
+  // The paths Handle answers: /dashboard, /dashboard/login, /dashboard/logout, /v1/expert_load.
+  static bool Serves(std::string_view path);
+  WebReply Handle(const WebCall& call) const;
+  // Whether the call may read the read-only views (the dashboard, the expert load, /metrics):
+  // keys are off, or it carries a valid bearer key, or the session cookie.
+  bool MayView(const WebCall& call) const;
+
+ private:
+  WebReply Page(const WebCall& call) const;
+  WebReply Login(const WebCall& call) const;
+  WebReply ExpertLoad(const WebCall& call) const;
+  std::string SessionCookie(bool tls, int max_age) const;
+
+  const ApiKeys* keys_;
+  const Engine* engine_;
+  std::string model_name_;
+  std::string session_;  // 64 hex characters
+};
+
+// Decodes application/x-www-form-urlencoded text ('+' is a space, %XX a byte); nullopt when a
+// percent sign is not followed by two hex digits.
+std::optional<std::string> FormDecode(std::string_view s);
+// The value of `name` in a urlencoded form or query string, decoded; nullopt when absent or malformed.
+std::optional<std::string> FormValue(std::string_view form, std::string_view name);
+
+}  // namespace ls::server
