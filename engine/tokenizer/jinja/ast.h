@@ -97,6 +97,10 @@ struct Stmt {
   std::vector<Param> params;
   std::vector<ExprPtr> values;
   bool uses_caller = false, uses_varargs = false, uses_kwargs = false;  // kMacro: names its body reads
+  // Names the frame of `body` (and of a for loop's `else_body`) starts with as undefined locals:
+  // jinja2 makes a name assigned in a scope before any use there a local of that scope, hiding
+  // the same name from outside (scope_analysis.cc).
+  std::vector<std::string> predeclared, else_predeclared;
 };
 
 }  // namespace ls::jinja

@@ -181,8 +181,11 @@ Value Interpreter::Slice(const Value& obj, const Expr& slice, const std::shared_
   const auto step_opt = index(slice.c);
   line_ = slice.line;
   if (obj.is_undefined()) Fail(obj.str().empty() ? "undefined value" : obj.str());
-  if (bad || !(obj.is_string() || obj.is_sequence_list()))
-    return Value::Undefined("'" + std::string(TypeName(obj)) + " object' cannot be sliced that way");
+  // jinja2 compiles a slice to Python's own subscript: no undefined fallback here.
+  if (obj.is_dict()) Fail("unhashable type: 'slice'");
+  if (!(obj.is_string() || obj.is_sequence_list()))
+    Fail("'" + std::string(TypeName(obj)) + "' object is not subscriptable");
+  if (bad) Fail("slice indices must be integers or None or have an __index__ method");
   int64_t step = step_opt.value_or(1);
   if (step == 0) Fail("slice step cannot be zero");
   std::u32string u;

@@ -75,7 +75,8 @@ Value Join(Interpreter& in, const Value& v, CallArgs& args) {
   const AttrGetter get(b.Get(1));
   std::string out;
   bool first = true;
-  for (const Value& x : *Iterate(v, in.budget())) {
+  const auto items = Iterate(v, in.budget());  // keeps a fresh list alive for the loop
+  for (const Value& x : *items) {
     if (!first) out += sep;
     first = false;
     AppendStr(get.empty() ? x : get(in, x), &out, in.budget());
@@ -131,7 +132,8 @@ Value SelectOrReject(Interpreter& in, const Value& v, CallArgs& args, bool by_at
     rest.positional.assign(args.positional.begin() + off + 1, args.positional.end());
     rest.keyword = args.keyword;
   }
-  for (const Value& x : *Iterate(v, in.budget())) {
+  const auto items = Iterate(v, in.budget());  // keeps a fresh list alive for the loop
+  for (const Value& x : *items) {
     in.budget().Step();
     const Value subject = by_attr ? get(in, x) : x;
     const bool ok = test ? test(in, subject, rest) : subject.Truthy();
@@ -200,7 +202,8 @@ Value Unique(Interpreter& in, const Value& v, CallArgs& args) {
   const bool cs = b.Get(0) && b.Get(0)->Truthy();
   const AttrGetter get(b.Get(1));
   ValueList seen, out;
-  for (const Value& x : *Iterate(v, in.budget())) {
+  const auto items = Iterate(v, in.budget());  // keeps a fresh list alive for the loop
+  for (const Value& x : *items) {
     const Value key = Lowered(get.empty() ? x : get(in, x), cs);
     if (key.is_dict() || (key.is_list() && key.seq() == Value::Seq::kList))
       Fail("unhashable type: '" + std::string(TypeName(key)) + "'");
@@ -239,7 +242,8 @@ Value Sum(Interpreter& in, const Value& v, CallArgs& args) {
   const AttrGetter get(b.Get(0));
   Value total = b.Get(1) ? *b.Get(1) : Value::Int(0);
   if (total.is_string()) Fail("sum() can't sum strings [use ''.join(seq) instead]");
-  for (const Value& x : *Iterate(v, in.budget())) total = in.Binary(BinOp::kAdd, total, get.empty() ? x : get(in, x));
+  const auto items = Iterate(v, in.budget());  // keeps a fresh list alive for the loop
+  for (const Value& x : *items) total = in.Binary(BinOp::kAdd, total, get.empty() ? x : get(in, x));
   return total;
 }
 
@@ -277,7 +281,8 @@ Value Batch(Interpreter& in, const Value& v, CallArgs& args) {
     Fail("filter 'batch' needs a positive line count");
   const auto n = static_cast<size_t>(b.Get(0)->as_int());
   ValueList out, cur;
-  for (const Value& x : *Iterate(v, in.budget())) {
+  const auto items = Iterate(v, in.budget());  // keeps a fresh list alive for the loop
+  for (const Value& x : *items) {
     if (cur.size() == n) out.push_back(Value::List(std::exchange(cur, {})));
     cur.push_back(x);
   }

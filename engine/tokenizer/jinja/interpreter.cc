@@ -3,6 +3,7 @@
 #include "engine/tokenizer/jinja/interpreter.h"
 
 #include "engine/tokenizer/jinja/builtins.h"
+#include "engine/tokenizer/jinja/loop_context.h"
 #include "engine/tokenizer/jinja/pystr.h"
 
 namespace ls::jinja {
@@ -17,58 +18,6 @@ std::string ObjectName(const Value& v) {
   if (v.is_none()) return "None";
   return std::string(TypeName(v)) + " object";
 }
-
-class LoopObject : public Object {
- public:
-  explicit LoopObject(std::shared_ptr<const ValueList> items) : items_(std::move(items)) {}
-  std::string_view TypeName() const override { return "LoopContext"; }
-  void Repr(std::string* out, Budget&, int) const override {
-    out->append("<LoopContext " + std::to_string(index_ + 1) + "/" + std::to_string(items_->size()) + ">");
-  }
-  Value GetAttr(std::string_view name) const override {
-    const auto n = static_cast<int64_t>(items_->size());
-    const auto i = static_cast<int64_t>(index_);
-    if (name == "index") return Value::Int(i + 1);
-    if (name == "index0") return Value::Int(i);
-    if (name == "revindex") return Value::Int(n - i);
-    if (name == "revindex0") return Value::Int(n - i - 1);
-    if (name == "first") return Value::Bool(i == 0);
-    if (name == "last") return Value::Bool(i == n - 1);
-    if (name == "length") return Value::Int(n);
-    if (name == "depth") return Value::Int(1);
-    if (name == "depth0") return Value::Int(0);
-    if (name == "previtem") return i > 0 ? (*items_)[index_ - 1] : Value::Undefined("there is no previous item");
-    if (name == "nextitem") return i + 1 < n ? (*items_)[index_ + 1] : Value::Undefined("there is no next item");
-    if (name == "cycle" || name == "changed") return MakeBoundMethod(Value::Obj(self_.lock()), std::string(name));
-    return Object::GetAttr(name);
-  }
-  Value CallMethod(Interpreter& in, std::string_view name, CallArgs& args, bool* handled) override {
-    *handled = true;
-    if (!args.keyword.empty()) Fail("loop." + std::string(name) + "() takes no keyword arguments");
-    if (name == "cycle") {
-      if (args.positional.empty()) Fail("no items for cycling given");
-      return args.positional[index_ % args.positional.size()];
-    }
-    if (name == "changed") {
-      Value now = Value::List(args.positional);
-      const bool changed = !has_last_ || !Equal(now, last_, in.budget());
-      last_ = std::move(now);
-      has_last_ = true;
-      return Value::Bool(changed);
-    }
-    *handled = false;
-    return Value();
-  }
-  void set_index(size_t i) { index_ = i; }
-  void set_self(const std::shared_ptr<LoopObject>& self) { self_ = self; }
-
- private:
-  std::shared_ptr<const ValueList> items_;
-  size_t index_ = 0;
-  std::weak_ptr<LoopObject> self_;
-  Value last_;
-  bool has_last_ = false;
-};
 
 }  // namespace
 
@@ -184,16 +133,24 @@ std::shared_ptr<Namespace> Interpreter::NewNamespace() {
   return ns;
 }
 
-std::string Interpreter::Render(const Body& body, const Dict& vars) {
+std::shared_ptr<Frame> Interpreter::NewFrame(const std::shared_ptr<Frame>& parent,
+                                             const std::vector<std::string>& names) {
+  auto f = std::make_shared<Frame>(parent);
+  for (const std::string& n : names) f->Set(n, Value::Undefined("'" + n + "' is undefined"));
+  return f;
+}
+
+std::string Interpreter::Render(const Stmt& root, const Dict& vars) {
   auto globals = std::make_shared<Frame>(nullptr);
   AddGlobals(*globals);
-  auto root = std::make_shared<Frame>(globals);
-  for (const auto& [k, v] : vars.items()) root->Set(k.str(), v);
-  captured_frames_.push_back(root);
+  auto context = std::make_shared<Frame>(globals);
+  for (const auto& [k, v] : vars.items()) context->Set(k.str(), v);
+  auto top = NewFrame(context, root.predeclared);
+  captured_frames_.push_back(top);
   std::string out;
   out_ = &out;
   try {
-    Exec(body, root);
+    Exec(root.body, top);
   } catch (TemplateError& e) {
     out_ = nullptr;
     if (!e.line) e.line = line_;
@@ -210,12 +167,13 @@ void Interpreter::Write(std::string_view text) {
   budget_.Step(static_cast<int64_t>(text.size() / 64));
 }
 
-std::string Interpreter::Capture(const Body& body, const std::shared_ptr<Frame>& frame) {
+std::string Interpreter::Capture(const Body& body, const std::shared_ptr<Frame>& frame, Flow* flow) {
   std::string buf;
   std::string* saved = out_;
   out_ = &buf;
   try {
-    Exec(body, frame);
+    const Flow f = Exec(body, frame);
+    if (flow) *flow = f;
   } catch (...) {
     out_ = saved;
     throw;
@@ -260,7 +218,10 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& s, const std::shared_ptr<Fra
       ExecSet(s, frame, Eval(*s.expr, frame));
       break;
     case Stmt::Kind::kSetBlock: {
-      Value v = Value::Str(Capture(s.body, frame));
+      // As in jinja2, a break or continue inside leaves the block: nothing is assigned.
+      Flow flow = Flow::kNormal;
+      Value v = Value::Str(Capture(s.body, NewFrame(frame, s.predeclared), &flow));
+      if (flow != Flow::kNormal) return flow;
       if (s.filter) v = ApplyFilterChain(*s.filter, std::move(v), frame);
       ExecSet(s, frame, std::move(v));
       break;
@@ -273,12 +234,15 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& s, const std::shared_ptr<Fra
       ExecCallBlock(s, frame);
       break;
     case Stmt::Kind::kFilterBlock: {
-      const Value v = ApplyFilterChain(*s.filter, Value::Str(Capture(s.body, frame)), frame);
+      Flow flow = Flow::kNormal;
+      const std::string body = Capture(s.body, NewFrame(frame, s.predeclared), &flow);
+      if (flow != Flow::kNormal) return flow;  // nothing is written, as in jinja2
+      const Value v = ApplyFilterChain(*s.filter, Value::Str(body), frame);
       Write(ToStr(v));
       break;
     }
     case Stmt::Kind::kWith: {
-      auto child = std::make_shared<Frame>(frame);
+      auto child = NewFrame(frame, s.predeclared);
       for (size_t i = 0; i < s.targets.size(); ++i) child->Set(s.targets[i], Eval(*s.values[i], frame));
       return Exec(s.body, child);
     }
@@ -287,7 +251,7 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& s, const std::shared_ptr<Fra
     case Stmt::Kind::kContinue:
       return Flow::kContinue;
     case Stmt::Kind::kScope:
-      return Exec(s.body, std::make_shared<Frame>(frame));
+      return Exec(s.body, NewFrame(frame, s.predeclared));
   }
   return Flow::kNormal;
 }
@@ -317,28 +281,31 @@ Interpreter::Flow Interpreter::ExecFor(const Stmt& s, const std::shared_ptr<Fram
   const Value iterable = Eval(*s.expr, frame);
   line_ = s.line;
   std::shared_ptr<const ValueList> seq = Iterate(iterable, budget_);
-  if (s.filter) {
-    ValueList kept;
-    for (const Value& item : *seq) {
+  LoopContext::Filter filter;
+  if (s.filter) {  // evaluated item by item as the loop pulls them, as jinja2 does
+    filter = [this, &s, frame](const Value& item) {
       budget_.Step();
       auto f = std::make_shared<Frame>(frame);
       ExecSet(s, f, item);
-      if (Eval(*s.filter, f).Truthy()) kept.push_back(item);
-    }
-    seq = std::make_shared<const ValueList>(std::move(kept));
+      return Eval(*s.filter, f).Truthy();
+    };
   }
-  if (seq->empty()) return Exec(s.else_body, frame);
-  auto loop = std::make_shared<LoopObject>(seq);
-  loop->set_self(loop);
+  auto loop = LoopContext::Make(std::move(seq), std::move(filter));
   const Value loop_value = Value::Obj(loop);
-  for (size_t i = 0; i < seq->size(); ++i) {
+  // jinja2 marks a loop as having iterated at the end of a body that ran through, so `else`
+  // also runs when every iteration ended in break or continue.
+  bool completed_once = false;
+  Value item;
+  while (loop->Advance(&item)) {
     budget_.Step();
-    loop->set_index(i);
-    auto f = std::make_shared<Frame>(frame);
+    auto f = NewFrame(frame, s.predeclared);
     f->Set("loop", loop_value);
-    ExecSet(s, f, (*seq)[i]);
-    if (Exec(s.body, f) == Flow::kBreak) break;
+    ExecSet(s, f, item);
+    const Flow flow = Exec(s.body, f);
+    if (flow == Flow::kBreak) break;
+    if (flow == Flow::kNormal) completed_once = true;
   }
+  if (!completed_once && !s.else_body.empty()) return Exec(s.else_body, NewFrame(frame, s.else_predeclared));
   return Flow::kNormal;
 }
 
@@ -404,7 +371,7 @@ Value Interpreter::CallValue(const Value& callee, CallArgs& args) {
 Value Interpreter::CallMacro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args) {
   DepthGuard guard(this);
   const std::string what = def.kind == Stmt::Kind::kMacro ? "macro '" + def.text + "'" : "caller()";
-  auto f = std::make_shared<Frame>(closure);
+  auto f = NewFrame(closure, def.predeclared);
   const size_t np = def.params.size();
   if (args.positional.size() > np && !def.uses_varargs)
     Fail(what + " takes not more than " + std::to_string(np) + " argument(s)");

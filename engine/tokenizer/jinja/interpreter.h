@@ -71,8 +71,8 @@ class Interpreter {
   explicit Interpreter(const Limits& limits);
   ~Interpreter();  // clears namespaces and macro scopes, which may reference each other
 
-  // Renders `body` with `vars` as the template's variables (globals underneath).
-  std::string Render(const Body& body, const Dict& vars);
+  // Renders the template `root` (parser.h) with `vars` as its variables (globals underneath).
+  std::string Render(const Stmt& root, const Dict& vars);
 
   Budget& budget() { return budget_; }
   int line() const { return line_; }
@@ -104,11 +104,14 @@ class Interpreter {
   friend class Caller;
 
   Flow Exec(const Body& body, const std::shared_ptr<Frame>& frame);
+  // A frame for a scope's body, starting with its predeclared names undefined.
+  static std::shared_ptr<Frame> NewFrame(const std::shared_ptr<Frame>& parent, const std::vector<std::string>& names);
   Flow ExecStmt(const Stmt& s, const std::shared_ptr<Frame>& frame);
   Flow ExecFor(const Stmt& s, const std::shared_ptr<Frame>& frame);
   void ExecSet(const Stmt& s, const std::shared_ptr<Frame>& frame, Value v);
   void ExecCallBlock(const Stmt& s, const std::shared_ptr<Frame>& frame);
-  std::string Capture(const Body& body, const std::shared_ptr<Frame>& frame);
+  // Runs `body` into a string instead of the output; *flow (optional) gets a break/continue.
+  std::string Capture(const Body& body, const std::shared_ptr<Frame>& frame, Flow* flow = nullptr);
   Value Eval(const Expr& e, const std::shared_ptr<Frame>& frame);
   Value EvalCall(const Expr& e, const std::shared_ptr<Frame>& frame, std::pair<std::string, Value>* extra_kwarg);
   void EvalArgs(const Expr& e, const std::shared_ptr<Frame>& frame, CallArgs* args);

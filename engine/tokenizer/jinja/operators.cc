@@ -150,7 +150,7 @@ Value Repeat(const Value& seq, int64_t n, Budget& budget) {
 
 // printf-style formatting: `fmt % args` and the format filter.
 std::string PercentFormat(Interpreter& in, const std::string& fmt, const Value& args) {
-  const bool mapping = args.is_dict();
+  const bool mapping = args.is_dict() || args.is_undefined();
   ValueList positional;
   if (args.is_list() && args.seq() == Value::Seq::kTuple) {
     positional = args.list();
@@ -169,7 +169,7 @@ std::string PercentFormat(Interpreter& in, const std::string& fmt, const Value& 
     const Value* arg = nullptr;
     if (fmt[i] == '(') {
       const size_t close = fmt.find(')', i);
-      if (close == std::string::npos || !mapping) Fail("format requires a mapping");
+      if (close == std::string::npos || !args.is_dict()) Fail("format requires a mapping");
       arg = args.dict().Find(std::string_view(fmt).substr(i + 1, close - i - 1));
       if (!arg) Fail("format key '" + fmt.substr(i + 1, close - i - 1) + "' not found");
       i = close + 1;
@@ -227,6 +227,9 @@ std::string PercentFormat(Interpreter& in, const std::string& fmt, const Value& 
 }
 
 Value Interpreter::Binary(BinOp op, const Value& a, const Value& b) {
+  // str % Undefined formats (Python takes an object with __getitem__ as a mapping); any other
+  // operation on Undefined fails.
+  if (op == BinOp::kMod && a.is_string() && b.is_undefined()) return Value::Str(PercentFormat(*this, a.str(), b));
   for (const Value* v : {&a, &b})
     if (v->is_undefined()) Fail(v->str().empty() ? "undefined value" : v->str());
   if (a.is_number() && b.is_number()) {

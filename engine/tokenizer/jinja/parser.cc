@@ -5,6 +5,7 @@
 
 #include "engine/tokenizer/jinja/expression_parser.h"
 #include "engine/tokenizer/jinja/lexer.h"
+#include "engine/tokenizer/jinja/scope_analysis.h"
 #include "engine/tokenizer/jinja/token_stream.h"
 
 namespace ls::jinja {
@@ -105,7 +106,10 @@ class Parser {
     if (tag == "generation") {
       ts_.next();
       auto s = Stmt0(Stmt::Kind::kScope, line);
+      const int saved_loops = loop_depth_;  // the body is a caller macro in jinja2: no break out of it
+      loop_depth_ = 0;
       s->body = ParseStatements(tag, line, {"endgeneration"}, true);
+      loop_depth_ = saved_loops;
       return body->push_back(std::move(s));
     }
     static constexpr std::string_view kUnsupported[] = {"block", "extends", "include", "import", "from", "autoescape"};
@@ -267,6 +271,13 @@ class Parser {
 
 }  // namespace
 
-Body Parse(std::string_view source) { return Parser(Lex(source)).ParseTemplate(); }
+StmtPtr Parse(std::string_view source) {
+  auto root = std::make_unique<Stmt>();
+  root->kind = Stmt::Kind::kScope;
+  root->line = 1;
+  root->body = Parser(Lex(source)).ParseTemplate();
+  AnalyzeScopes(*root);
+  return root;
+}
 
 }  // namespace ls::jinja

@@ -13,6 +13,7 @@ namespace ls::jinja {
 constexpr int kMaxBlockNesting = 64;
 constexpr int kMaxExprNesting = 64;
 
-Body Parse(std::string_view source);
+// The template as one kScope statement holding its body, scopes analysed (scope_analysis.h).
+StmtPtr Parse(std::string_view source);
 
 }  // namespace ls::jinja

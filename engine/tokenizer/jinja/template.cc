@@ -20,7 +20,7 @@ absl::Status ToStatus(const TemplateError& e) {
 
 absl::StatusOr<Template> Template::Parse(std::string_view source) {
   try {
-    return Template(std::make_shared<const Body>(jinja::Parse(source)));
+    return Template(std::shared_ptr<const Stmt>(jinja::Parse(source)));
   } catch (const TemplateError& e) {
     return ToStatus(e);
   } catch (const std::bad_alloc&) {
@@ -32,7 +32,7 @@ absl::StatusOr<std::string> Template::Render(const Dict& vars, const Limits& lim
   if (raised) *raised = false;
   try {
     Interpreter interp(limits);
-    return interp.Render(*body_, vars);
+    return interp.Render(*root_, vars);
   } catch (const TemplateError& e) {
     if (raised) *raised = e.raised;
     return ToStatus(e);

@@ -31,8 +31,8 @@ class Template {
   absl::StatusOr<std::string> Render(const Dict& vars, const Limits& limits = {}, bool* raised = nullptr) const;
 
  private:
-  explicit Template(std::shared_ptr<const Body> body) : body_(std::move(body)) {}
-  std::shared_ptr<const Body> body_;
+  explicit Template(std::shared_ptr<const Stmt> root) : root_(std::move(root)) {}
+  std::shared_ptr<const Stmt> root_;
 };
 
 }  // namespace ls::jinja

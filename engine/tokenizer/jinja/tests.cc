@@ -33,7 +33,7 @@ bool String(Interpreter&, const Value& v, CallArgs& a) { return NoArgs(a, "strin
 bool Mapping(Interpreter&, const Value& v, CallArgs& a) { return NoArgs(a, "mapping"), v.is_dict(); }
 bool Callable(Interpreter&, const Value& v, CallArgs& a) {
   NoArgs(a, "callable");
-  return v.is_object() && v.object()->IsCallable();
+  return v.is_undefined() || (v.is_object() && v.object()->IsCallable());  // Undefined has __call__ (it fails)
 }
 bool Escaped(Interpreter&, const Value&, CallArgs& a) { return NoArgs(a, "escaped"), false; }
 bool Lower(Interpreter& in, const Value& v, CallArgs& a) { return NoArgs(a, "lower"), py::IsLowerStr(in.ToStr(v)); }

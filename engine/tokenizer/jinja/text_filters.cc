@@ -80,6 +80,8 @@ Value Replace(Interpreter& in, const Value& v, CallArgs& args) {
 Value Indent(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder b(args, F("indent"), {"width", "first", "blank"});
   if (v.is_undefined()) Fail(v.str().empty() ? "undefined value" : v.str());
+  if (!v.is_string())  // jinja2 appends "\n" to the value itself
+    Fail("unsupported operand type(s) for +=: '" + std::string(TypeName(v)) + "' and 'str'");
   std::string pad = "    ";
   if (const Value* w = b.Get(0)) {
     if (w->is_string()) {

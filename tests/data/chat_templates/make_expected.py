@@ -101,7 +101,7 @@ ENV = make_env()
 def render_case(template, variables):
     try:
         t = ENV.from_string(template)
-    except jinja2.exceptions.TemplateError as e:
+    except Exception as e:  # noqa: BLE001 - TemplateSyntaxError, or SyntaxError from compiling e.g. a stray break
         return {"error": f"{type(e).__name__}: {e}", "phase": "load", "line": getattr(e, "lineno", None)}
     try:
         return {"output": t.render(**variables)}
