@@ -3,7 +3,6 @@
 // resolves filter and test names at load time; methods are known by name.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -34,8 +33,5 @@ Value MakeBoundMethod(Value self, std::string name);
 
 // The global functions: range, dict, namespace, raise_exception, strftime_now.
 void AddGlobals(Frame& frame);
-
-// Python's sorted(): stable, using only `<`; never reads out of bounds whatever `less` answers.
-void StableSort(ValueList& items, const std::function<bool(const Value&, const Value&)>& less);
 
 }  // namespace ls::jinja

@@ -352,19 +352,4 @@ bool IsUnsupportedFilter(std::string_view name) {
          std::end(kUnsupportedFilters);
 }
 
-void StableSort(ValueList& items, const std::function<bool(const Value&, const Value&)>& less) {
-  // Bottom-up merge sort: stable, and only ever indexes within the two runs it merges.
-  ValueList buf(items.size());
-  for (size_t width = 1; width < items.size(); width *= 2) {
-    for (size_t lo = 0; lo < items.size(); lo += 2 * width) {
-      const size_t mid = std::min(lo + width, items.size()), hi = std::min(lo + 2 * width, items.size());
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi) buf[k++] = less(items[j], items[i]) ? items[j++] : items[i++];
-      while (i < mid) buf[k++] = items[i++];
-      while (j < hi) buf[k++] = items[j++];
-    }
-    items.swap(buf);
-  }
-}
-
 }  // namespace ls::jinja

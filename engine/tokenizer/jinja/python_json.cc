@@ -209,8 +209,12 @@ struct Dumper {
         std::vector<const std::pair<Value, Value>*> order;
         for (const auto& kv : items) order.push_back(&kv);
         if (opt.sort_keys) {
-          std::stable_sort(order.begin(), order.end(),
-                           [&](const auto* a, const auto* b) { return Compare(a->first, b->first, budget, "<") < 0; });
+          ValueList index;
+          for (size_t i = 0; i < items.size(); ++i) index.push_back(Value::Int(static_cast<int64_t>(i)));
+          StableSort(index, [&](const Value& a, const Value& b) {
+            return Compare(items[a.as_int()].first, items[b.as_int()].first, budget, "<") < 0;
+          });
+          for (size_t i = 0; i < index.size(); ++i) order[i] = &items[index[i].as_int()];
         }
         out->push_back('{');
         for (size_t i = 0; i < order.size(); ++i) {

@@ -43,11 +43,22 @@ Value Object::CallMethod(Interpreter&, std::string_view, CallArgs&, bool* handle
 
 Value Object::Call(Interpreter&, CallArgs&) const { Fail("'" + std::string(TypeName()) + "' object is not callable"); }
 
+namespace {
+
+// Dict keys are equal as Python's hash keys are (1 == 1.0 == True). Keys are scalars or tuples of
+// them, so comparing them needs no render budget.
+bool SameKey(const Value& a, const Value& b) {
+  if (a.is_string() || b.is_string()) return a.is_string() && b.is_string() && a.str() == b.str();
+  Budget unbounded{INT64_MAX, SIZE_MAX, kMaxValueNesting};
+  return Equal(a, b, unbounded);
+}
+
+}  // namespace
+
 const Value* Dict::Find(const Value& key) const {
   if (key.is_string()) return Find(std::string_view(key.str()));
-  Budget b{1 << 30, SIZE_MAX, 1 << 20};
-  for (const auto& [k, v] : items_)
-    if (!k.is_string() && Equal(k, key, b)) return &v;
+  for (const auto& kv : items_)
+    if (SameKey(kv.first, key)) return &kv.second;
   return nullptr;
 }
 
@@ -58,13 +69,9 @@ const Value* Dict::Find(std::string_view key) const {
 }
 
 void Dict::Set(Value key, Value value) {
-  for (auto& [k, v] : items_) {
-    const bool same = key.is_string() ? (k.is_string() && k.str() == key.str()) : [&] {
-      Budget b{1 << 30, SIZE_MAX, 1 << 20};
-      return !k.is_string() && Equal(k, key, b);
-    }();
-    if (same) {
-      v = std::move(value);
+  for (auto& kv : items_) {
+    if (SameKey(kv.first, key)) {
+      kv.second = std::move(value);
       return;
     }
   }
@@ -410,6 +417,21 @@ int64_t Length(const Value& v) {
       [[fallthrough]];
     default:
       Fail("object of type '" + std::string(TypeName(v)) + "' has no len()");
+  }
+}
+
+void StableSort(ValueList& items, const std::function<bool(const Value&, const Value&)>& less) {
+  // Bottom-up merge sort: stable, and only ever indexes within the two runs it merges.
+  ValueList buf(items.size());
+  for (size_t width = 1; width < items.size(); width *= 2) {
+    for (size_t lo = 0; lo < items.size(); lo += 2 * width) {
+      const size_t mid = std::min(lo + width, items.size()), hi = std::min(lo + 2 * width, items.size());
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) buf[k++] = less(items[j], items[i]) ? items[j++] : items[i++];
+      while (i < mid) buf[k++] = items[i++];
+      while (j < hi) buf[k++] = items[j++];
+    }
+    items.swap(buf);
   }
 }
 

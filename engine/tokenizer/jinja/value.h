@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 namespace ls::jinja {
 
 class Value;
+class Dict;
 class Interpreter;
 struct CallArgs;
 using ValueList = std::vector<Value>;
@@ -47,19 +49,6 @@ struct Budget {
       FailLimit("template built a value larger than the size limit (" + std::to_string(max_bytes) + " bytes)");
   }
   void Built(size_t bytes) { Step(1 + static_cast<int64_t>(bytes / 64)); }
-};
-
-class Dict {
- public:
-  const Value* Find(const Value& key) const;
-  const Value* Find(std::string_view key) const;
-  void Set(Value key, Value value);     // replaces the value of an equal key in place, else appends
-  void Append(Value key, Value value);  // the key is known not to be present yet
-  size_t size() const { return items_.size(); }
-  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
-
- private:
-  std::vector<std::pair<Value, Value>> items_;
 };
 
 // Host objects: namespaces, loop contexts, macros, builtin functions, bound methods.
@@ -138,6 +127,19 @@ class Value {
   std::shared_ptr<const void> ptr_;  // std::string, ValueList, Dict or Object
 };
 
+class Dict {
+ public:
+  const Value* Find(const Value& key) const;
+  const Value* Find(std::string_view key) const;
+  void Set(Value key, Value value);     // replaces the value of an equal key in place, else appends
+  void Append(Value key, Value value);  // the key is known not to be present yet
+  size_t size() const { return items_.size(); }
+  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<Value, Value>> items_;
+};
+
 // Python semantics over values. Deep operations walk nested values against the budget.
 std::string_view TypeName(const Value& v);  // Python's type name, for error messages
 bool Equal(const Value& a, const Value& b, Budget& budget);
@@ -150,5 +152,7 @@ std::string Str(const Value& v, Budget& budget);
 std::shared_ptr<const ValueList> Iterate(const Value& v, Budget& budget);
 // len(): fails for values without a length (numbers, iterators).
 int64_t Length(const Value& v);
+// Python's sorted(): stable, using only `less`; never reads out of bounds whatever `less` answers.
+void StableSort(ValueList& items, const std::function<bool(const Value&, const Value&)>& less);
 
 }  // namespace ls::jinja
