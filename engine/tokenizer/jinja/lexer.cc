@@ -44,7 +44,8 @@ class Lexer {
         LexTag(block);
       }
     }
-    tokens_.push_back({TokenType::kEof, line_, ""});
+    // jinja2 reports the end of the template on the line where its last token started.
+    tokens_.push_back({TokenType::kEof, tokens_.empty() ? 1 : tokens_.back().line, ""});
     return std::move(tokens_);
   }
 

@@ -358,6 +358,24 @@ def cases():
     add("misc", "{% for x, in [[1], [2]] %}{{ x }}{% endfor %}")
     add("misc", "{% for (a, b) in [[1, 2]] %}{{ a }}{{ b }}{% endfor %}")
     add("misc", "{{ '%s' % [1, 2] }} {{ '%s %s' % (1, 2) }}")
+    # ---- load errors: jinja2's line must be ours
+    add("loaderr", "line one\n{{ x }}\n{{ x | nosuchfilter }}")
+    add("loaderr", "\n\n{% if x is shiny %}{% endif %}")
+    add("loaderr", "{% for m in messages %}\n{{ m }}\n\n")
+    add("loaderr", "{% if a %}\n{% for m in b %}\n{% endif %}")
+    add("loaderr", "{% macro m() %}\nx\n")
+    add("loaderr", "a\n{% frobnicate %}")
+    add("loaderr", "a\n\n{% endfor %}")
+    add("loaderr", "{{ 'unterminated }}\n")
+    add("loaderr", "ok\n{# never closed\n")
+    add("loaderr", "x\n{{ 1 + }}")
+    add("loaderr", "{{\n  a +\n  (b\n}}")
+    add("loaderr", "{% set %}")
+    add("loaderr", "{% include 'x' %}")
+    add("loaderr", "x\n{% raw %}\nnever ended")
+    add("loaderr", "{% for x in y %}{% else %}{% else %}{% endfor %}")
+    add("loaderr", "{{ a.0x }}")
+    add("loaderr", "{{ a | }}")
     return out
 
 
