@@ -138,6 +138,8 @@ TEST(JinjaRenderError, RaiseExceptionKeepsTheTemplatesMessage) {
   r = t->Render(ojson{{"messages", {1}}}, {}, &raised);
   EXPECT_TRUE(r.ok());
   EXPECT_FALSE(raised);
+  EXPECT_EQ(Render("{{ raise_exception(nothing) }}").status().message(),
+            "the template called raise_exception() without a message");
 }
 
 TEST(JinjaRenderError, ImmutableSandboxRefusesMutatingMethods) {

@@ -11,7 +11,10 @@ namespace ls::jinja {
 namespace {
 
 absl::Status ToStatus(const TemplateError& e) {
-  if (e.raised) return absl::InvalidArgumentError(e.what());
+  if (e.raised) {
+    const std::string msg = e.what();
+    return absl::InvalidArgumentError(msg.empty() ? "the template called raise_exception() without a message" : msg);
+  }
   const std::string msg = e.line > 0 ? absl::StrCat("line ", e.line, ": ", e.what()) : std::string(e.what());
   return e.limit ? absl::ResourceExhaustedError(msg) : absl::InvalidArgumentError(msg);
 }
