@@ -69,13 +69,11 @@ class Lexer {
         ++i;
         continue;
       }
-      size_t j = i;
       const std::u32string one = py::Decode(s_.substr(i, std::min<size_t>(4, s_.size() - i)));
       if (one.empty() || !py::IsSpace(one[0])) break;
       std::string enc;
       py::AppendUtf8(one[0], &enc);
-      j += enc.size();
-      i = j;
+      i += enc.size();
     }
     return i;
   }
