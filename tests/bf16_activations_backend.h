@@ -26,13 +26,13 @@ class Bf16ActivationsBackend final : public Backend {
   void CopyToHost(void* dst, const void* src, size_t bytes) override { cpu_.CopyToHost(dst, src, bytes); }
 
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override {
-    if (use != WeightUse::kMatmul) return cpu_.PreparedWeightBytes(w, use);
+    if (!IsMatmul(use) || w.quantized()) return cpu_.PreparedWeightBytes(w, use);
     Tensor b = w;
     b.dtype = DType::kBF16;
     return cpu_.PreparedWeightBytes(b, use);
   }
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override {
-    if (use != WeightUse::kMatmul || w.dtype == DType::kBF16) return cpu_.PrepareWeight(w, use, dst);
+    if (!IsMatmul(use) || w.dtype == DType::kBF16 || w.quantized()) return cpu_.PrepareWeight(w, use, dst);
     std::vector<uint16_t> bf16(static_cast<size_t>(w.numel()));
     for (int64_t i = 0; i < w.numel(); ++i) bf16[static_cast<size_t>(i)] = F32ToBf16(LoadAsF32(w.data, w.dtype, i));
     Tensor b = w;

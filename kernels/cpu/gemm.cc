@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/quantized_gemm.h"
 
 namespace ls::cpu {
 namespace internal {
@@ -37,6 +38,8 @@ void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t 
                int64_t n_end, float* y, int64_t ldy, bool accumulate) {
   if (w.layout == Layout::kPanels) {
     PackedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (w.quantized()) {
+    internal::RowMajorQuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else if (kUseAvx512) {
     internal::GemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else {

@@ -11,16 +11,17 @@ namespace ls {
 Tensor WeightBinder::Get(const std::string& name, int64_t rows, int64_t cols) {
   taken_.insert(name);
   if (!status_.ok()) return {};
-  auto t = store_.Get(name, rows, cols);
-  if (!t.ok()) {
-    status_ = t.status();
+  auto b = BindWeight(store_, quantization_, name, rows, cols);
+  if (!b.ok()) {
+    status_ = b.status();
     return {};
   }
-  return *t;
+  taken_.insert(b->names.begin(), b->names.end());
+  return b->tensor;
 }
 
 Tensor WeightBinder::Optional(const std::string& name, int64_t rows, int64_t cols) {
-  return store_.Has(name) ? Get(name, rows, cols) : Tensor{};
+  return Has(name) ? Get(name, rows, cols) : Tensor{};
 }
 
 absl::Status WeightBinder::CheckAllTaken(const std::function<bool(const std::string&)>& unused_ok) const {

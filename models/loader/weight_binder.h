@@ -1,6 +1,9 @@
 // WeightBinder: hands a model's layers their checkpoint tensors by name, shape-checked, keeping
 // the first error so binding code reads as a list of tensors; remembers every name taken, so
-// that the loader can refuse a checkpoint holding tensors no layer reads (DESIGN.md §2).
+// that the loader can refuse a checkpoint holding tensors no layer reads (DESIGN.md §2). A
+// quantized checkpoint's weight comes back as one Tensor carrying its format and scales, made from
+// the parts the checkpoint stores (models/loader/quantized_binding.h), so layers bind it by the
+// plain name `X.weight`.
 #pragma once
 
 #include <cstdint>
@@ -10,19 +13,22 @@
 
 #include "absl/status/status.h"
 #include "kernels/tensor.h"
+#include "models/loader/quantization_config.h"
+#include "models/loader/quantized_binding.h"
 #include "models/loader/weight_store.h"
 
 namespace ls {
 
 class WeightBinder {
  public:
-  explicit WeightBinder(const WeightStore& store) : store_(store) {}
+  explicit WeightBinder(const WeightStore& store, const QuantizationConfig& quantization = {})
+      : store_(store), quantization_(quantization) {}
 
   // The tensor `name` of shape [rows, cols] ([cols] when rows == 0); an empty tensor after an error.
   Tensor Get(const std::string& name, int64_t rows, int64_t cols);
   // As Get, or an empty tensor (and no error) when the checkpoint has no such tensor.
   Tensor Optional(const std::string& name, int64_t rows, int64_t cols);
-  bool Has(const std::string& name) const { return store_.Has(name); }
+  bool Has(const std::string& name) const { return HasWeight(store_, quantization_, name); }
 
   const absl::Status& status() const { return status_; }
   // An error naming the checkpoint tensors not taken (the first few and their count), except
@@ -31,6 +37,7 @@ class WeightBinder {
 
  private:
   const WeightStore& store_;
+  QuantizationConfig quantization_;
   absl::Status status_;
   std::unordered_set<std::string> taken_;
 };
