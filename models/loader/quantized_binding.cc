@@ -47,14 +47,14 @@ class Checker {
                                 absl::StrJoin(e->shape, ", "), "], expected [", absl::StrJoin(shape, ", "), "]"));
     return e;
   }
-  // Every scale finite (and, for E8M0, not the NaN code 255).
-  absl::Status CheckScales(const std::string& name, const TensorEntry& e) const {
+  // Every scale, read as `as`, finite (so E8M0 not the NaN code 255).
+  absl::Status CheckScales(const std::string& name, const TensorEntry& e, DType as) const {
     const int64_t n = static_cast<int64_t>(e.bytes / DTypeSize(e.dtype));
     for (int64_t i = 0; i < n; ++i) {
-      const float s = LoadAsF32(e.data, e.dtype, i);
+      const float s = LoadAsF32(e.data, as, i);
       if (!std::isfinite(s))
         return Error(absl::StrCat("scale ", i, " of '", name, "' is not a finite number",
-                                  e.dtype == DType::kE8M0 || e.dtype == DType::kU8 ? " (E8M0 255 is NaN)" : ""));
+                                  as == DType::kE8M0 ? " (E8M0 255 is NaN)" : ""));
     }
     return absl::OkStatus();
   }
@@ -82,7 +82,7 @@ absl::StatusOr<BoundWeight> BindFp8(const WeightStore& store, const Quantization
   for (int64_t i = 0; i < rows * cols; ++i)
     if ((codes[i] & 0x7f) == 0x7f)
       return c.Error(absl::StrCat("element [", i / cols, ", ", i % cols, "] is an FP8 NaN code"));
-  if (auto st = c.CheckScales(scale_name, **s); !st.ok()) return st;
+  if (auto st = c.CheckScales(scale_name, **s, (*s)->dtype); !st.ok()) return st;
   BoundWeight b;
   b.tensor = Tensor{(*w)->data,
                     DType::kF8E4M3,
@@ -137,9 +137,9 @@ absl::StatusOr<BoundWeight> BindPacked(const WeightStore& store, const Quantizat
   auto s = g->codes == DType::kE2M1 ? c.Part(scale, {DType::kU8, DType::kE8M0}, {rows, groups})
                                     : c.Part(scale, {DType::kF32, DType::kBF16, DType::kF16}, {rows, groups});
   if (!s.ok()) return s.status();
-  if (auto st = c.CheckScales(scale, **s); !st.ok()) return st;
   t.quant.scale = (*s)->data;
   t.quant.scale_dtype = g->codes == DType::kE2M1 ? DType::kE8M0 : (*s)->dtype;
+  if (auto st = c.CheckScales(scale, **s, t.quant.scale_dtype); !st.ok()) return st;
   if (!g->symmetric) {
     // Zero points packed eight to an int32 word down the rows (offset by 8, as the codes are).
     auto z = c.Part(zero, {DType::kI32}, {CeilDiv(rows, 8), groups});
