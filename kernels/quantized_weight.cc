@@ -64,10 +64,17 @@ constexpr uint8_t kPlaceholder = 0;  // what QuantizedLayout's views point at
 
 Tensor QuantizedLayout(const Tensor& w, QuantScheme scheme) {
   if (!Quantizable(w, scheme)) return w;
+  if (scheme == QuantScheme::kInt8A8 || scheme == QuantScheme::kInt4A8) {
+    Tensor q = QuantizedLayout(w, scheme == QuantScheme::kInt8A8 ? QuantScheme::kInt8 : QuantScheme::kInt4);
+    q.quant.int8_activations = true;
+    return q;
+  }
   Tensor q{&kPlaceholder, w.dtype, w.rows, w.cols};
   q.quant.scale = &kPlaceholder;
   switch (scheme) {
     case QuantScheme::kNone:
+    case QuantScheme::kInt8A8:
+    case QuantScheme::kInt4A8:
       return w;
     case QuantScheme::kInt8:
       q.dtype = DType::kI8;
@@ -87,11 +94,17 @@ Tensor QuantizedLayout(const Tensor& w, QuantScheme scheme) {
 
 bool Quantizable(const Tensor& w, QuantScheme scheme) {
   return scheme != QuantScheme::kNone && w.layout == Layout::kRowMajor && !w.quantized() && IsFloatDType(w.dtype) &&
-         w.rows > 0 && w.cols > 0 && (scheme != QuantScheme::kInt4 || w.cols % 2 == 0);
+         w.rows > 0 && w.cols > 0 &&
+         ((scheme != QuantScheme::kInt4 && scheme != QuantScheme::kInt4A8) || w.cols % 2 == 0);
 }
 
 Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage) {
   if (!Quantizable(w, scheme)) return w;
+  if (scheme == QuantScheme::kInt8A8 || scheme == QuantScheme::kInt4A8) {
+    Tensor q = Quantize(w, scheme == QuantScheme::kInt8A8 ? QuantScheme::kInt8 : QuantScheme::kInt4, storage);
+    q.quant.int8_activations = true;
+    return q;
+  }
   Tensor q = QuantizedLayout(w, scheme);
   const int64_t N = w.rows, K = w.cols, br = q.quant.block_rows, bc = q.quant.block_cols;
   const int64_t grid_rows = (N + br - 1) / br, grid_cols = (K + bc - 1) / bc;
@@ -119,7 +132,7 @@ Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage) 
       case QuantScheme::kInt4:
         s = Bf16ToF32(F32ToBf16(amax[i] / 7.5f));
         break;
-      case QuantScheme::kNone:
+      default:
         break;
     }
     if (!(s > 0.f) || !std::isfinite(s)) s = 1.f;
@@ -147,7 +160,7 @@ Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage) 
           codes[i >> 1] |= (i & 1) ? u << 4 : u;
           break;
         }
-        case QuantScheme::kNone:
+        default:
           break;
       }
     }

@@ -31,6 +31,10 @@ enum class QuantScheme : uint8_t {
   kFp8,   // F8_E4M3 codes, one F32 scale per 128 × 128 block: scale = amax / 448 (DeepSeek-V3's layout)
   kInt4,  // U4 codes (q + 8), symmetric, one BF16 scale per row and 32 columns: scale = amax / 7.5,
           // q = clamp(round(w / scale), −8, 7) (compressed-tensors' and GPTQ's symmetric rule)
+  // As kInt8 and kInt4, and the weight's GEMMs round activations to int8 per row (W8A8, W4A8):
+  // faster on CPUs with VNNI, less exact (QuantScales::int8_activations).
+  kInt8A8,
+  kInt4A8,
 };
 
 // Whether `scheme` applies to `w`: a row-major float weight (int4: an even number of columns).

@@ -68,7 +68,8 @@ QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
     case WeightUse::kMatmul:
       return online;
     case WeightUse::kMatmulHead:
-      return online == QuantScheme::kInt4 ? QuantScheme::kInt8 : online;
+      if (online == QuantScheme::kInt4) return QuantScheme::kInt8;
+      return online == QuantScheme::kInt4A8 ? QuantScheme::kInt8A8 : online;
     default:
       return QuantScheme::kNone;
   }

@@ -23,21 +23,21 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
 }
 
 absl::StatusOr<QuantScheme> ParseQuantScheme(const std::string& name) {
-  for (QuantScheme s : {QuantScheme::kNone, QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4})
+  for (QuantScheme s : {QuantScheme::kNone, QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4,
+                        QuantScheme::kInt8A8, QuantScheme::kInt4A8})
     if (name == QuantSchemeName(s)) return s;
-  return absl::InvalidArgumentError(absl::StrCat("--quantization '", name, "' is not one of none, int8, fp8, int4"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--quantization '", name, "' is not one of none, int8, fp8, int4, w8a8, w4a8"));
 }
 
 const char* QuantSchemeName(QuantScheme scheme) {
   switch (scheme) {
-    case QuantScheme::kNone:
-      return "none";
-    case QuantScheme::kInt8:
-      return "int8";
-    case QuantScheme::kFp8:
-      return "fp8";
-    case QuantScheme::kInt4:
-      return "int4";
+    case QuantScheme::kNone: return "none";
+    case QuantScheme::kInt8: return "int8";
+    case QuantScheme::kFp8: return "fp8";
+    case QuantScheme::kInt4: return "int4";
+    case QuantScheme::kInt8A8: return "w8a8";
+    case QuantScheme::kInt4A8: return "w4a8";
   }
   return "?";
 }

@@ -22,7 +22,7 @@ struct LoadOptions {
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,
                                                  const LoadOptions& options = {});
 
-// Parses a --quantization value: none, int8, fp8 or int4.
+// Parses a --quantization value: none, int8, fp8, int4, w8a8 or w4a8.
 absl::StatusOr<QuantScheme> ParseQuantScheme(const std::string& name);
 const char* QuantSchemeName(QuantScheme scheme);
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/quantized_gemm.h"
 
 namespace ls::cpu {
@@ -22,6 +23,7 @@ inline int64_t PackedPosition(DType t, int64_t j) {
 }  // namespace
 
 size_t PackedWeightBytes(const Tensor& w) {
+  if (UsesInt8Dot(w)) return Int8DotPackedBytes(w);
   if (w.quantized()) return QuantizedPackedBytes(w);
   Tensor packed = w;
   packed.layout = Layout::kPanels;
@@ -30,6 +32,7 @@ size_t PackedWeightBytes(const Tensor& w) {
 
 Tensor PackWeight(const Tensor& w, void* dst) {
   assert(w.layout == Layout::kRowMajor);
+  if (UsesInt8Dot(w)) return PackInt8DotWeight(w, dst);
   if (w.quantized()) return PackQuantizedWeight(w, dst);
   Tensor out = w;
   out.data = dst;

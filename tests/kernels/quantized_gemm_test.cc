@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/quantized_weight.h"
 
@@ -207,6 +208,67 @@ TEST(QuantizedGemmBatch, MoeExpertsReadPackedQuantizedWeights) {
     for (int64_t i = 0; i < d; ++i) ASSERT_EQ(out[t * d + i], o[i]) << "token " << t << " column " << i;
   }
 }
+
+}  // namespace
+}  // namespace ls::cpu
+
+namespace ls::cpu {
+namespace {
+
+// Weights quantized for int8 activations (w8a8: I8 per row; w4a8: U4 in groups of 32 with BF16
+// scales) run the VNNI kernels: the product equals a double-precision one over the activations
+// rounded to int8 per row (s = amax / 127) and the weights' values; the VNNI kernel equals the
+// portable one bit for bit; a row's result does not depend on the batch.
+class Int8ActivationGemm : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {};
+
+TEST_P(Int8ActivationGemm, MatchesRoundedActivationsReference) {
+  const auto [fi, M, N, K] = GetParam();
+  const Format f = fi == 0 ? Format{"w8a8", DType::kI8, DType::kF32, 1, 1 << 20, false}
+                           : Format{"w4a8", DType::kU4, DType::kBF16, 1, 32, false};
+  std::mt19937 rng(fi * 1000 + M * 131 + N * 7 + K);
+  Weight w = MakeWeight(f, N, K, rng);
+  w.t.quant.int8_activations = true;
+  ASSERT_TRUE(UsesInt8Dot(w.t));
+  const Packed p = Pack(w.t);
+  ASSERT_EQ(p.t.layout, Layout::kPanelsInt8Dot);
+  std::vector<float> x(M * K);
+  std::normal_distribution<float> nd;
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(2);
+  std::vector<float> y(M * N, 7.f), y_acc(M * N, 1.f), y_scalar(M * N, 0.f);
+  Gemm(pool, x.data(), M, p.t, y.data(), false);
+  Gemm(pool, x.data(), M, p.t, y_acc.data(), true);
+  Int8RowsStorage storage;
+  const Int8Rows rows = internal::QuantizeRows(x.data(), K, M, K, f.codes == DType::kU4 ? 32 : 0, &storage);
+  internal::Int8DotRangeScalar(rows, p.t, 0, N, y_scalar.data(), N, false);
+  for (int m = 0; m < M; ++m) {
+    double amax = 0;
+    for (int k = 0; k < K; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[m * K + k])));
+    for (int n = 0; n < N; ++n) {
+      double ref = 0, mag = 0;
+      for (int k = 0; k < K; ++k) {
+        const float q = std::nearbyint(x[m * K + k] * (127.f / static_cast<float>(amax)));
+        const double v = q * (amax / 127) * WeightValue(w.t, n, k);
+        ref += v;
+        mag += std::fabs(v);
+      }
+      const double tol = 1e-5 * mag + 1e-30;
+      ASSERT_NEAR(y[m * N + n], ref, tol) << f.name << " m=" << m << " n=" << n;
+      ASSERT_NEAR(y_acc[m * N + n], ref + 1.0, tol + 1e-6) << f.name << " accumulate, m=" << m << " n=" << n;
+      ASSERT_EQ(y[m * N + n], y_scalar[m * N + n]) << f.name << " portable kernel, m=" << m << " n=" << n;
+    }
+  }
+  // Batch invariance: each row alone gives the same bits.
+  for (int m = 0; m < M; ++m) {
+    std::vector<float> one(N);
+    Gemm(pool, x.data() + m * K, 1, p.t, one.data(), false);
+    for (int n = 0; n < N; ++n) ASSERT_EQ(one[n], y[m * N + n]) << f.name << " m=" << m << " n=" << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Int8ActivationGemm,
+                         ::testing::Combine(::testing::Values(0, 1), ::testing::Values(1, 5, 14),
+                                            ::testing::Values(5, 70, 130), ::testing::Values(8, 40, 136)));
 
 }  // namespace
 }  // namespace ls::cpu

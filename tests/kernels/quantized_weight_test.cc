@@ -173,7 +173,9 @@ TEST_P(OnlineQuantization, RoundTripIsWithinHalfAStep) {
   QuantizedStorage storage;
   const Tensor q = Quantize(src, GetParam(), &storage);
   ASSERT_TRUE(q.quantized());
+  EXPECT_EQ(q.quant.int8_activations, GetParam() == QuantScheme::kInt8A8 || GetParam() == QuantScheme::kInt4A8);
   const Tensor layout = QuantizedLayout(src, GetParam());
+  EXPECT_EQ(layout.quant.int8_activations, q.quant.int8_activations);
   EXPECT_EQ(layout.dtype, q.dtype);
   EXPECT_EQ(layout.scale_bytes(), q.scale_bytes());
   EXPECT_EQ(storage.scales.size(), q.scale_bytes());
@@ -185,16 +187,18 @@ TEST_P(OnlineQuantization, RoundTripIsWithinHalfAStep) {
       // Half an integer step, or for FP8 half a mantissa step of the value (2^-4 relative) or of the
       // smallest normal.
       // (int4: the scale is rounded to BF16, which can stretch the largest value past 7.5 steps.)
-      const float tol = GetParam() == QuantScheme::kFp8    ? std::max(std::fabs(v) / 16, s * 0x1p-10f) * 1.0001f
-                        : GetParam() == QuantScheme::kInt4 ? s * 0.53f
-                                                           : s * 0.5001f;
+      const bool int4 = GetParam() == QuantScheme::kInt4 || GetParam() == QuantScheme::kInt4A8;
+      const float tol = GetParam() == QuantScheme::kFp8 ? std::max(std::fabs(v) / 16, s * 0x1p-10f) * 1.0001f
+                        : int4                          ? s * 0.53f
+                                                        : s * 0.5001f;
       ASSERT_LE(std::fabs(got - v), tol) << n << "," << k;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, OnlineQuantization,
-                         ::testing::Values(QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4));
+                         ::testing::Values(QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4,
+                                           QuantScheme::kInt8A8, QuantScheme::kInt4A8));
 
 }  // namespace
 }  // namespace ls
