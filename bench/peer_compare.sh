@@ -5,13 +5,15 @@
 # prompts and 32 generated tokens, 2 threads, every position feeding token 0; decode_bench --token0
 # on the same weights in our format) and the 512-token prefill (llama-bench -p 512; decode_bench
 # --prefill 512), for each weight format: the peer's BF16, Q8_0 and Q4_K_M (each with and without
-# -rtr, its run-time repacking) and ours in BF16, --quantization int8 and --quantization int4. Host
+# -rtr, its run-time repacking) and ours in BF16 and with --quantization int8, w8a8, int4 and w4a8
+# (w8a8/w4a8: activations rounded to int8 per row, as the peer's quantized types do). Host
 # memory bandwidth jumps between two levels within tens of seconds, so every configuration runs
 # once per round, in the same order, and the figures are medians over the rounds. Prints the
 # per-round figures, then one JSON object with the medians and our ratios to the peer.
 #   bench/peer_compare.sh PEER_CHECKOUT MODEL_OUTDIR [ROUNDS (default 5)]
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
-# bin/llama-bench, bin/llama-quantize, src/libllama.so); MODEL_OUTDIR holds peer.gguf and
+# bin/llama-bench, bin/llama-quantize, src/libllama.so; ../shared/tools/README.md's build, with
+# -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none of those kernels); MODEL_OUTDIR holds peer.gguf and
 # latentserve/ (../shared/tools/peer_model.py); the peer's Q8_0 and Q4_K_M files are made beside
 # them on first use.
 set -euo pipefail
@@ -84,9 +86,11 @@ for round in $(seq 1 "$rounds"); do
   peer_decode peer_q8_0 "$model/peer-q8_0.gguf"
   peer_decode peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr
   ours ours_int8 int8
+  ours ours_w8a8 w8a8
   peer_decode peer_q4_k_m "$model/peer-q4_k_m.gguf"
   peer_decode peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr
   ours ours_int4 int4
+  ours ours_w4a8 w4a8
   peer_prefill peer_bf16 "$model/peer.gguf"
   peer_prefill peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr 1
   peer_prefill peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr 1
@@ -104,11 +108,12 @@ def ratio(a, b, metric):
     x, y = med.get(f"{a} {metric}"), med.get(f"{b} {metric}")
     return round(x / y, 2) if x and y else None
 ratios = {}
-for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_int8", "peer_q8_0_rtr"), ("ours_int8", "peer_q8_0"),
-                   ("ours_int4", "peer_q4_k_m_rtr"), ("ours_int4", "peer_q4_k_m")]:
+for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_int8", "peer_q8_0_rtr"), ("ours_w8a8", "peer_q8_0_rtr"),
+                   ("ours_w8a8", "peer_q8_0"), ("ours_int4", "peer_q4_k_m_rtr"), ("ours_w4a8", "peer_q4_k_m_rtr"),
+                   ("ours_w4a8", "peer_q4_k_m")]:
     for n in (1, 8, 32):
         ratios[f"{ours}/{peer} decode_{n}"] = ratio(ours, peer, f"decode_{n}")
-for ours in ("ours_bf16", "ours_int8", "ours_int4"):
+for ours in ("ours_bf16", "ours_int8", "ours_w8a8", "ours_int4", "ours_w4a8"):
     ratios[f"{ours}/peer_bf16 prefill_512"] = ratio(ours, "peer_bf16", "prefill_512")
 print(json.dumps({"benchmark": "peer_compare", "threads": 2, "rounds": int(sys.argv[2]),
                   "statistic": "median over alternating rounds", "medians_tokens_per_s": med, "ratios": ratios},

@@ -43,7 +43,7 @@ ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one st
 ABSL_FLAG(int32_t, kv_cache_mb, 512, "KV cache size in MiB");
 ABSL_FLAG(int32_t, block_size, 16, "tokens per KV cache block");
 ABSL_FLAG(std::string, quantization, "none",
-          "online quantization of a float checkpoint's GEMM weights at load: none, int8, fp8 or int4 (a quantized "
+          "online quantization of a float checkpoint's GEMM weights at load: none, int8, fp8, int4, w8a8 or w4a8 (a quantized "
           "checkpoint is served as stored)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it: cpu; else "
