@@ -54,7 +54,7 @@ peer_decode() {  # name gguf [extra flags]
   local name=$1 file=$2
   shift 2
   "$peer/bin/llama-batched-bench" -m "$file" -c 8192 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 1,8,32 -t $threads "$@" \
-    2>/dev/null | awk -F'|' -v n="$name" -v r="$round" \
+    2>&1 | awk -F'|' -v n="$name" -v r="$round" \
     '$2 ~ /^ *[0-9]+ *$/ { gsub(/ /, "", $4); gsub(/ /, "", $9); print n "\t" r "\tdecode_" $4 "\t" $9 }' >>"$log"
 }
 # llama-bench: prompt processing of 512 tokens, tokens/s.
@@ -68,19 +68,22 @@ peer_prefill() {  # name gguf [extra flags]
 ours() {  # name quantization
   local name=$1 q=$2 out
   out=$("$here/build/bin/decode_bench" --token0 --quantization "$q" $threads "$model/latentserve" 1 8 32)
-  python3 -c 'import json, sys
+  python3 - "$out" "$name" "$round" >>"$log" <<'PY'
+import json, sys
 d = json.loads(sys.argv[1])
-for r in d["token0_results"]: print(f"{sys.argv[2]}\t{sys.argv[3]}\tdecode_{r[\"batch\"]}\t{r[\"tokens_per_s\"]}")' \
-    "$out" "$name" "$round" >>"$log"
+for r in d["token0_results"]:
+    print("%s\t%s\tdecode_%d\t%s" % (sys.argv[2], sys.argv[3], r["batch"], r["tokens_per_s"]))
+PY
   out=$("$here/build/bin/decode_bench" --prefill 512 --quantization "$q" $threads "$model/latentserve" 1)
-  python3 -c 'import json, sys
+  python3 - "$out" "$name" "$round" >>"$log" <<'PY'
+import json, sys
 d = json.loads(sys.argv[1])
-print(f"{sys.argv[2]}\t{sys.argv[3]}\tprefill_512\t{d[\"results\"][0][\"prefill_tokens_per_s\"]}")' \
-    "$out" "$name" "$round" >>"$log"
+print("%s\t%s\tprefill_512\t%s" % (sys.argv[2], sys.argv[3], d["results"][0]["prefill_tokens_per_s"]))
+PY
 }
 
 for round in $(seq 1 "$rounds"); do
-  echo "== round $round of $rounds"
+  echo "== round $round of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   peer_decode peer_bf16 "$model/peer.gguf"
   ours ours_bf16 none
   peer_decode peer_q8_0 "$model/peer-q8_0.gguf"
