@@ -15,11 +15,16 @@
 
 namespace ls {
 
-// What a weight is read by, which decides the layout and memory a backend keeps it in.
+// What a weight is read by, which decides the layout and memory a backend keeps it in (and what
+// online quantization does with it).
 enum class WeightUse : uint8_t {
-  kMatmul,  // the right operand of Gemm and MoeExperts
-  kOther,   // norm weights, the embedding table, the router bias: read as stored
+  kMatmul,        // the right operand of Gemm and MoeExperts
+  kMatmulRouter,  // a Gemm operand online quantization leaves as stored: routers and gates, whose
+                  // few outputs decide which experts run
+  kMatmulHead,    // the LM head, a Gemm operand online quantization keeps at 8 bits
+  kOther,         // norm weights, the embedding table, the router bias: read as stored
 };
+inline bool IsMatmul(WeightUse use) { return use != WeightUse::kOther; }
 
 class Backend {
  public:
@@ -40,7 +45,9 @@ class Backend {
   // A model hands each weight (row-major, host memory) to the backend once, at load.
   // PreparedWeightBytes: the backend memory it needs for `use`; 0 means the ops read the host
   // tensor in place. PrepareWeight writes it into `dst` (that many bytes, from Allocate) and
-  // returns the view the ops take; with 0 bytes it returns `w` itself.
+  // returns the view the ops take; with 0 bytes it returns `w` itself. A quantized matmul weight
+  // (Tensor::quant) is accepted in every format of kernels/quantized_weight.h; the view returned
+  // keeps everything it needs (codes, scales, zero points) inside those bytes.
   virtual size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const = 0;
   virtual Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) = 0;
 

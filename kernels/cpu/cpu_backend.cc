@@ -25,7 +25,7 @@ void CpuBackend::CopyToDevice(void* dst, const void* src, size_t bytes) { std::m
 void CpuBackend::CopyToHost(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 size_t CpuBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
-  return use == WeightUse::kMatmul && w.layout == Layout::kRowMajor ? cpu::PackedWeightBytes(w) : 0;
+  return IsMatmul(use) && w.layout == Layout::kRowMajor ? cpu::PackedWeightBytes(w) : 0;
 }
 Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   return PreparedWeightBytes(w, use) == 0 ? w : cpu::PackWeight(w, dst);

@@ -44,7 +44,8 @@ class CudaBackend final : public Backend {
   void CopyToDevice(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
 
-  // kMatmul: BF16 row-major (F32 and F16 weights are converted on the host); kOther: as stored.
+  // Matmul uses: BF16 row-major (F32 and F16 weights are converted on the host, quantized ones
+  // dequantized there); kOther: as stored.
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
 

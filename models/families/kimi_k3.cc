@@ -3,7 +3,8 @@
 // tower and projector are left unread (text serving). Kimi-Linear's layer layout (KDA layers with
 // K3's bounded forget gate and full-rank output gate, MLA layers without RoPE and with an output
 // gate) with AttnRes block residuals, SiTU with its bounds, and LatentMoE experts: the router on the
-// full width, the experts in the routed_expert_hidden_size latent, RMSNorm on their sum.
+// full width, the experts in the routed_expert_hidden_size latent, RMSNorm on their sum; the
+// routed experts in MXFP4 (compressed-tensors, quantization_config inside text_config).
 #include "absl/strings/str_cat.h"
 #include "models/families/families.h"
 #include "models/loader/common_keys.h"
@@ -37,6 +38,11 @@ void ReadConfig(ConfigReader& r, ModelConfig* c) {
     return;
   }
   ReadTextConfig(*text, c);
+  // K3 keeps its quantization_config inside text_config; a wrapper-level one (read by the loader
+  // for every family) alongside it would leave open which applies.
+  ReadQuantizationConfig(*text, &c->quantization);
+  if (c->quantization.quantized() && r.Has("quantization_config"))
+    r.Fail("key 'quantization_config' is given both here and in text_config");
   // The wrapper repeats some text keys; one that disagrees leaves the meaning open.
   if (r.Has("tie_word_embeddings") && r.Bool("tie_word_embeddings", false) != c->tie_word_embeddings)
     r.Fail("key 'tie_word_embeddings' disagrees with text_config.tie_word_embeddings");
