@@ -80,7 +80,7 @@ namespace {
 // --help: the flags by topic.
 const std::vector<ls::server::FlagTopic>& FlagTopics() {
   static const std::vector<ls::server::FlagTopic> topics = {
-      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "max_model_len", "warmup"}},
+      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "quantization", "max_model_len", "warmup"}},
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
