@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct Fixture {
   const char* param;   // testing::FixtureParamDir's name
   const char* prefix;  // the checkpoint's prefix before "model.layers."
 };
+
+void PrintTo(const Fixture& f, std::ostream* os) { *os << f.param; }
 
 class MlaForms : public ::testing::TestWithParam<Fixture> {
  protected:
