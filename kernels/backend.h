@@ -76,6 +76,15 @@ class Backend {
   // Writes the new latent rows into the cache, then causal latent attention (MLA) for every new
   // token.
   virtual void PagedLatentAttention(const LatentAttentionParams& p) = 0;
+  // MLA's expanded form, the ops around the caller's per-head expansion: StoreLatentRows writes
+  // the new latent rows of p.seqs into the cache as PagedLatentAttention does, attending nothing
+  // (it reads c_new, k_rope_new, latent_dim, rope_dim, cache and seqs); LoadLatentRows reads
+  // `count` cached rows of `seq` from position `first` as float32 rows of `width` values
+  // ([count, width]); ExpandedLatentAttention attends one sequence's tokens to one tile of keys.
+  virtual void StoreLatentRows(const LatentAttentionParams& p) = 0;
+  virtual void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                              int32_t count, float* out) = 0;
+  virtual void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) = 0;
   // The short causal convolution of linear-attention layers (ShortConvParams).
   virtual void ShortConv(const ShortConvParams& p) = 0;
   // Kimi Delta Attention over the sequences' recurrent state (KdaParams).

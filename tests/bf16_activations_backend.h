@@ -61,6 +61,12 @@ class Bf16ActivationsBackend final : public Backend {
   bool SupportsKvCacheDType(DType dtype) const override { return cpu_.SupportsKvCacheDType(dtype); }
   void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }
   void PagedLatentAttention(const LatentAttentionParams& p) override { cpu_.PagedLatentAttention(p); }
+  void StoreLatentRows(const LatentAttentionParams& p) override { cpu_.StoreLatentRows(p); }
+  void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first, int32_t count,
+                      float* out) override {
+    cpu_.LoadLatentRows(cache, width, seq, first, count, out);
+  }
+  void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) override { cpu_.ExpandedLatentAttention(p); }
   void ShortConv(const ShortConvParams& p) override { cpu_.ShortConv(p); }
   void KdaAttention(const KdaParams& p) override { cpu_.KdaAttention(p); }
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,

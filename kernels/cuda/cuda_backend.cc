@@ -256,6 +256,33 @@ void CudaBackend::PagedLatentAttention(const LatentAttentionParams& p) {
   cuda::PagedLatentAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
 }
 
+void CudaBackend::StoreLatentRows(const LatentAttentionParams& p) {
+  Activate();
+  AttentionParams seqs;
+  seqs.seqs = p.seqs;
+  seqs.num_seqs = p.num_seqs;
+  cuda::FlattenAttentionSeqs(seqs, &attention_tokens_, &attention_tables_);
+  if (attention_tokens_.empty()) return;
+  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
+  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
+  cuda::StoreLatentRows(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+}
+
+void CudaBackend::LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                                 int32_t count, float* out) {
+  if (count <= 0) return;
+  Activate();
+  const int32_t blocks = (first + count + cache.block_size - 1) / cache.block_size;
+  LS_CUDA_REQUIRE(blocks <= seq.num_blocks, "LoadLatentRows: rows past the sequence's block table");
+  const int32_t* d_table = uploader_->Upload(seq.block_table, static_cast<size_t>(blocks));
+  cuda::LoadLatentRows(cache, width, d_table, first, count, out, stream_);
+}
+
+void CudaBackend::ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) {
+  Activate();
+  cuda::ExpandedLatentAttention(p, stream_);
+}
+
 void CudaBackend::ShortConv(const ShortConvParams& p) {
   Activate();
   cuda::FlattenRecurrentSeqs(p.seqs, p.num_seqs, &recurrent_seqs_, &recurrent_tokens_);
