@@ -79,12 +79,14 @@ struct Tensor {
     return Tensor{static_cast<const unsigned char*>(data) + r * row_bytes(), dtype, 1, cols};
   }
   // Rows [r0, r0 + n) as a view (packed: r0 at a panel boundary; quantized: Layout::kPanels only).
+  // Row-major quantized: r0 on a block boundary; packed: r0 on a panel boundary.
   Tensor RowSlice(int64_t r0, int64_t n) const {
-    assert(layout == Layout::kRowMajor ? !quantized() : r0 % kPanelRows == 0);
+    assert(layout == Layout::kRowMajor ? !quantized() || r0 % quant.block_rows == 0 : r0 % kPanelRows == 0);
     assert(layout != Layout::kPanelsInt8Dot);
     Tensor t{static_cast<const unsigned char*>(data) + r0 * row_bytes(), dtype, n, cols, layout, quant};
     if (quantized()) {
-      const int64_t skip = r0 * scale_cols();  // packed: kPanelRows scales per panel and group
+      // Row-major: the block rows above r0; packed: kPanelRows scales per panel and group.
+      const int64_t skip = layout == Layout::kRowMajor ? r0 / quant.block_rows * scale_cols() : r0 * scale_cols();
       t.quant.scale = static_cast<const unsigned char*>(quant.scale) + DTypeBytes(quant.scale_dtype, skip);
       if (quant.zero) t.quant.zero = static_cast<const unsigned char*>(quant.zero) + skip;
     }

@@ -6,8 +6,21 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/quantized_weight.h"
 
 namespace ls {
+namespace {
+
+// A quantized weight's values, exactly as the format defines them (float32), in `storage`, and
+// their row-major view: MLA reads these projections per head, so it needs their values, not a
+// GEMM over their codes. The backend stores the copy as it stores any float32 weight.
+Tensor Dequantize(const Tensor& w, std::vector<float>* storage) {
+  storage->resize(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) DequantizeRow(w, r, storage->data() + r * w.cols);
+  return Tensor{storage->data(), DType::kF32, w.rows, w.cols};
+}
+
+}  // namespace
 
 MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const RopeTable* rope)
     : c_(config.mla), rope_(rope), qh_(c_.qk_nope_head_dim + c_.qk_rope_head_dim) {
@@ -22,7 +35,9 @@ MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const Mod
     q_ = b.Get(prefix + "q_proj.weight", H * qh_, d);
   }
   // kv_a_proj_with_mqa's rows: the latent first, then the rope key.
-  const Tensor kv_a = b.Get(prefix + "kv_a_proj_with_mqa.weight", L + R, d);
+  Tensor kv_a = b.Get(prefix + "kv_a_proj_with_mqa.weight", L + R, d);
+  // Split into two GEMM weights at row L: a quantized one must have a block boundary there.
+  if (kv_a.quantized() && L % kv_a.quant.block_rows != 0) kv_a = Dequantize(kv_a, &kv_a_values_);
   if (!kv_a.empty()) {
     kv_a_c_ = kv_a.RowSlice(0, L);
     kv_a_rope_ = kv_a.RowSlice(L, R);
@@ -37,7 +52,8 @@ MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const Mod
   }
   kv_a_norm_ = b.Get(prefix + "kv_a_layernorm.weight", 0, L);
   // kv_b_proj: per head qk_nope key rows, then v value rows, over the latent.
-  const Tensor kv_b = b.Get(prefix + "kv_b_proj.weight", H * (nope + v), L);
+  Tensor kv_b = b.Get(prefix + "kv_b_proj.weight", H * (nope + v), L);
+  if (kv_b.quantized()) kv_b = Dequantize(kv_b, &kv_b_values_);  // its per-head rows are transposed below
   if (c_.output_gate) g_ = b.Get(prefix + "g_proj.weight", H * v, d);
   o_ = b.Get(prefix + "o_proj.weight", d, H * v);
   if (c_.bias) o_bias_ = b.Get(prefix + "o_proj.bias", 0, d);
@@ -93,6 +109,24 @@ void MlaAttention::ForEachWeight(const WeightFn& fn) {
 void MlaAttention::WeightsPrepared() {
   // The backend keeps its own copies of the transposed key projections (packed, or on the device).
   if (!uk_t_.empty() && uk_t_[0].data != uk_t_bytes_.data()) uk_t_bytes_ = {};
+  // Likewise the dequantized projections, once no weight views them any more.
+  auto views = [](const std::vector<float>& bytes, std::initializer_list<const std::vector<Tensor>*> lists,
+                  std::initializer_list<const Tensor*> single) {
+    const auto* lo = reinterpret_cast<const unsigned char*>(bytes.data());
+    const auto* hi = lo + bytes.size() * sizeof(float);
+    auto in = [&](const Tensor& t) {
+      const auto* p = static_cast<const unsigned char*>(t.data);
+      return p >= lo && p < hi;
+    };
+    for (const auto* list : lists)
+      for (const Tensor& t : *list)
+        if (in(t)) return true;
+    for (const Tensor* t : single)
+      if (in(*t)) return true;
+    return false;
+  };
+  if (!kv_b_values_.empty() && !views(kv_b_values_, {&uk_, &uv_}, {})) kv_b_values_ = {};
+  if (!kv_a_values_.empty() && !views(kv_a_values_, {}, {&kv_a_c_, &kv_a_rope_})) kv_a_values_ = {};
 }
 
 void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, float* x) {

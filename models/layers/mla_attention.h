@@ -56,6 +56,7 @@ class MlaAttention final : public AttentionLayer {
   Tensor kv_a_c_, kv_a_rope_;               // kv_a_proj_with_mqa's rows: [L, d] and [R, d]
   Tensor kv_a_c_bias_, kv_a_rope_bias_;     // [L], [R] (bias only)
   Tensor kv_a_norm_;                        // [L]
+  std::vector<float> kv_a_values_, kv_b_values_;  // quantized kv_a / kv_b dequantized, until prepared
   std::vector<unsigned char> uk_t_bytes_;   // the transposed copies below, as stored, until prepared
   std::vector<Tensor> uk_t_;                // [H] of [L, qk_nope]: q_latent_h = q_nope_h · W_UK_h
   std::vector<Tensor> uv_;                  // [H] of [v, L]: head h's value rows of kv_b_proj

@@ -257,6 +257,12 @@ FIXTURES = [
             dict(GLM, moe_intermediate_size=48), 122, dtype="bfloat16",
             quant=Q.QuantSpec("fp8", Q.is_linear_not_router, Q.fp8_config((32, 32), ["lm_head", "mlp.gate"]),
                               block=(32, 32))),
+    Fixture("deepseek_v3_fp8", "DeepSeek-V3 as released in FP8: every Linear but lm_head and the routers F8_E4M3 "
+            "with float32 weight_scale_inv, including the MLA projections (kv_a_proj_with_mqa split at a block "
+            "boundary into latent and rope rows, kv_b_proj read per head), config without modules_to_not_convert; "
+            "weight_block_size [16, 16]", T.DeepseekV3Config, T.DeepseekV3ForCausalLM, dict(DSV3), 126,
+            dtype="bfloat16", publish=publish_deepseek_v3,
+            quant=Q.QuantSpec("fp8", Q.is_linear_not_router, Q.fp8_config((16, 16), None), block=(16, 16))),
     Fixture("glm4_moe_int4", "Kimi-K2-Thinking-shaped: compressed-tensors pack-quantized INT4, group 32, symmetric, "
             "BF16 scales, targets Linear, Kimi-K2-Thinking's ignore list: only the routed experts are INT4 "
             "(attention, dense layer 0, shared experts BF16); moe_intermediate_size 32", T.Glm4MoeConfig,

@@ -178,8 +178,11 @@ def check_transformers_fp8_dequant(spec, out, deq, load):
 
 
 def fp8_config(block, not_converted):
-    return {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": list(block),
-            "modules_to_not_convert": not_converted}
+    """not_converted None: no modules_to_not_convert key at all, as DeepSeek-V3's own config.json."""
+    cfg = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": list(block)}
+    if not_converted is not None:
+        cfg["modules_to_not_convert"] = not_converted
+    return cfg
 
 
 def compressed_config(fmt, weights, ignore, targets=("Linear",)):

@@ -127,6 +127,15 @@ TEST(ScaleGrid, PartialEdgeBlocksUseTheirOwnScale) {
       EXPECT_EQ(WeightValue(q.t, n, k), F8E4M3ToF32(q.codes[n * 7 + k]) * s[(n / 2) * 3 + k / 3]) << n << "," << k;
 }
 
+TEST(ScaleGrid, RowSliceAtABlockBoundaryKeepsItsScales) {
+  // Rows 4.. of [9, 7] in 2 × 3 blocks (MLA splits kv_a_proj_with_mqa this way): the slice's
+  // values are the whole weight's, its partial last block row included.
+  Quantized q = Random(DType::kF8E4M3, DType::kF32, 9, 7, 2, 3, false, 3);
+  const Tensor tail = q.t.RowSlice(4, 5);
+  for (int64_t n = 0; n < 5; ++n)
+    for (int64_t k = 0; k < 7; ++k) EXPECT_EQ(WeightValue(tail, n, k), WeightValue(q.t, 4 + n, k)) << n << "," << k;
+}
+
 TEST(ScaleGrid, Int4GroupsAlongKWithZeroPoints) {
   // 40 columns in groups of 32: two groups per row, the second partial.
   Quantized q = Random(DType::kU4, DType::kBF16, 3, 40, 1, 32, true, 2);
