@@ -247,6 +247,7 @@ void XtmlParser::OnClose(const std::string& raw_name, ChatDelta* out) {
     return;
   }
   while (stack_.size() - 1 > depth) PopFrame(/*implicit=*/true, out);
+  if (!call_ && stack_.back().kind == Kind::kUnknown) out->content += raw_name;  // as its header was
   PopFrame(/*implicit=*/false, out);
 }
 
