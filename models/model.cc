@@ -49,7 +49,23 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> Model::BuildPlacedExperts(
   std::vector<const ExpertWeights*> experts(config_.num_hidden_layers, nullptr);
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l)
     if (moe_blocks_[l]) experts[l] = &moe_blocks_[l]->experts();
-  return PlacedExperts::Build(experts, backend_, placements);
+  const RankTransport* ranks = experts_.ranks;
+  return PlacedExperts::Build(experts, backend_, placements, ranks ? ranks->rank() : 0, ranks ? ranks->size() : 1);
+}
+
+absl::Status Model::JoinRankGroup(RankTransport* ranks) {
+  std::string error;
+  if (!backend_->JoinRankGroup(ranks, &error))
+    return absl::UnavailableError(
+        absl::StrCat("the ", std::string(backend_->name()), " backend cannot join the rank group: ", error));
+  experts_.ranks = ranks;
+  return absl::OkStatus();
+}
+
+void Model::AddExpertCounts(const std::vector<int64_t>& tokens, const std::vector<int64_t>& device_rows) {
+  for (size_t i = 0; i < tokens.size() && i < experts_.tokens.size(); ++i) experts_.tokens[i] += tokens[i];
+  if (device_rows.size() == experts_.device_rows.size())
+    for (size_t i = 0; i < device_rows.size(); ++i) experts_.device_rows[i] += device_rows[i];
 }
 
 void Model::SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed) {

@@ -67,7 +67,8 @@ class Model {
   // Expert parallelism: with placed experts, every MoE layer dispatches its routed rows to the
   // devices holding their experts (split over replicas), each device computes its share with its
   // own weight copies, and the results are combined — numerically the same as without. Set
-  // between steps; null turns it off. BuildPlacedExperts may run on another thread.
+  // between steps; null turns it off. BuildPlacedExperts may run on another thread; in a rank
+  // group it copies only this rank's devices' experts.
   absl::StatusOr<std::shared_ptr<const PlacedExperts>> BuildPlacedExperts(
       const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const;
   void SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed);
@@ -75,6 +76,16 @@ class Model {
   // Routed rows computed per (layer, device) since the last reset: [layers * devices].
   const std::vector<int64_t>& device_row_counts() const { return experts_.device_rows; }
   void ResetDeviceRowCounts() { std::fill(experts_.device_rows.begin(), experts_.device_rows.end(), 0); }
+
+  // Makes this process one rank of a group of processes that serve the model together (every
+  // rank calls it at start-up, before any step): the placed devices split over the ranks, each
+  // step runs on every rank at once over its own sequences, and the MoE layers exchange rows over
+  // `ranks` (which outlives the model) and the backend's transport. Errors name the backend's.
+  absl::Status JoinRankGroup(RankTransport* ranks);
+  RankTransport* rank_group() const { return experts_.ranks; }
+  // Adds expert counts that other ranks recorded ([layers * N] tokens, [layers * D] rows; sizes
+  // as expert_token_counts() and device_row_counts(); the rows are ignored when they differ).
+  void AddExpertCounts(const std::vector<int64_t>& tokens, const std::vector<int64_t>& device_rows);
 
  protected:
   Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);

@@ -7,9 +7,13 @@ namespace ls {
 
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     const std::vector<const ExpertWeights*>& experts, Backend* backend,
-    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements, int32_t rank, int32_t num_ranks) {
   const int32_t num_layers = static_cast<int32_t>(experts.size());
+  if (num_ranks < 1 || rank < 0 || rank >= num_ranks)
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " of ", num_ranks, " ranks is not a rank"));
   auto out = std::make_shared<PlacedExperts>();
+  out->num_ranks_ = num_ranks;
+  out->rank_ = rank;
   out->layers_.resize(num_layers);
   for (const auto& [l, p] : placements) {
     if (l < 0 || l >= num_layers || !experts[l])
@@ -31,23 +35,31 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     if (experts[l] && out->layers_[l].placement.num_devices == 0)
       return absl::InvalidArgumentError(absl::StrCat("expert placement is missing MoE layer ", l));
   const int32_t D = out->num_devices_, S = out->slots_per_device_;
-  // Bytes per device, then one buffer per device holding its slots of every layer.
-  std::vector<size_t> bytes(D, 0);
+  if (D % num_ranks != 0)
+    return absl::InvalidArgumentError(absl::StrCat("the expert placement's ", D, " devices do not split evenly over ",
+                                                   num_ranks, " ranks (each rank holds the same number of devices)"));
+  const int32_t first = rank * (D / num_ranks), held = D / num_ranks;  // this rank's devices
+  // Bytes per device of this rank, then one buffer per device holding its slots of every layer.
+  std::vector<size_t> bytes(held, 0);
   for (int32_t l = 0; l < num_layers; ++l) {
     const PlacedLayer& pl = out->layers_[l];
     if (pl.placement.num_devices == 0) continue;
     const ExpertWeights& L = *experts[l];
-    for (int32_t s = 0; s < D * S; ++s) {
+    for (int32_t s = first * S; s < (first + held) * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
-      if (e >= 0) bytes[s / S] += L.gate[e].bytes() + L.up[e].bytes() + L.down[e].bytes();
+      if (e < 0) continue;
+      const size_t n = L.gate[e].bytes() + L.up[e].bytes() + L.down[e].bytes();
+      bytes[s / S - first] += n;
+      if (pl.placement.replicas[e].front() != s) out->redundant_bytes_ += n;  // not the expert's first copy
     }
   }
-  std::vector<size_t> used(D, 0);
-  for (int32_t d = 0; d < D; ++d) {
+  std::vector<size_t> used(held, 0);
+  for (int32_t d = 0; d < held; ++d) {
     out->storage_.emplace_back(backend, std::max<size_t>(bytes[d], 64));
     out->bytes_per_device_ = std::max(out->bytes_per_device_, bytes[d]);
+    out->rank_bytes_ += bytes[d];
   }
-  auto copy = [&](int32_t d, const Tensor& t) {
+  auto copy = [&](int32_t d, const Tensor& t) {  // d: the device's index among this rank's
     auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
     backend->CopyToDevice(dst, t.data, t.bytes());
     used[d] += t.bytes();
@@ -62,12 +74,12 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     pl.gate.resize(D * S);
     pl.up.resize(D * S);
     pl.down.resize(D * S);
-    for (int32_t s = 0; s < D * S; ++s) {
+    for (int32_t s = first * S; s < (first + held) * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
       if (e < 0) continue;
-      pl.gate[s] = copy(s / S, L.gate[e]);
-      pl.up[s] = copy(s / S, L.up[e]);
-      pl.down[s] = copy(s / S, L.down[e]);
+      pl.gate[s] = copy(s / S - first, L.gate[e]);
+      pl.up[s] = copy(s / S - first, L.up[e]);
+      pl.down[s] = copy(s / S - first, L.down[e]);
     }
   }
   return std::shared_ptr<const PlacedExperts>(std::move(out));
