@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Init(int* argc, char
         "MPI gives no MPI_THREAD_SERIALIZED support; the engine's loop thread (not the main thread) makes the "
         "group's calls");
   std::unique_ptr<Communicator> c(new Communicator());
+  c->owns_mpi_ = true;
   MPI_Comm_dup(MPI_COMM_WORLD, &c->comm_);
   // Errors come back as codes (the group fails cleanly) instead of aborting the job.
   MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN);
@@ -67,7 +68,19 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Init(int* argc, char
 Communicator::~Communicator() {
   if (!ok()) return;
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  MPI_Finalize();
+  if (owns_mpi_) MPI_Finalize();
+}
+
+std::unique_ptr<Communicator> Communicator::Duplicate() const {
+  std::unique_ptr<Communicator> c(new Communicator());
+  MPI_Comm_dup(comm_, &c->comm_);
+  MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN);
+  c->rank_ = rank_;
+  c->size_ = size_;
+  c->local_rank_ = local_rank_;
+  c->host_ = host_;
+  c->timeout_ = timeout_;
+  return c;
 }
 
 bool Communicator::ok() const {

@@ -25,9 +25,12 @@ class Communicator final : public RankTransport {
  public:
   // MPI_Init_thread over the world mpirun launched. Errors name what failed.
   static absl::StatusOr<std::unique_ptr<Communicator>> Init(int* argc, char*** argv);
-  // Finalizes MPI when the group is healthy; after a failure leaves it alone (MPI_Finalize could
-  // wait for the dead rank).
+  // Finalizes MPI (when this one brought it up) while the group is healthy; after a failure leaves
+  // it alone (MPI_Finalize could wait for the dead rank).
   ~Communicator() override;
+  // A second communicator over the same ranks, independent of this one (its failure leaves this
+  // one healthy). Collective.
+  std::unique_ptr<Communicator> Duplicate() const;
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -68,6 +71,7 @@ class Communicator final : public RankTransport {
 
   int32_t rank_ = 0, size_ = 1, local_rank_ = 0;
   std::string host_;
+  bool owns_mpi_ = false;
   MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD that returns errors
   std::chrono::milliseconds timeout_{30000};
   double exchange_seconds_ = 0;
