@@ -303,6 +303,7 @@ int main(int argc, char** argv) {
                                 {"prefix_caching", (*engine)->prefix_caching()},
                                 {"backend", std::string(backend->name())},
                                 {"ranks", (*engine)->num_ranks()},
+                                {"pid", static_cast<int64_t>(getpid())},
                                 {"workers", nlohmann::json::parse(*group ? (*group)->workers_json() : "{}")},
                                 {"warmup_tokens", (*engine)->warmup_tokens()},
                                 {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
