@@ -18,6 +18,8 @@ packages=(
   python3-yaml yamllint                        # deployment manifest checks
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
   openssl curl                                 # TLS test certificates; README examples
+  openmpi-bin libopenmpi-dev                   # rank groups: mpirun launches the ranks, MPI carries step plans,
+                                               # the CPU expert exchange and NCCL's bootstrap (tests: mpirun -np 2/4)
 )
 
 missing=()
