@@ -214,6 +214,47 @@ bool Communicator::BroadcastBytes(std::string* bytes) {
   return n == 0 || Broadcast(bytes->data(), static_cast<size_t>(n), 0);
 }
 
+bool Communicator::ScatterBytes(const std::vector<std::string>& all, std::string* mine) {
+  if (!ok()) return false;
+  std::vector<int64_t> sizes;
+  std::string joined;
+  if (rank_ == 0) {
+    if (static_cast<int32_t>(all.size()) != size_) {
+      Fail(absl::StrCat("rank 0: a scatter needs one message per rank (", size_, ")"));
+      return false;
+    }
+    for (const std::string& m : all) {
+      sizes.push_back(static_cast<int64_t>(m.size()));
+      joined += m;
+    }
+  }
+  int64_t n = 0;
+  MPI_Request request;
+  int r = MPI_Iscatter(sizes.data(), 1, MPI_INT64_T, &n, 1, MPI_INT64_T, 0, comm_, &request);
+  if (r != MPI_SUCCESS) {
+    Fail(absl::StrCat("rank ", rank_, ": MPI_Iscatter: ", MpiError(r)));
+    return false;
+  }
+  if (!Wait(&request, "the scatter of the leader's messages")) return false;
+  std::vector<int> counts, displs;
+  if (rank_ == 0 && !ToCounts(sizes, &counts, &displs)) {
+    Fail("rank 0: the leader's messages exceed MPI's 2 GiB count");
+    return false;
+  }
+  if (n < 0 || n > INT_MAX) {
+    Fail(absl::StrCat("rank ", rank_, ": a message of ", n, " bytes exceeds MPI's 2 GiB count"));
+    return false;
+  }
+  mine->resize(static_cast<size_t>(n));
+  r = MPI_Iscatterv(joined.data(), counts.data(), displs.data(), MPI_BYTE, mine->data(), static_cast<int>(n), MPI_BYTE,
+                    0, comm_, &request);
+  if (r != MPI_SUCCESS) {
+    Fail(absl::StrCat("rank ", rank_, ": MPI_Iscatterv: ", MpiError(r)));
+    return false;
+  }
+  return Wait(&request, "the scatter of the leader's messages");
+}
+
 bool Communicator::GatherBytes(const std::string& mine, std::vector<std::string>* all) {
   if (!ok()) return false;
   int64_t n = static_cast<int64_t>(mine.size());

@@ -56,6 +56,9 @@ class Communicator final : public RankTransport {
 
   // Rank 0's *bytes to every rank (its size first); the others' *bytes receive them.
   bool BroadcastBytes(std::string* bytes);
+  // Rank 0's all[r] to rank r (sizes first; `all` is read on rank 0 only, [size()]); *mine gets
+  // this rank's.
+  bool ScatterBytes(const std::vector<std::string>& all, std::string* mine);
   // Every rank's `mine` to rank 0, which gets them in rank order in *all (the others: untouched).
   bool GatherBytes(const std::string& mine, std::vector<std::string>* all);
 

@@ -24,15 +24,21 @@ absl::Status LeaderGroup::Broken(const std::string& what) const {
   return absl::UnavailableError(absl::StrCat("rank group of ", comm_->size(), " ranks: ", what));
 }
 
-absl::Status LeaderGroup::RoundTrip(StepMessage m, const std::function<absl::Status()>& local,
-                                    std::vector<WorkerReply>* replies) {
+absl::Status LeaderGroup::RoundTrip(StepMessage m, const std::vector<StepBatch>* batches,
+                                    const std::function<absl::Status()>& local, std::vector<WorkerReply>* replies) {
   if (stopped_) return Broken("it has been stopped");
   if (!comm_->ok()) return Broken(comm_->error());
   if (prepare_) m.prepare = std::move(prepare_);
   prepare_.reset();
   m.switch_epoch = std::exchange(switch_epoch_, -1);
-  std::string bytes = Encode(m);
-  if (!comm_->BroadcastBytes(&bytes)) return Broken(comm_->error());
+  // Each rank gets its own plan: its batch only.
+  std::vector<std::string> out(comm_->size());
+  for (int32_t r = 1; r < comm_->size(); ++r) {
+    if (batches) m.batch = (*batches)[r];
+    out[r] = Encode(m);
+  }
+  std::string own;
+  if (!comm_->ScatterBytes(out, &own)) return Broken(comm_->error());
   // This rank's share; a failure here leaves the others waiting in the step's exchanges, so it
   // breaks the group as well.
   if (absl::Status st = local(); !st.ok()) {
@@ -63,7 +69,7 @@ absl::Status LeaderGroup::Start(const RankCacheSpec& cache, const LayerPlacement
   // The workers may still be loading their model: a longer deadline for this one round trip.
   comm_->set_timeout(timeouts_.start);
   std::vector<WorkerReply> replies;
-  const absl::Status st = RoundTrip(std::move(m), NothingHere, &replies);
+  const absl::Status st = RoundTrip(std::move(m), nullptr, NothingHere, &replies);
   comm_->set_timeout(timeouts_.step);
   if (!st.ok()) return st;
   nlohmann::json workers = nlohmann::json::object();
@@ -78,12 +84,11 @@ absl::Status LeaderGroup::Step(const std::vector<StepBatch>& batches, KvCache& c
   const auto t0 = Clock::now();
   StepMessage m;
   m.kind = StepKind::kStep;
-  m.batches = batches;
   logits->resize(comm_->size());
   std::vector<WorkerReply> replies;
   comm_->TakeExchangeSeconds();
   absl::Status st = RoundTrip(
-      std::move(m), [&] { return model_->Forward(batches[0], cache, &(*logits)[0]); }, &replies);
+      std::move(m), &batches, [&] { return model_->Forward(batches[0], cache, &(*logits)[0]); }, &replies);
   if (!st.ok()) return st;
   const int64_t V = model_->config().vocab_size;
   StepTiming timing;
@@ -107,7 +112,7 @@ absl::Status LeaderGroup::Idle() {
   StepMessage m;
   m.kind = StepKind::kIdle;
   std::vector<WorkerReply> replies;
-  return RoundTrip(std::move(m), NothingHere, &replies);
+  return RoundTrip(std::move(m), nullptr, NothingHere, &replies);
 }
 
 void LeaderGroup::PreparePlacement(int64_t epoch, const LayerPlacements& placements) {
@@ -128,7 +133,7 @@ void LeaderGroup::Stop() {
   StepMessage m;
   m.kind = StepKind::kStop;
   std::vector<WorkerReply> replies;
-  (void)RoundTrip(std::move(m), NothingHere, &replies);  // the workers' last reply
+  (void)RoundTrip(std::move(m), nullptr, NothingHere, &replies);  // the workers' last reply
   stopped_ = true;
 }
 

@@ -56,9 +56,11 @@ class LeaderGroup final : public RankGroup {
   std::vector<StepTiming> TakeTimings() { return std::exchange(timings_, {}); }
 
  private:
-  // Sends `m` (with any placement change waiting) to every rank, runs this rank's share (`local`)
-  // and gathers the workers' replies into (*replies)[1..]. Unavailable when the group is broken.
-  absl::Status RoundTrip(StepMessage m, const std::function<absl::Status()>& local, std::vector<WorkerReply>* replies);
+  // Sends `m` (with any placement change waiting) to every rank — with rank r's batch from
+  // `batches` when given — runs this rank's share (`local`) and gathers the workers' replies into
+  // (*replies)[1..]. Unavailable when the group is broken.
+  absl::Status RoundTrip(StepMessage m, const std::vector<StepBatch>* batches,
+                         const std::function<absl::Status()>& local, std::vector<WorkerReply>* replies);
   absl::Status Broken(const std::string& what) const;
 
   Model* model_;

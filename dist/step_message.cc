@@ -91,8 +91,7 @@ std::string Encode(const StepMessage& m) {
   w.Put<int32_t>(m.cache.block_size);
   w.Put<int32_t>(m.cache.num_state_slots);
   w.Put<uint8_t>(static_cast<uint8_t>(m.cache.dtype));
-  w.Put<uint64_t>(m.batches.size());
-  for (const StepBatch& b : m.batches) PutBatch(w, b);
+  PutBatch(w, m.batch);
   w.Put<uint8_t>(m.prepare ? 1 : 0);
   if (m.prepare) PutPlacements(w, *m.prepare);
   w.Put<int64_t>(m.switch_epoch);
@@ -114,9 +113,7 @@ absl::StatusOr<StepMessage> DecodeStepMessage(std::string_view bytes) {
   if (m.kind == StepKind::kStart && (m.cache.num_blocks < 1 || m.cache.block_size < 1 || m.cache.num_state_slots < 0 ||
                                      !KnownCacheDType(m.cache.dtype)))
     r.Fail("a cache geometry with positive blocks and block size and a float cache type");
-  const uint64_t batches = r.Get<uint64_t>("batch count");
-  if (batches > 1 << 20) r.Fail("a plausible batch count");
-  for (uint64_t i = 0; i < batches && r.ok(); ++i) m.batches.push_back(GetBatch(r));
+  m.batch = GetBatch(r);
   if (r.Get<uint8_t>("placement flag")) m.prepare = GetPlacements(r);
   m.switch_epoch = r.Get<int64_t>("switch epoch");
   if (r.ok() && !r.at_end()) r.Fail("the message's end (bytes left over)");

@@ -1,7 +1,8 @@
 // StepMessage and WorkerReply: what rank 0 (the leader) sends every rank whenever the group acts
 // together — start, a step, an idle heartbeat, stop — and what each worker sends back. A step's
-// message is its plan: every rank's batch (token ids, positions, KV block tables and state slots in
-// that rank's own cache) and any expert-placement change; activations never travel in it. A reply
+// message is its plan for the receiving rank: its batch (token ids, positions, KV block tables and
+// state slots in its own cache) and any expert-placement change; activations never travel in it.
+// A reply
 // carries the rank's logits rows, the expert counts it recorded since its previous reply and the
 // state of its placements. Plain data with a byte encoding; decoding checks every length and value
 // and names what is wrong. No MPI here.
@@ -20,7 +21,7 @@ namespace ls::dist {
 
 enum class StepKind : uint8_t {
   kStart = 1,  // make the cache, install the initial placement
-  kStep = 2,   // run batches[rank]
+  kStep = 2,   // run the batch
   kIdle = 3,   // nothing to run: a heartbeat (placement changes may ride on it)
   kStop = 4,   // leave the loop and exit
 };
@@ -33,7 +34,7 @@ struct PlacementUpdate {
 struct StepMessage {
   StepKind kind = StepKind::kIdle;
   RankCacheSpec cache;                     // kStart
-  std::vector<StepBatch> batches;          // kStep: one per rank
+  StepBatch batch;                         // kStep: the receiving rank's
   std::optional<PlacementUpdate> prepare;  // kStart: the initial placement; else one to build in the background
   int64_t switch_epoch = -1;               // >= 0: use that (built) placement from this message on
 };

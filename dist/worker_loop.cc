@@ -32,7 +32,7 @@ int WorkerLoop::Run() {
   comm_->set_timeout(timeouts_.start);  // the leader may still be loading its model
   for (;;) {
     std::string bytes;
-    if (!comm_->BroadcastBytes(&bytes)) break;
+    if (!comm_->ScatterBytes({}, &bytes)) break;
     comm_->set_timeout(timeouts_.step);
     auto message = DecodeStepMessage(bytes);
     WorkerReply reply;
@@ -85,13 +85,12 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
         }
       }
       if (m.kind == StepKind::kIdle) break;
-      if (!cache_ || static_cast<int32_t>(m.batches.size()) != comm_->size()) {
-        reply.error = absl::StrCat("a step with ", m.batches.size(), " batches for ", comm_->size(),
-                                   " ranks, or before the start");
+      if (!cache_) {
+        reply.error = "a step before the start";
         break;
       }
       comm_->TakeExchangeSeconds();
-      if (absl::Status st = model_->Forward(m.batches[comm_->rank()], *cache_, &logits_); !st.ok()) {
+      if (absl::Status st = model_->Forward(m.batch, *cache_, &logits_); !st.ok()) {
         reply.error = absl::StrCat("its share of the step failed: ", st.message());
         break;
       }

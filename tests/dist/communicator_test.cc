@@ -1,7 +1,7 @@
 // The rank group's MPI communicator, run by mpirun on every rank (ctest: -np 2 and -np 4): blocks of
 // an all-to-all reach the right ranks, including when one side is empty and shares the other's
-// buffer (MPI would take that for an in-place exchange); counts transpose; broadcast and gather
-// carry bytes; and a rank that never joins a collective fails the others within the deadline
+// buffer (MPI would take that for an in-place exchange); counts transpose; broadcast, scatter and
+// gather carry bytes; and a rank that never joins a collective fails the others within the deadline
 // instead of hanging them, the failure sticking.
 #include "dist/communicator.h"
 
@@ -81,6 +81,17 @@ TEST(Communicator, BroadcastAndGatherCarryBytes) {
   } else {
     EXPECT_TRUE(all.empty());
   }
+}
+
+TEST(Communicator, ScatterGivesEachRankItsOwnBytes) {
+  Communicator& c = *g_comm;
+  std::vector<std::string> all;
+  if (c.rank() == 0)
+    for (int p = 0; p < c.size(); ++p)
+      all.push_back(std::string(static_cast<size_t>(p) * 1000, static_cast<char>('A' + p)));
+  std::string mine = "stale";
+  ASSERT_TRUE(c.ScatterBytes(all, &mine)) << c.error();
+  EXPECT_EQ(mine, std::string(static_cast<size_t>(c.rank()) * 1000, static_cast<char>('A' + c.rank())));
 }
 
 // Last: it leaves a failed communicator (a duplicate, so the group's own stays healthy).

@@ -30,7 +30,7 @@ StepMessage Plan() {
   s.want_logits = false;
   s.state_slot = 3;
   b0.seqs.push_back(s);
-  m.batches = {b0, StepBatch{}};  // rank 1 has nothing this step
+  m.batch = b0;
   auto p = PlanPlacement({9, 1, 1, 1, 5, 1, 1, 1}, 2, 5);
   EXPECT_TRUE(p.ok());
   m.prepare = PlacementUpdate{7, {{1, *p}, {2, *p}}};
@@ -45,16 +45,16 @@ TEST(StepMessage, PlanSurvivesEncoding) {
   EXPECT_EQ(got->kind, StepKind::kStep);
   EXPECT_EQ(got->cache.num_blocks, 64);
   EXPECT_EQ(got->cache.dtype, DType::kBF16);
-  ASSERT_EQ(got->batches.size(), 2u);
-  EXPECT_EQ(got->batches[0].tokens, m.batches[0].tokens);
-  ASSERT_EQ(got->batches[0].seqs.size(), 2u);
-  EXPECT_EQ(got->batches[0].seqs[1].block_table, m.batches[0].seqs[1].block_table);
-  EXPECT_EQ(got->batches[0].seqs[1].start_pos, 40);
-  EXPECT_EQ(got->batches[0].seqs[1].state_slot, 3);
-  EXPECT_TRUE(got->batches[0].seqs[0].all_logits);
-  EXPECT_FALSE(got->batches[0].seqs[1].want_logits);
-  EXPECT_EQ(got->batches[0].num_logit_rows(), 3);
-  EXPECT_TRUE(got->batches[1].seqs.empty());
+  EXPECT_EQ(got->batch.tokens, m.batch.tokens);
+  ASSERT_EQ(got->batch.seqs.size(), 2u);
+  EXPECT_EQ(got->batch.seqs[1].block_table, m.batch.seqs[1].block_table);
+  EXPECT_EQ(got->batch.seqs[1].start_pos, 40);
+  EXPECT_EQ(got->batch.seqs[1].state_slot, 3);
+  EXPECT_TRUE(got->batch.seqs[0].all_logits);
+  EXPECT_FALSE(got->batch.seqs[1].want_logits);
+  EXPECT_EQ(got->batch.num_logit_rows(), 3);
+  StepMessage idle;
+  EXPECT_TRUE(DecodeStepMessage(Encode(idle))->batch.seqs.empty()) << "a rank with nothing to run";
   ASSERT_TRUE(got->prepare.has_value());
   EXPECT_EQ(got->prepare->epoch, 7);
   ASSERT_EQ(got->prepare->layers.size(), 2u);
@@ -118,7 +118,7 @@ TEST(StepMessage, DamagedValuesAreNamed) {
   m.prepare->layers[0].second.slot_expert[0] = 99;  // an expert the model does not have
   EXPECT_NE(DecodeStepMessage(Encode(m)).status().message().find("placement"), std::string::npos);
   m = Plan();
-  m.batches[0].seqs[0].num_tokens = 2;  // the sequences no longer cover the tokens
+  m.batch.seqs[0].num_tokens = 2;  // the sequences no longer cover the tokens
   EXPECT_NE(DecodeStepMessage(Encode(m)).status().message().find("add up"), std::string::npos);
   m = Plan();
   m.kind = StepKind::kStart;
