@@ -103,7 +103,9 @@ int main(int argc, char** argv) {
   }
   const int32_t ranks = comm ? comm->size() : 1;
   ls::CpuBackend backend(1);  // one thread per rank: the ranks share this machine's cores
-  auto model = ls::LoadModel(dir, &backend);
+  ls::LoadOptions load;
+  load.routed_experts_on_host = comm != nullptr;
+  auto model = ls::LoadModel(dir, &backend, load);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;

@@ -2,6 +2,7 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 
@@ -50,7 +51,8 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> Model::BuildPlacedExperts(
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l)
     if (moe_blocks_[l]) experts[l] = &moe_blocks_[l]->experts();
   const RankTransport* ranks = experts_.ranks;
-  return PlacedExperts::Build(experts, backend_, placements, ranks ? ranks->rank() : 0, ranks ? ranks->size() : 1);
+  return PlacedExperts::Build(experts, backend_, placements, ranks ? ranks->rank() : 0, ranks ? ranks->size() : 1,
+                              /*prepare=*/config_.routed_experts_on_host);
 }
 
 absl::Status Model::JoinRankGroup(RankTransport* ranks) {
@@ -81,15 +83,22 @@ size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 }  // namespace
 
 void Model::PrepareWeights(const std::function<void(const WeightFn&)>& for_each) {
+  // The routed experts a rank of a group leaves on the host: placed copies are made from them.
+  std::unordered_set<const Tensor*> on_host;
+  if (config_.routed_experts_on_host)
+    for (const MoeBlock* moe : moe_blocks_)
+      if (moe)
+        for (const auto* list : {&moe->experts().gate, &moe->experts().up, &moe->experts().down})
+          for (const Tensor& t : *list) on_host.insert(&t);
   size_t total = 0;
   for_each([&](Tensor& t, WeightUse use) {
-    if (!t.empty()) total += Aligned(backend_->PreparedWeightBytes(t, use));
+    if (!t.empty() && !on_host.count(&t)) total += Aligned(backend_->PreparedWeightBytes(t, use));
   });
   weight_storage_ = DeviceBuffer(backend_, std::max<size_t>(total, 64));
   auto* next = static_cast<unsigned char*>(weight_storage_.data());
   std::vector<Tensor> copied;
   for_each([&](Tensor& t, WeightUse use) {
-    if (t.empty()) return;
+    if (t.empty() || on_host.count(&t)) return;
     const size_t bytes = backend_->PreparedWeightBytes(t, use);
     if (bytes && use == WeightUse::kMatmul) copied.push_back(t);
     t = backend_->PrepareWeight(t, use, bytes ? next : nullptr);

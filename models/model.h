@@ -35,6 +35,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Backend* backend() const { return backend_; }
   size_t weight_bytes() const { return store_->total_bytes(); }
+  // Backend memory holding the weights as the ops read them (packed, converted), placed experts aside.
+  size_t prepared_weight_bytes() const { return weight_storage_.capacity(); }
   const WeightStore& weight_store() const { return *store_; }
   // The checkpoint's floating-point type (that of its embedding table).
   virtual DType dtype() const = 0;
@@ -91,7 +93,9 @@ class Model {
   Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);
 
   // Hands every weight `for_each` lists to the backend once (Backend::PrepareWeight), replacing
-  // each tensor with the backend's view; host pages of copied weights are released.
+  // each tensor with the backend's view; host pages of copied weights are released. With
+  // config_.routed_experts_on_host the routed experts keep their host views (the MoE blocks
+  // registered in moe_blocks_ name them).
   void PrepareWeights(const std::function<void(const WeightFn&)>& for_each);
   // Checks a batch against the cache and the vocabulary; fills the token positions [T] and the
   // attention sequences.

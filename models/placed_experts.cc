@@ -1,13 +1,16 @@
 // PlacedExperts: per-device copies of the placed experts' weights.
 #include "models/placed_experts.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace ls {
 
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     const std::vector<const ExpertWeights*>& experts, Backend* backend,
-    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements, int32_t rank, int32_t num_ranks) {
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements, int32_t rank, int32_t num_ranks,
+    bool prepare) {
   const int32_t num_layers = static_cast<int32_t>(experts.size());
   if (num_ranks < 1 || rank < 0 || rank >= num_ranks)
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " of ", num_ranks, " ranks is not a rank"));
@@ -39,6 +42,12 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     return absl::InvalidArgumentError(absl::StrCat("the expert placement's ", D, " devices do not split evenly over ",
                                                    num_ranks, " ranks (each rank holds the same number of devices)"));
   const int32_t first = rank * (D / num_ranks), held = D / num_ranks;  // this rank's devices
+  // A weight's bytes in a slot: its prepared form when preparing (64-byte aligned, as Model does).
+  auto stored = [&](const Tensor& t) {
+    if (!prepare) return t.bytes();
+    const size_t n = backend->PreparedWeightBytes(t, WeightUse::kMatmul);
+    return (std::max(n, t.bytes()) + 63) / 64 * 64;
+  };
   // Bytes per device of this rank, then one buffer per device holding its slots of every layer.
   std::vector<size_t> bytes(held, 0);
   for (int32_t l = 0; l < num_layers; ++l) {
@@ -48,7 +57,7 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     for (int32_t s = first * S; s < (first + held) * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
       if (e < 0) continue;
-      const size_t n = L.gate[e].bytes() + L.up[e].bytes() + L.down[e].bytes();
+      const size_t n = stored(L.gate[e]) + stored(L.up[e]) + stored(L.down[e]);
       bytes[s / S - first] += n;
       if (pl.placement.replicas[e].front() != s) out->redundant_bytes_ += n;  // not the expert's first copy
     }
@@ -61,8 +70,10 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
   }
   auto copy = [&](int32_t d, const Tensor& t) {  // d: the device's index among this rank's
     auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
+    used[d] += stored(t);
+    if (prepare && backend->PreparedWeightBytes(t, WeightUse::kMatmul) > 0)
+      return backend->PrepareWeight(t, WeightUse::kMatmul, dst);
     backend->CopyToDevice(dst, t.data, t.bytes());
-    used[d] += t.bytes();
     Tensor placed = t;  // same shape, dtype and layout
     placed.data = dst;
     return placed;

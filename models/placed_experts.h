@@ -32,10 +32,13 @@ class PlacedExperts {
  public:
   // Copies each device's experts into its own buffer, for the devices of rank `rank` of
   // `num_ranks` (D a multiple of num_ranks). `experts` has one entry per layer (null for a layer
-  // without routed experts); `placements` covers every MoE layer, all sharing D and S.
+  // without routed experts); `placements` covers every MoE layer, all sharing D and S. With
+  // `prepare` the experts are host tensors as the checkpoint stores them, and each slot gets the
+  // backend's prepared copy (Backend::PrepareWeight); otherwise they are prepared already.
   static absl::StatusOr<std::shared_ptr<const PlacedExperts>> Build(
       const std::vector<const ExpertWeights*>& experts, Backend* backend,
-      const std::vector<std::pair<int32_t, ExpertPlacement>>& placements, int32_t rank = 0, int32_t num_ranks = 1);
+      const std::vector<std::pair<int32_t, ExpertPlacement>>& placements, int32_t rank = 0, int32_t num_ranks = 1,
+      bool prepare = false);
 
   int32_t num_devices() const { return num_devices_; }
   int32_t slots_per_device() const { return slots_per_device_; }

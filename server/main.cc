@@ -210,7 +210,10 @@ int main(int argc, char** argv) {
       {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device) + local_rank},
       &backend_error);
   if (!backend) return fail(backend_error);
-  auto model = ls::LoadModel(dir, backend.get());
+  // A rank holds only the experts its devices are given: the others stay in the mapped checkpoint.
+  ls::LoadOptions load;
+  load.routed_experts_on_host = *group != nullptr;
+  auto model = ls::LoadModel(dir, backend.get(), load);
   if (!model.ok()) return fail(std::string(model.status().message()));
   if (*group) {
     if (auto s = (*model)->JoinRankGroup((*group)->transport()); !s.ok()) return fail(std::string(s.message()));
@@ -305,6 +308,8 @@ int main(int argc, char** argv) {
                                 {"ranks", (*engine)->num_ranks()},
                                 {"pid", static_cast<int64_t>(getpid())},
                                 {"workers", nlohmann::json::parse(*group ? (*group)->workers_json() : "{}")},
+                                {"rank_expert_slot_bytes", (*engine)->Metrics().rank_expert_bytes},
+                                {"rank_redundant_expert_slot_bytes", (*engine)->Metrics().rank_redundant_expert_bytes},
                                 {"warmup_tokens", (*engine)->warmup_tokens()},
                                 {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
                                 {"auth", ctx.keys().enabled()}};

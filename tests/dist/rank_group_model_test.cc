@@ -1,5 +1,6 @@
 // A model served by a group of ranks, run by mpirun on every rank (ctest: -np 2 and -np 4): each
-// rank holds only its devices' experts and runs its own sequences (data-parallel attention), the
+// rank holds only its devices' experts (prepared into their slots from the checkpoint's host
+// tensors, as the server's ranks load) and runs its own sequences (data-parallel attention), the
 // MoE layers exchanging rows over MPI, and every logit equals, bit for bit, the same sequences run
 // in one process without expert parallelism — over prefill and cached decode steps, with a rank
 // that has nothing to run in some steps, with hot experts replicated, after a placement switch made
@@ -59,7 +60,9 @@ void RunFixture(const std::string& dir) {
   Communicator& comm = *g_comm;
   const int32_t R = comm.size(), me = comm.rank();
   CpuBackend backend(1), reference_backend(1);
-  auto model = LoadModel(dir, &backend);
+  LoadOptions on_host;  // as a rank of the server loads: each slot prepared from the checkpoint
+  on_host.routed_experts_on_host = true;
+  auto model = LoadModel(dir, &backend, on_host);
   auto reference = LoadModel(dir, &reference_backend);
   ASSERT_TRUE(model.ok() && reference.ok()) << model.status() << reference.status();
   ASSERT_TRUE((*model)->JoinRankGroup(&comm).ok());

@@ -73,6 +73,7 @@ def test_rank_group_serves_the_single_process_greedy_text(ranks, expected, grpc_
     s = RankGroupServer(ranks, "--expert_slots", str(slots), "--replan_interval", "3", "--load_window", "8")
     try:
         assert s.ready["ranks"] == ranks and len(s.worker_pids) == ranks - 1
+        assert len(s.ready["rank_expert_slot_bytes"]) == ranks and min(s.ready["rank_expert_slot_bytes"]) > 0
         assert all_texts(s, grpc_stubs) == expected
         assert s.metric("latentserve_expert_replans_total") >= 1, "a re-plan switched in mid-run"
         assert all_texts(s, grpc_stubs) == expected, "the same after re-planning"
