@@ -6,10 +6,31 @@
 
 namespace ls {
 
-BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
-    : num_blocks_(num_blocks), block_size_(block_size), prefix_caching_(enable_prefix_caching), blocks_(num_blocks) {
-  free_.reserve(num_blocks);
-  for (int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);  // hand out low ids first
+BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools)
+    : num_blocks_(num_blocks),
+      block_size_(block_size),
+      prefix_caching_(enable_prefix_caching),
+      blocks_(num_blocks),
+      free_(std::max(num_pools, 1)),
+      evictable_(std::max(num_pools, 1)) {
+  const int32_t pools = static_cast<int32_t>(free_.size());
+  const int32_t per_pool = num_blocks / pools;
+  for (int32_t p = 0; p < pools; ++p) {
+    free_[p].reserve(per_pool);
+    for (int32_t b = (p + 1) * per_pool - 1; b >= p * per_pool; --b) free_[p].push_back(b);  // low ids first
+  }
+}
+
+int32_t BlockManager::num_available() const {
+  int32_t n = 0;
+  for (int32_t p = 0; p < num_pools(); ++p) n += num_available(p);
+  return n;
+}
+
+uint64_t BlockManager::PoolSeed(int32_t pool) {
+  if (pool == 0) return 0;
+  const int32_t id = pool;
+  return ChainHash(0x706f6f6c /* "pool" */, &id, 1);
 }
 
 uint64_t BlockManager::ChainHash(uint64_t parent, const int32_t* tokens, int32_t n) {
@@ -29,14 +50,14 @@ uint64_t BlockManager::ChainHash(uint64_t parent, const int32_t* tokens, int32_t
   return h;
 }
 
-int32_t BlockManager::TakeBlock() {
+int32_t BlockManager::TakeBlock(int32_t pool) {
   int32_t b;
-  if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else if (!evictable_.empty()) {
-    b = evictable_.front();
-    evictable_.pop_front();
+  if (!free_[pool].empty()) {
+    b = free_[pool].back();
+    free_[pool].pop_back();
+  } else if (!evictable_[pool].empty()) {
+    b = evictable_[pool].front();
+    evictable_[pool].pop_front();
     cache_.erase(blocks_[b].hash);
     blocks_[b].cached = false;
     blocks_[b].tokens.clear();
@@ -51,11 +72,12 @@ void BlockManager::Release(int32_t b) {
   Block& blk = blocks_[b];
   assert(blk.ref > 0);
   if (--blk.ref > 0) return;
+  const int32_t pool = b / pool_blocks();
   if (blk.cached) {
-    evictable_.push_back(b);
-    blk.lru = std::prev(evictable_.end());
+    evictable_[pool].push_back(b);
+    blk.lru = std::prev(evictable_[pool].end());
   } else {
-    free_.push_back(b);
+    free_[pool].push_back(b);
   }
 }
 
@@ -66,15 +88,15 @@ int32_t BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, BlockTab
   // Full blocks that end before the last token.
   const int32_t max_blocks = (n - 1) / block_size_;
   queried_tokens_ += n;
-  uint64_t parent = 0;
+  uint64_t parent = PoolSeed(table->pool);
   for (int32_t i = 0; i < max_blocks; ++i) {
     const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
     const uint64_t h = ChainHash(parent, t, block_size_);
     auto it = cache_.find(h);
-    if (it == cache_.end()) break;
+    if (it == cache_.end() || it->second / pool_blocks() != table->pool) break;
     Block& blk = blocks_[it->second];
     if (!std::equal(blk.tokens.begin(), blk.tokens.end(), t)) break;  // hash collision
-    if (blk.ref++ == 0) evictable_.erase(blk.lru);
+    if (blk.ref++ == 0) evictable_[table->pool].erase(blk.lru);
     table->blocks.push_back(it->second);
     table->hashes.push_back(h);
     parent = h;
@@ -91,8 +113,8 @@ int32_t BlockManager::BlocksNeeded(const BlockTable& table, int32_t num_tokens) 
 
 bool BlockManager::EnsureCapacity(BlockTable* table, int32_t num_tokens) {
   const int32_t add = BlocksNeeded(*table, num_tokens);
-  if (add > num_available()) return false;
-  for (int32_t i = 0; i < add; ++i) table->blocks.push_back(TakeBlock());
+  if (add > num_available(table->pool)) return false;
+  for (int32_t i = 0; i < add; ++i) table->blocks.push_back(TakeBlock(table->pool));
   return true;
 }
 
@@ -100,7 +122,7 @@ void BlockManager::CommitFullBlocks(const std::vector<int32_t>& tokens, int32_t 
   if (!prefix_caching_) return;
   const int32_t full = std::min<int32_t>(num_computed / block_size_, static_cast<int32_t>(table->blocks.size()));
   for (int32_t i = static_cast<int32_t>(table->hashes.size()); i < full; ++i) {
-    const uint64_t parent = i == 0 ? 0 : table->hashes[i - 1];
+    const uint64_t parent = i == 0 ? PoolSeed(table->pool) : table->hashes[i - 1];
     const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
     const uint64_t h = ChainHash(parent, t, block_size_);
     table->hashes.push_back(h);

@@ -1,6 +1,8 @@
 // BlockManager: bookkeeping of the paged KV cache — fixed-size blocks, a free list, each
 // sequence's block table, and the prefix cache (full blocks keyed by a hash of their tokens and
-// of everything before them, shared by reference count, evicted least-recently-used).
+// of everything before them, shared by reference count, evicted least-recently-used). The blocks
+// may split into equal pools, one per rank of a group of processes (each rank's KV cache): a
+// table takes all its blocks from its own pool, and a cached prefix is shared within a pool only.
 // Pure bookkeeping: no tensors, no model. Not thread-safe; the engine loop owns it.
 #pragma once
 
@@ -12,19 +14,28 @@
 namespace ls {
 
 // A sequence's blocks. `hashes[i]` is the chain hash of block i once it is full and committed.
+// `pool`: where its blocks come from (set while the table is empty).
 struct BlockTable {
   std::vector<int32_t> blocks;
   std::vector<uint64_t> hashes;
+  int32_t pool = 0;
 };
 
 class BlockManager {
  public:
-  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching);
+  // num_blocks: in all pools together (a multiple of num_pools); pool p holds blocks
+  // [p·pool_blocks, (p+1)·pool_blocks).
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools = 1);
 
   int32_t block_size() const { return block_size_; }
   int32_t num_blocks() const { return num_blocks_; }
-  // Blocks that can be handed out now (free, or cached and unreferenced).
-  int32_t num_available() const { return static_cast<int32_t>(free_.size() + evictable_.size()); }
+  int32_t num_pools() const { return static_cast<int32_t>(free_.size()); }
+  int32_t pool_blocks() const { return num_blocks_ / num_pools(); }
+  // Blocks that can be handed out now (free, or cached and unreferenced), in all pools or in one.
+  int32_t num_available() const;
+  int32_t num_available(int32_t pool) const {
+    return static_cast<int32_t>(free_[pool].size() + evictable_[pool].size());
+  }
   int32_t num_used() const { return num_blocks_ - num_available(); }
 
   // For a sequence with an empty table: reuses cached blocks matching the longest full-block
@@ -55,15 +66,17 @@ class BlockManager {
     std::list<int32_t>::iterator lru;  // position in evictable_ when ref == 0 && cached
   };
   static uint64_t ChainHash(uint64_t parent, const int32_t* tokens, int32_t n);
-  int32_t TakeBlock();  // a fresh block (evicting the LRU cached one if needed); -1 if none
+  // The parent hash of a pool's first blocks (0 for pool 0), so that pools never share a prefix.
+  static uint64_t PoolSeed(int32_t pool);
+  int32_t TakeBlock(int32_t pool);  // a fresh block (evicting the LRU cached one if needed); -1 if none
   void Release(int32_t b);
 
   int32_t num_blocks_;
   int32_t block_size_;
   bool prefix_caching_;
   std::vector<Block> blocks_;
-  std::vector<int32_t> free_;                  // unreferenced, uncached
-  std::list<int32_t> evictable_;               // unreferenced, cached; front = least recently used
+  std::vector<std::vector<int32_t>> free_;       // [pools] unreferenced, uncached
+  std::vector<std::list<int32_t>> evictable_;    // [pools] unreferenced, cached; front = least recently used
   std::unordered_map<uint64_t, int32_t> cache_;  // chain hash -> block
   int64_t queried_tokens_ = 0;
   int64_t hit_tokens_ = 0;

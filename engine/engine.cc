@@ -93,9 +93,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
     return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
                                                    ") is larger than the model's (", mc.vocab_size, ")"));
   std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots));
-  auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_);
+  auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_, engine->group_);
   if (!balancer.ok()) return balancer.status();
   engine->balancer_ = std::move(*balancer);
+  // The other ranks make their caches and install the placement before the first (warm-up) step.
+  const RankCacheSpec spec{blocks, config.block_size, slots, *config.kv_cache_dtype};
+  if (absl::Status st = engine->group_->Start(spec, engine->balancer_->Placements()); !st.ok()) return st;
+  engine->balancer_->UpdateRankMemory();
   // The warm-up runs on the loop thread, whose kernel scratch (thread-local) it is meant to size.
   std::promise<absl::Status> warmed;
   std::future<absl::Status> warm_result = warmed.get_future();
@@ -138,7 +142,8 @@ absl::Status Engine::Warmup() {
   }
   if (batch.tokens.empty()) return absl::OkStatus();
   const auto t0 = Clock::now();
-  const absl::Status st = model_->Forward(batch, cache_, &logits_);
+  // Every rank runs the largest step (each may be given that many tokens).
+  const absl::Status st = group_->Step(std::vector<StepBatch>(group_->size(), batch), cache_, &logits_);
   warmup_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
   warmup_tokens_ = static_cast<int64_t>(batch.tokens.size());
   // The dummy step's routing is not load: the statistics start from zero.
@@ -154,18 +159,21 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
+      local_group_(model),
+      group_(config.ranks ? config.ranks : &local_group_),
       max_model_len_(config.max_model_len > 0  // Create checked it is within the model's
                          ? config.max_model_len
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
       cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype,
              num_state_slots),
-      blocks_(num_blocks, config.block_size, config.enable_prefix_caching),
-      slots_(num_state_slots),
+      blocks_(num_blocks * group_->size(), config.block_size, config.enable_prefix_caching, group_->size()),
+      slots_(num_state_slots * group_->size(), group_->size()),
       scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr),
       eos_ids_(model->config().eos_token_ids) {
   metrics_.Update([&](MetricsSnapshot& m) {
-    m.kv_blocks_total = num_blocks;
-    m.state_slots_total = num_state_slots;
+    m.kv_blocks_total = blocks_.num_blocks();
+    m.state_slots_total = slots_.num_slots();
+    m.num_ranks = group_->size();
     m.kv_block_size = config.block_size;
     m.num_layers = model->config().num_hidden_layers;
     m.num_experts = model->config().moe.num_experts;
@@ -195,10 +203,10 @@ absl::Status Engine::Validate(const Request& r) const {
     return absl::InvalidArgumentError(absl::StrCat("prompt (", r.prompt_ids.size(), " tokens) + max_tokens (",
                                                    r.params.max_tokens, ") exceeds the context length of ",
                                                    max_model_len_, " tokens"));
-  if ((total + config_.block_size - 1) / config_.block_size > blocks_.num_blocks())
-    return absl::InvalidArgumentError(absl::StrCat("prompt + max_tokens (", total,
-                                                   " tokens) does not fit the KV cache (",
-                                                   blocks_.num_blocks() * config_.block_size, " tokens)"));
+  if ((total + config_.block_size - 1) / config_.block_size > blocks_.pool_blocks())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt + max_tokens (", total, " tokens) does not fit the KV cache (",
+        blocks_.pool_blocks() * config_.block_size, " tokens", group_->size() > 1 ? " per rank" : "", ")"));
   if (!r.params.stop.empty() && !tokenizer_)
     return absl::InvalidArgumentError("stop strings need a tokenizer, and this model has none");
   return absl::OkStatus();
@@ -250,6 +258,28 @@ void Engine::Cancel(const std::string& id, std::string reason) {
 size_t Engine::num_live_requests() const {
   std::lock_guard<std::mutex> lock(mu_);
   return live_ids_.size();
+}
+
+absl::Status Engine::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+void Engine::FailGroup(const absl::Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failure_ = why;
+    stop_ = true;  // the loop ends after this
+  }
+  draining_ = true;  // intake closes; /ready turns false
+  failed_ = true;
+  TakeInbox();
+  const std::string reason =
+      absl::StrCat("the server's rank group failed and the server is stopping (", why.message(), "); retry elsewhere");
+  std::vector<Stream*> live;
+  for (auto& [id, s] : streams_) live.push_back(s.get());
+  for (Stream* s : live) Finish(s, FinishReason::kCancelled, reason);
+  UpdateGauges();
 }
 
 bool Engine::Drain(std::chrono::milliseconds timeout) {
@@ -402,24 +432,42 @@ void Engine::CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const fl
 }
 
 void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
-  StepBatch batch;
-  for (const ScheduledSeq& item : plan.items) {
-    Sequence* seq = item.seq;
+  // Each sequence runs on the rank whose cache holds its blocks (its pool), with that cache's own
+  // block and slot numbers.
+  const int32_t ranks = group_->size();
+  std::vector<StepBatch> batches(ranks);
+  struct Where {
+    int32_t rank;
+    size_t seq;   // index in that rank's batch
+    int64_t row;  // its first logits row there
+  };
+  std::vector<Where> where(plan.items.size());
+  std::vector<int64_t> next_row(ranks, 0);
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    Sequence* seq = plan.items[i].seq;
+    const int32_t r = seq->table.pool;
     StepSequence ss;
-    ss.num_tokens = item.num_tokens;
+    ss.num_tokens = plan.items[i].num_tokens;
     ss.start_pos = seq->num_computed;
     ss.block_table = seq->table.blocks;
-    ss.want_logits = item.sample;
-    ss.state_slot = seq->state_slot;
+    for (int32_t& b : ss.block_table) b -= r * blocks_.pool_blocks();
+    ss.want_logits = plan.items[i].sample;
+    ss.state_slot = seq->state_slot < 0 ? -1 : seq->state_slot - r * slots_.pool_slots();
     if (by_seq_.at(seq)->WantsPromptRows()) ss.all_logits = ss.want_logits = true;
+    StepBatch& batch = batches[r];
+    where[i] = {r, batch.seqs.size(), next_row[r]};
+    next_row[r] += !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
-                        seq->tokens.begin() + seq->num_computed + item.num_tokens);
+                        seq->tokens.begin() + seq->num_computed + ss.num_tokens);
     batch.seqs.push_back(std::move(ss));
   }
-  std::vector<float>& logits = logits_;
   const auto m0 = Clock::now();
-  absl::Status st = model_->Forward(batch, cache_, &logits);
+  absl::Status st = group_->Step(batches, cache_, &logits_);
   const auto m1 = Clock::now();
+  if (absl::IsUnavailable(st) && ranks > 1) {
+    FailGroup(st);
+    return;
+  }
   // Streams of this step, looked up before any of them can finish.
   std::vector<Stream*> streams;
   for (const ScheduledSeq& item : plan.items) streams.push_back(by_seq_.at(item.seq));
@@ -429,7 +477,6 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   }
   scheduler_.OnStepDone(plan);
   const int64_t V = model_->config().vocab_size;
-  int64_t row = 0;
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Stream* s = streams[i];
     if (!s->scheduled) {
@@ -443,11 +490,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
       --queued_;
       s->counted_queued = false;
     }
-    const StepSequence& ss = batch.seqs[i];
+    const StepSequence& ss = batches[where[i].rank].seqs[where[i].seq];
     const int64_t rows = !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
-    if (ss.all_logits) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, logits.data() + row * V);
-    if (plan.items[i].sample) HandleToken(s, logits.data() + (row + rows - 1) * V);
-    row += rows;
+    float* at = logits_[where[i].rank].data() + where[i].row * V;
+    if (ss.all_logits) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, at);
+    if (plan.items[i].sample) HandleToken(s, at + (rows - 1) * V);
   }
   const auto t1 = Clock::now();
   const bool switching = balancer_->TakeSwitching();
@@ -477,19 +524,26 @@ void Engine::UpdateGauges() {
 
 void Engine::Loop() {
   for (;;) {
+    bool idle = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stop_) break;
       if (streams_.empty() && inbox_.empty() && cancels_.empty())
-        cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty(); });
+        idle =
+            !cv_.wait_for(lock, group_->idle_interval(), [&] { return stop_ || !inbox_.empty() || !cancels_.empty(); });
       if (stop_) break;
     }
-    TakeInbox();
     balancer_->BeforeStep();
+    if (idle) {  // nothing to run for a while: the ranks check on each other
+      if (absl::Status st = group_->Idle(); !st.ok()) FailGroup(st);
+      continue;
+    }
+    TakeInbox();
     const auto s0 = Clock::now();
     SchedulerPlan plan = scheduler_.Schedule();
     if (!plan.empty()) {
       RunStep(plan, s0);
+      if (failed_) break;
       balancer_->AfterStep();
     } else if (!streams_.empty()) {
       // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
@@ -503,6 +557,7 @@ void Engine::Loop() {
   std::vector<Stream*> left;
   for (auto& [id, s] : streams_) left.push_back(s.get());
   for (Stream* s : left) Finish(s, FinishReason::kCancelled, kShutdownReason);
+  if (failed_ && config_.on_group_failure) config_.on_group_failure(failure());
 }
 
 OutputCallback OutputQueue::Callback() {

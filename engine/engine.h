@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,7 +22,9 @@
 #include "absl/status/statusor.h"
 #include "engine/block_manager.h"
 #include "engine/expert_balancer.h"
+#include "engine/local_rank_group.h"
 #include "engine/metrics.h"
+#include "engine/rank_group.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -49,6 +52,16 @@ struct EngineConfig {
 
   // Expert parallelism (DESIGN.md §5).
   ExpertBalancerConfig experts;
+
+  // The processes the model's steps run on (dist/: rank 0 is this process, which schedules and
+  // samples for all); it must outlive the engine. Null: this process alone. With several ranks,
+  // each keeps the KV cache of its own sequences (kv_cache_bytes each) and the experts are placed
+  // over them.
+  RankGroup* ranks = nullptr;
+  // Called once, on the loop thread, when the rank group breaks (a rank died or stopped answering):
+  // by then every live request has been answered as cancelled by the server (503 / UNAVAILABLE),
+  // intake is closed and no further step runs; the process is expected to exit non-zero.
+  std::function<void(const absl::Status&)> on_group_failure;
 };
 
 class Engine {
@@ -81,9 +94,14 @@ class Engine {
   std::string PlacementJson() const { return balancer_->PlacementJson(); }
   size_t num_live_requests() const;
   bool draining() const { return draining_.load(); }
+  // Whether the rank group broke (then draining() too); failure() says how.
+  bool failed() const { return failed_.load(); }
+  absl::Status failure() const;
+  int32_t num_ranks() const { return group_->size(); }
   const ModelConfig& model_config() const { return model_->config(); }
   const tok::Tokenizer* tokenizer() const { return tokenizer_; }
   int32_t max_model_len() const { return max_model_len_; }
+  // KV blocks of all ranks together (each rank's cache holds num_kv_blocks() / num_ranks()).
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
   // Recurrent-state slots (one per running sequence; 0 for models without recurrent layers).
   int32_t num_state_slots() const { return slots_.num_slots(); }
@@ -99,6 +117,7 @@ class Engine {
 
  private:
   struct Stream;
+  // num_blocks and num_state_slots: each rank's.
   Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
          int32_t num_state_slots);
 
@@ -111,11 +130,15 @@ class Engine {
   void CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits);
   void UpdateGauges();
   void Finish(Stream* s, FinishReason reason, std::string error = {});
+  // The rank group broke: close intake and answer every live request; the loop ends.
+  void FailGroup(const absl::Status& why);
   absl::Status Validate(const Request& r) const;
 
   Model* model_;
   const tok::Tokenizer* tokenizer_;
   EngineConfig config_;
+  LocalRankGroup local_group_;
+  RankGroup* group_;  // config_.ranks, or local_group_
   int32_t max_model_len_;
   KvCache cache_;
   BlockManager blocks_;
@@ -133,12 +156,14 @@ class Engine {
   int32_t queued_ = 0;  // submitted and not yet running or finished
   bool stop_ = false;
   std::atomic<bool> draining_{false};
+  std::atomic<bool> failed_{false};
+  absl::Status failure_;  // guarded by mu_
 
   // Owned by the loop thread.
   std::unordered_map<std::string, std::unique_ptr<Stream>> streams_;
   std::unordered_map<const Sequence*, Stream*> by_seq_;
   uint64_t next_arrival_ = 0;
-  std::vector<float> logits_;  // the step's logits rows; kept so its memory is reused step to step
+  std::vector<std::vector<float>> logits_;  // [ranks] the step's logits rows; kept so memory is reused
   int64_t warmup_tokens_ = 0;
   double warmup_seconds_ = 0;
   std::unique_ptr<ExpertBalancer> balancer_;

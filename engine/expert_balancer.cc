@@ -11,16 +11,25 @@ namespace ls {
 
 using Clock = std::chrono::steady_clock;
 
-absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* model,
-                                                                       const ExpertBalancerConfig& config,
-                                                                       EngineMetrics* metrics) {
+absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* model, const ExpertBalancerConfig& given,
+                                                                       EngineMetrics* metrics, RankGroup* group) {
+  ExpertBalancerConfig config = given;
   if (config.load_window < 1) return absl::InvalidArgumentError("load_window must be at least 1");
   const ModelConfig& mc = model->config();
+  const int32_t ranks = group->size();
+  // Several ranks always place their experts: one device per rank unless told otherwise.
+  if (ranks > 1 && config.num_devices == 0 && config.placement_json.empty()) config.num_devices = ranks;
+  if (ranks > 1 && config.num_devices % ranks != 0)
+    return absl::InvalidArgumentError(absl::StrCat("--devices ", config.num_devices, " does not split over the ", ranks,
+                                                   " ranks of the group (each rank holds devices/ranks)"));
   model->SetPlacedExperts(nullptr);
-  std::unique_ptr<ExpertBalancer> b(new ExpertBalancer(model, config, metrics));
+  std::unique_ptr<ExpertBalancer> b(new ExpertBalancer(model, config, metrics, group));
   if (config.num_devices > 0 || !config.placement_json.empty()) {
     if (b->moe_layers_.empty())
-      return absl::InvalidArgumentError("expert parallelism needs a model with MoE layers, and this one has none");
+      return absl::InvalidArgumentError(ranks > 1 ? "a rank group places experts over its ranks, and this model has "
+                                                    "no MoE layers"
+                                                  : "expert parallelism needs a model with MoE layers, and this one "
+                                                    "has none");
     std::vector<std::pair<int32_t, ExpertPlacement>> placements;
     if (!config.placement_json.empty()) {
       auto loaded = PlacementsFromJson(config.placement_json, mc.moe.num_experts);
@@ -49,8 +58,10 @@ absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* mo
   return b;
 }
 
-ExpertBalancer::ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics)
+ExpertBalancer::ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics,
+                               RankGroup* group)
     : model_(model),
+      group_(group),
       config_(config),
       metrics_(metrics),
       window_(model->config().num_hidden_layers, model->config().moe.num_experts, config.load_window),
@@ -72,6 +83,15 @@ void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, const ReplanEve
     m.replica_map.assign(layers, {});
     for (int32_t l = 0; l < layers; ++l)
       if (const PlacedLayer* pl = placed.layer(l)) m.replica_map[l] = pl->placement.slot_expert;
+    m.rank_expert_bytes.assign(group_->size(), 0);
+    m.rank_redundant_expert_bytes.assign(group_->size(), 0);
+    const std::vector<RankExpertMemory> built = group_->BuiltMemory();
+    for (int32_t r = 1; r < group_->size() && r < static_cast<int32_t>(built.size()); ++r) {
+      m.rank_expert_bytes[r] = built[r].slot_bytes;
+      m.rank_redundant_expert_bytes[r] = built[r].redundant_bytes;
+    }
+    m.rank_expert_bytes[0] = static_cast<int64_t>(placed.rank_bytes());
+    m.rank_redundant_expert_bytes[0] = static_cast<int64_t>(placed.redundant_bytes());
     if (replan) {
       ++m.replans;
       m.replan_seconds_total += replan->plan_seconds;
@@ -152,24 +172,44 @@ void ExpertBalancer::AfterStep() {
     event.device_max_over_mean_after = MeanExpectedDeviceMaxOverMean(loads, placements);
     std::lock_guard<std::mutex> lock(pending_mu_);
     pending_ = std::move(*placed);
+    pending_layers_ = std::move(placements);
     pending_event_ = event;
   });
 }
 
 void ExpertBalancer::BeforeStep() {
-  std::shared_ptr<const PlacedExperts> next;
-  ReplanEvent event;
-  {
-    std::lock_guard<std::mutex> lock(pending_mu_);
-    next = std::move(pending_);
-    event = pending_event_;
+  if (!announced_) {
+    LayerPlacements layers;
+    {
+      std::lock_guard<std::mutex> lock(pending_mu_);
+      announced_ = std::move(pending_);
+      layers = std::move(pending_layers_);
+      announced_event_ = pending_event_;
+    }
+    if (!announced_) return;
+    group_->PreparePlacement(++epoch_, layers);  // the other ranks build their share meanwhile
   }
-  if (!next) return;
-  model_->SetPlacedExperts(next);
-  event.unix_seconds = UnixSeconds();
-  InstallMetrics(*next, &event);
+  if (!group_->PlacementBuilt(epoch_)) return;
+  // Every rank has it: all switch before the same step.
+  group_->SwitchPlacement(epoch_);
+  model_->SetPlacedExperts(announced_);
+  announced_event_.unix_seconds = UnixSeconds();
+  InstallMetrics(*announced_, &announced_event_);
+  announced_.reset();
   switch_step_ = true;
   planning_ = false;
+}
+
+LayerPlacements ExpertBalancer::Placements() const {
+  LayerPlacements layers;
+  if (const auto& placed = model_->placed_experts())
+    for (int32_t l : moe_layers_)
+      if (const PlacedLayer* pl = placed->layer(l)) layers.emplace_back(l, pl->placement);
+  return layers;
+}
+
+void ExpertBalancer::UpdateRankMemory() {
+  if (const auto& placed = model_->placed_experts()) InstallMetrics(*placed, nullptr);
 }
 
 bool ExpertBalancer::TakeSwitching() {
@@ -179,12 +219,8 @@ bool ExpertBalancer::TakeSwitching() {
 }
 
 std::string ExpertBalancer::PlacementJson() const {
-  const auto& placed = model_->placed_experts();
-  if (!placed) return "";
-  std::vector<std::pair<int32_t, ExpertPlacement>> layers;
-  for (int32_t l : moe_layers_)
-    if (const PlacedLayer* pl = placed->layer(l)) layers.emplace_back(l, pl->placement);
-  return PlacementsToJson(layers);
+  if (!model_->placed_experts()) return "";
+  return PlacementsToJson(Placements());
 }
 
 ExpertLoadWindowSnapshot ExpertBalancer::WindowSnapshot() const {

@@ -1,7 +1,9 @@
 // ExpertBalancer: the engine's expert-placement side (DESIGN.md §5) — the initial placement
 // (uniform, or from a file), the sliding window of per-expert load, re-planning in the
 // background and the switch to a new placement at a step boundary, and the placement and load
-// JSON. The engine loop calls BeforeStep and AfterStep around every step; ExpertLoadJson and
+// JSON. Across a rank group the devices split over the ranks: a new placement goes to every rank,
+// each builds its share in the background, and all switch at the same step once all have built
+// it. The engine loop calls BeforeStep and AfterStep around every step; ExpertLoadJson and
 // WindowSnapshot may be called from any thread, everything else from the loop thread.
 #pragma once
 
@@ -16,12 +18,14 @@
 #include "absl/status/statusor.h"
 #include "engine/expert_load_window.h"
 #include "engine/metrics.h"
+#include "engine/rank_group.h"
 #include "models/model.h"
 
 namespace ls {
 
 struct ExpertBalancerConfig {
-  int32_t num_devices = 0;           // 0: expert parallelism off (unless a placement file is given)
+  int32_t num_devices = 0;           // 0: expert parallelism off (unless a placement file is given or
+                                     // the group has several ranks: then one device per rank)
   int32_t expert_slots = 0;          // per device; 0 = just enough for every expert once
   std::string placement_json;        // a static placement; empty = planned from statistics
   int32_t replan_interval = 0;       // re-plan every this many steps in the background; 0 = never
@@ -40,12 +44,14 @@ struct ExpertLoadWindowSnapshot {
 
 class ExpertBalancer {
  public:
-  // Installs the initial placement on the model (or none); errors name the setting.
+  // Installs the initial placement on the model (or none); errors name the setting. `group`
+  // (which outlives the balancer) is the ranks the devices split over.
   static absl::StatusOr<std::unique_ptr<ExpertBalancer>> Create(Model* model, const ExpertBalancerConfig& config,
-                                                                EngineMetrics* metrics);
+                                                                EngineMetrics* metrics, RankGroup* group);
   ~ExpertBalancer();  // waits for a plan in progress
 
-  // Before a step: switches to a placement the planner finished.
+  // Before a step: hands a placement the planner finished to the other ranks, and switches to it
+  // once every rank has built it.
   void BeforeStep();
   // After a step: records its expert load; every replan_interval steps starts a plan.
   void AfterStep();
@@ -61,13 +67,18 @@ class ExpertBalancer {
   ExpertLoadWindowSnapshot WindowSnapshot() const;
   // The placement in use as JSON loadable as a placement file (empty without one).
   std::string PlacementJson() const;
+  // The placement in use, per MoE layer (empty without one).
+  LayerPlacements Placements() const;
+  // Reads each rank's placed-expert memory into the metrics (after the group started).
+  void UpdateRankMemory();
 
  private:
-  ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics);
+  ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics, RankGroup* group);
   // Publishes the placement in use; `replan` is the switch that installed it (none at start-up).
   void InstallMetrics(const PlacedExperts& placed, const ReplanEvent* replan);
 
   Model* model_;
+  RankGroup* group_;
   ExpertBalancerConfig config_;
   EngineMetrics* metrics_;
   std::vector<int32_t> moe_layers_;
@@ -79,8 +90,13 @@ class ExpertBalancer {
   std::thread planner_;
   std::atomic<bool> planning_{false};
   std::mutex pending_mu_;
-  std::shared_ptr<const PlacedExperts> pending_;
+  std::shared_ptr<const PlacedExperts> pending_;  // planned and built here, not yet handed out
+  LayerPlacements pending_layers_;
   ReplanEvent pending_event_;  // its figures; time and step are set at the switch
+  // Handed to the other ranks, waiting until all have built it (then switched to).
+  std::shared_ptr<const PlacedExperts> announced_;
+  ReplanEvent announced_event_;
+  int64_t epoch_ = 0;         // the placement's number: 0 the initial one, then one more per re-plan
   bool switch_step_ = false;  // the next step is the first on a new placement
   int32_t steps_since_replan_ = 0;
 };

@@ -56,7 +56,10 @@ struct MetricsSnapshot {
   std::vector<int32_t> moe_layers;     // the layers with routed experts, ascending
   std::vector<int64_t> expert_tokens;  // [layers * experts] tokens routed since start
   // Expert parallelism.
+  int32_t num_ranks = 1;  // processes of the rank group (1: this process alone)
   int32_t num_devices = 0, slots_per_device = 0;
+  // [ranks] memory each rank holds for its placed experts, and the part in redundant copies.
+  std::vector<int64_t> rank_expert_bytes, rank_redundant_expert_bytes;
   std::vector<int64_t> device_rows;             // [layers * devices] rows since the last placement switch
   std::vector<std::vector<int32_t>> replica_map;  // [layers] slot -> expert (empty for dense layers)
   uint64_t replans = 0;

@@ -41,7 +41,7 @@ void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* pl
     bool preempted_self = false;
     while (!blocks_->EnsureCapacity(&seq->table, seq->num_computed + n)) {
       if (!decodes) return;  // prefills wait for blocks rather than evicting others
-      Sequence* victim = running_.back();
+      Sequence* victim = NewestRunningIn(seq->table.pool);
       Preempt(victim, plan);
       if (victim == seq) {
         preempted_self = true;
@@ -55,11 +55,35 @@ void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* pl
   }
 }
 
+Sequence* Scheduler::NewestRunningIn(int32_t pool) const {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+    if ((*it)->table.pool == pool) return *it;
+  return nullptr;  // not reached: the caller itself runs in the pool
+}
+
+int32_t Scheduler::ChoosePool(const Sequence& seq, int32_t n) const {
+  const int32_t pools = blocks_->num_pools();
+  if (pools == 1) return 0;
+  std::vector<int32_t> running(pools, 0);
+  for (const Sequence* r : running_) ++running[r->table.pool];
+  const int32_t blocks = (seq.num_computed + n + blocks_->block_size() - 1) / blocks_->block_size();
+  int32_t best = -1;
+  for (int32_t p = 0; p < pools; ++p) {
+    const bool fits = blocks_->num_available(p) >= blocks && (!slots_ || slots_->num_available(p) > 0);
+    if (!fits) continue;
+    if (best < 0 || running[p] < running[best] ||
+        (running[p] == running[best] && blocks_->num_available(p) > blocks_->num_available(best)))
+      best = p;
+  }
+  return best >= 0 ? best : 0;  // none has room: admission stops at this sequence anyway
+}
+
 void Scheduler::AdmitWaiting(int32_t* budget, SchedulerPlan* plan) {
   while (!waiting_.empty() && *budget > 0 && static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
     Sequence* seq = *waiting_.begin();
     // A sequence preempted in this very step waits for the next one.
     if (std::find(plan->preempted.begin(), plan->preempted.end(), seq) != plan->preempted.end()) break;
+    if (seq->table.blocks.empty()) seq->table.pool = ChoosePool(*seq, std::min(seq->num_uncomputed(), *budget));
     if (seq->table.blocks.empty() && seq->reuse_cached_prefix) {
       seq->num_computed = blocks_->AcquirePrefix(seq->tokens, &seq->table);
       if (seq->num_preemptions == 0) seq->prefix_cached_tokens = seq->num_computed;
@@ -70,7 +94,7 @@ void Scheduler::AdmitWaiting(int32_t* budget, SchedulerPlan* plan) {
       seq->num_computed = 0;
       break;
     }
-    if (slots_ && (seq->state_slot = slots_->Acquire()) < 0) {
+    if (slots_ && (seq->state_slot = slots_->Acquire(seq->table.pool)) < 0) {
       blocks_->Free(&seq->table);
       seq->num_computed = 0;
       break;

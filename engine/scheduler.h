@@ -2,6 +2,9 @@
 // decode first, then running prefills and then waiting sequences (priority, then FCFS) in chunks
 // within the token budget, capped by the number of sequences. When KV blocks run out for a
 // decode, the newest running sequence is preempted (its blocks freed; it is recomputed later).
+// With KV blocks in several pools (one per rank of a group of processes), a sequence is admitted
+// into the pool with the fewest running sequences that has room for it, keeps that pool while it
+// runs, and a decode short of blocks preempts the newest sequence of its own pool.
 // Returns a plan; knows nothing of kernels or models. Not thread-safe.
 #pragma once
 
@@ -60,6 +63,10 @@ class Scheduler {
     }
   };
   void Preempt(Sequence* seq, SchedulerPlan* plan);
+  // The pool for a waiting sequence about to be admitted with `n` uncomputed tokens this step.
+  int32_t ChoosePool(const Sequence& seq, int32_t n) const;
+  // The newest running sequence whose blocks are in `pool`.
+  Sequence* NewestRunningIn(int32_t pool) const;
   void ReleaseSlot(Sequence* seq);
   void ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* plan);
   void AdmitWaiting(int32_t* budget, SchedulerPlan* plan);

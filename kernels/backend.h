@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernels/ops.h"
+#include "kernels/rank_transport.h"
 #include "kernels/tensor.h"
 
 namespace ls {
@@ -116,13 +118,17 @@ class Backend {
   // gather dst[i] = src[rows[i]], scatter dst[rows[i]] = src[i], for i < n.
   virtual void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;
   virtual void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;
-  // The transport between expert-parallel devices: rows grouped by destination device
-  // (rows_per_device[d] of them for device d, in device order) move from `send` to `recv` in the
-  // same layout. Every device worker of a run lives in this process, so the CPU backend copies;
-  // the CUDA backend runs an NCCL all-to-all where each worker is a rank of its own GPU (on one
-  // GPU: a single worker), and copies on the device otherwise.
-  virtual void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
-                            float* recv) = 0;
+  // The transport between the ranks (processes) of an expert-parallel group: send_rows[p] rows go
+  // to rank p (blocks laid out rank by rank in `send`) and recv_rows[p] rows arrive from rank p
+  // (rank by rank in `recv`), rows of `width` floats; every rank calls it together. A process
+  // alone (no group joined) is the group's only rank: the CPU backend copies, the CUDA backend
+  // runs an NCCL all-to-all with itself. In a group, the CPU backend moves the rows over the
+  // group's transport (MPI all-to-all-v) and the CUDA backend over NCCL, bootstrapped through it.
+  virtual void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
+                            const std::vector<int64_t>& recv_rows, int64_t width) = 0;
+  // Makes this backend one rank of `group` (which outlives it) for ExchangeRows; collective (every
+  // rank calls it at start-up). False with *error set when the backend cannot join.
+  virtual bool JoinRankGroup(RankTransport* group, std::string* error) = 0;
 };
 
 }  // namespace ls

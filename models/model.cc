@@ -2,6 +2,7 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 
@@ -49,7 +50,24 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> Model::BuildPlacedExperts(
   std::vector<const ExpertWeights*> experts(config_.num_hidden_layers, nullptr);
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l)
     if (moe_blocks_[l]) experts[l] = &moe_blocks_[l]->experts();
-  return PlacedExperts::Build(experts, backend_, placements);
+  const RankTransport* ranks = experts_.ranks;
+  return PlacedExperts::Build(experts, backend_, placements, ranks ? ranks->rank() : 0, ranks ? ranks->size() : 1,
+                              /*prepare=*/config_.routed_experts_on_host);
+}
+
+absl::Status Model::JoinRankGroup(RankTransport* ranks) {
+  std::string error;
+  if (!backend_->JoinRankGroup(ranks, &error))
+    return absl::UnavailableError(
+        absl::StrCat("the ", std::string(backend_->name()), " backend cannot join the rank group: ", error));
+  experts_.ranks = ranks;
+  return absl::OkStatus();
+}
+
+void Model::AddExpertCounts(const std::vector<int64_t>& tokens, const std::vector<int64_t>& device_rows) {
+  for (size_t i = 0; i < tokens.size() && i < experts_.tokens.size(); ++i) experts_.tokens[i] += tokens[i];
+  if (device_rows.size() == experts_.device_rows.size())
+    for (size_t i = 0; i < device_rows.size(); ++i) experts_.device_rows[i] += device_rows[i];
 }
 
 void Model::SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed) {
@@ -80,10 +98,17 @@ QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
 
 absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& for_each) {
   const QuantScheme online = config_.online_quantization;
+  // The routed experts a rank of a group leaves on the host: placed copies are made from them.
+  std::unordered_set<const Tensor*> on_host;
+  if (config_.routed_experts_on_host)
+    for (const MoeBlock* moe : moe_blocks_)
+      if (moe)
+        for (const auto* list : {&moe->experts().gate, &moe->experts().up, &moe->experts().down})
+          for (const Tensor& t : *list) on_host.insert(&t);
   size_t total = 0;
   absl::Status status;
   for_each([&](Tensor& t, WeightUse use) {
-    if (t.empty()) return;
+    if (t.empty() || on_host.count(&t)) return;
     if (t.quantized() && !IsMatmul(use) && status.ok())
       status = absl::InvalidArgumentError(absl::StrCat(
           store_->dir(), ": a quantized ", std::string(DTypeName(t.dtype)), " tensor [", t.rows, ", ", t.cols,
@@ -96,7 +121,7 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
   std::vector<Tensor> copied;
   QuantizedStorage scratch;  // one weight's quantized copy at a time, until the backend has its own
   for_each([&](Tensor& t, WeightUse use) {
-    if (t.empty()) return;
+    if (t.empty() || on_host.count(&t)) return;
     const QuantScheme scheme = OnlineScheme(online, use);
     const size_t bytes = backend_->PreparedWeightBytes(QuantizedLayout(t, scheme), use);
     if (bytes && IsMatmul(use)) copied.push_back(t);

@@ -35,6 +35,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Backend* backend() const { return backend_; }
   size_t weight_bytes() const { return store_->total_bytes(); }
+  // Backend memory holding the weights as the ops read them (packed, converted), placed experts aside.
+  size_t prepared_weight_bytes() const { return weight_storage_.capacity(); }
   const WeightStore& weight_store() const { return *store_; }
   // The checkpoint's floating-point type (that of its embedding table).
   virtual DType dtype() const = 0;
@@ -67,7 +69,8 @@ class Model {
   // Expert parallelism: with placed experts, every MoE layer dispatches its routed rows to the
   // devices holding their experts (split over replicas), each device computes its share with its
   // own weight copies, and the results are combined — numerically the same as without. Set
-  // between steps; null turns it off. BuildPlacedExperts may run on another thread.
+  // between steps; null turns it off. BuildPlacedExperts may run on another thread; in a rank
+  // group it copies only this rank's devices' experts.
   absl::StatusOr<std::shared_ptr<const PlacedExperts>> BuildPlacedExperts(
       const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const;
   void SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed);
@@ -76,13 +79,24 @@ class Model {
   const std::vector<int64_t>& device_row_counts() const { return experts_.device_rows; }
   void ResetDeviceRowCounts() { std::fill(experts_.device_rows.begin(), experts_.device_rows.end(), 0); }
 
+  // Makes this process one rank of a group of processes that serve the model together (every
+  // rank calls it at start-up, before any step): the placed devices split over the ranks, each
+  // step runs on every rank at once over its own sequences, and the MoE layers exchange rows over
+  // `ranks` (which outlives the model) and the backend's transport. Errors name the backend's.
+  absl::Status JoinRankGroup(RankTransport* ranks);
+  RankTransport* rank_group() const { return experts_.ranks; }
+  // Adds expert counts that other ranks recorded ([layers * N] tokens, [layers * D] rows; sizes
+  // as expert_token_counts() and device_row_counts(); the rows are ignored when they differ).
+  void AddExpertCounts(const std::vector<int64_t>& tokens, const std::vector<int64_t>& device_rows);
+
  protected:
   Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);
 
   // Hands every weight `for_each` lists to the backend once (Backend::PrepareWeight), replacing
   // each tensor with the backend's view, after quantizing it when config_.online_quantization asks
-  // (models/model.cc says which weights); host pages of copied weights are released. An error when
-  // a quantized tensor is not a matrix weight.
+  // (models/model.cc says which weights); host pages of copied weights are released. With
+  // config_.routed_experts_on_host the routed experts keep their host views (the MoE blocks
+  // registered in moe_blocks_ name them). An error when a quantized tensor is not a matrix weight.
   absl::Status PrepareWeights(const std::function<void(const WeightFn&)>& for_each);
   // Checks a batch against the cache and the vocabulary; fills the token positions [T] and the
   // attention sequences.

@@ -1,6 +1,8 @@
 // PlacedExperts: per-device copies of the placed experts' weights.
 #include "models/placed_experts.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace ls {
@@ -15,9 +17,14 @@ size_t StoredBytes(const Tensor& t) { return Aligned(t.bytes()) + Aligned(t.scal
 
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     const std::vector<const ExpertWeights*>& experts, Backend* backend,
-    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements, int32_t rank, int32_t num_ranks,
+    bool prepare) {
   const int32_t num_layers = static_cast<int32_t>(experts.size());
+  if (num_ranks < 1 || rank < 0 || rank >= num_ranks)
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " of ", num_ranks, " ranks is not a rank"));
   auto out = std::make_shared<PlacedExperts>();
+  out->num_ranks_ = num_ranks;
+  out->rank_ = rank;
   out->layers_.resize(num_layers);
   for (const auto& [l, p] : placements) {
     if (l < 0 || l >= num_layers || !experts[l])
@@ -39,25 +46,48 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     if (experts[l] && out->layers_[l].placement.num_devices == 0)
       return absl::InvalidArgumentError(absl::StrCat("expert placement is missing MoE layer ", l));
   const int32_t D = out->num_devices_, S = out->slots_per_device_;
-  // Bytes per device, then one buffer per device holding its slots of every layer.
-  std::vector<size_t> bytes(D, 0);
+  if (D % num_ranks != 0)
+    return absl::InvalidArgumentError(absl::StrCat("the expert placement's ", D, " devices do not split evenly over ",
+                                                   num_ranks, " ranks (each rank holds the same number of devices)"));
+  const int32_t first = rank * (D / num_ranks), held = D / num_ranks;  // this rank's devices
+  // A weight's bytes in a slot: its prepared form when preparing and the backend converts it
+  // (64-byte aligned, as Model does), else the copy of its every part.
+  auto prepared_bytes = [&](const Tensor& t) -> size_t {
+    return prepare ? backend->PreparedWeightBytes(t, WeightUse::kMatmul) : 0;
+  };
+  auto stored = [&](const Tensor& t) {
+    const size_t n = prepared_bytes(t);
+    return n > 0 ? Aligned(n) : StoredBytes(t);
+  };
+  // Bytes per device of this rank, then one buffer per device holding its slots of every layer.
+  std::vector<size_t> bytes(held, 0);
   for (int32_t l = 0; l < num_layers; ++l) {
     const PlacedLayer& pl = out->layers_[l];
     if (pl.placement.num_devices == 0) continue;
     const ExpertWeights& L = *experts[l];
-    for (int32_t s = 0; s < D * S; ++s) {
+    for (int32_t s = first * S; s < (first + held) * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
-      if (e >= 0) bytes[s / S] += StoredBytes(L.gate[e]) + StoredBytes(L.up[e]) + StoredBytes(L.down[e]);
+      if (e < 0) continue;
+      const size_t n = stored(L.gate[e]) + stored(L.up[e]) + stored(L.down[e]);
+      bytes[s / S - first] += n;
+      if (pl.placement.replicas[e].front() != s) out->redundant_bytes_ += n;  // not the expert's first copy
     }
   }
-  std::vector<size_t> used(D, 0);
-  for (int32_t d = 0; d < D; ++d) {
+  std::vector<size_t> used(held, 0);
+  for (int32_t d = 0; d < held; ++d) {
     out->storage_.emplace_back(backend, std::max<size_t>(bytes[d], 64));
     out->bytes_per_device_ = std::max(out->bytes_per_device_, bytes[d]);
+    out->rank_bytes_ += bytes[d];
   }
-  // A weight's every part (codes or values, then scales and zero points of a quantized one, each
-  // 64-byte aligned) into device d's buffer; the copy keeps shape, dtype, layout and format.
+  // A weight into device d's buffer (d: the device's index among this rank's): the backend's
+  // prepared form, or every part (codes or values, then scales and zero points of a quantized one,
+  // each 64-byte aligned) copied with shape, dtype, layout and format kept.
   auto copy = [&](int32_t d, const Tensor& t) {
+    if (const size_t n = prepared_bytes(t); n > 0) {
+      auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
+      used[d] += Aligned(n);
+      return backend->PrepareWeight(t, WeightUse::kMatmul, dst);
+    }
     auto part = [&](const void* src, size_t n) {
       auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
       backend->CopyToDevice(dst, src, n);
@@ -77,12 +107,12 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     pl.gate.resize(D * S);
     pl.up.resize(D * S);
     pl.down.resize(D * S);
-    for (int32_t s = 0; s < D * S; ++s) {
+    for (int32_t s = first * S; s < (first + held) * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
       if (e < 0) continue;
-      pl.gate[s] = copy(s / S, L.gate[e]);
-      pl.up[s] = copy(s / S, L.up[e]);
-      pl.down[s] = copy(s / S, L.down[e]);
+      pl.gate[s] = copy(s / S - first, L.gate[e]);
+      pl.up[s] = copy(s / S - first, L.up[e]);
+      pl.down[s] = copy(s / S - first, L.down[e]);
     }
   }
   return std::shared_ptr<const PlacedExperts>(std::move(out));

@@ -16,6 +16,11 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
         model_dir, ": --quantization ", QuantSchemeName(options.quantization),
         " needs a float checkpoint; this one is quantized already (", config->quantization.Describe(), ")"));
   config->online_quantization = options.quantization;
+  config->routed_experts_on_host = options.routed_experts_on_host;
+  if (options.routed_experts_on_host && options.quantization != QuantScheme::kNone)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--quantization ", QuantSchemeName(options.quantization),
+        " is not available to a rank group yet (each rank prepares its experts from the checkpoint as saved)"));
   const Family* family = FindFamily(config->architecture, config->model_type);
   auto store = WeightStore::Open(model_dir);
   if (!store.ok()) return store.status();

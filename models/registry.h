@@ -17,6 +17,10 @@ struct LoadOptions {
   // Online quantization of a float checkpoint's GEMM weights (--quantization); an error on a
   // checkpoint that is quantized already.
   QuantScheme quantization = QuantScheme::kNone;
+  // Keep the routed experts in host memory until an expert placement copies this process's share
+  // (ModelConfig::routed_experts_on_host): for the ranks of a group, each of which holds only its
+  // devices' experts. Such a model serves with a placement only.
+  bool routed_experts_on_host = false;
 };
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,

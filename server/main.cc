@@ -1,7 +1,9 @@
 // latentserve: loads a model, starts the engine, and serves gRPC and the OpenAI-compatible HTTP
 // API until SIGTERM/SIGINT, then drains: /ready turns false, intake stops, in-flight requests
 // finish within --drain_timeout_s, exit 0. Every flag can also come from the environment as
-// LATENTSERVE_<FLAG_NAME_IN_CAPITALS>; a flag on the command line wins.
+// LATENTSERVE_<FLAG_NAME_IN_CAPITALS>; a flag on the command line wins. Launched by mpirun as
+// several ranks, rank 0 serves as above for the whole group and the others run the workers' loop
+// (dist/); a broken group ends the leader with status 3 after answering every request.
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -17,10 +19,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
-#include "base/cli_usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/cli_usage.h"
+#include "dist/rank_process.h"
 #include "engine/engine.h"
 #include "kernels/create_backend.h"
 #include "models/registry.h"
@@ -74,6 +77,11 @@ ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this 
 ABSL_FLAG(int32_t, load_window, 256, "engine steps of expert-load statistics the planner reads");
 ABSL_FLAG(std::string, expert_load_dump, "", "on shutdown, write the recorded expert-load statistics to this JSON file");
 ABSL_FLAG(std::string, expert_placement_dump, "", "on shutdown, write the expert placement in use (loadable with --expert_placement)");
+ABSL_FLAG(int32_t, rank_timeout_s, 30,
+          "rank group (launched by mpirun): seconds any one exchange between the ranks may take before the group "
+          "counts as broken (the leader then answers every request with 503 and exits with status 3)");
+ABSL_FLAG(int32_t, rank_start_timeout_s, 600, "rank group: seconds the ranks wait for each other at start-up");
+ABSL_FLAG(int32_t, rank_heartbeat_ms, 1000, "rank group: heartbeat interval while idle (below --rank_timeout_s)");
 
 namespace {
 
@@ -89,6 +97,8 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
       {"Expert parallelism",
        {"devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
         "expert_placement_dump"}},
+      {"Rank group (several processes launched by mpirun)",
+       {"rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
       {"Logging", {"log_level"}},
   };
@@ -156,9 +166,14 @@ int main(int argc, char** argv) {
                          {"max_connections", absl::GetFlag(FLAGS_max_connections)},
                          {"http_header_timeout_s", absl::GetFlag(FLAGS_http_header_timeout_s)},
                          {"http_keepalive_timeout_s", absl::GetFlag(FLAGS_http_keepalive_timeout_s)},
-                         {"http_threads", absl::GetFlag(FLAGS_http_threads)}})
+                         {"http_threads", absl::GetFlag(FLAGS_http_threads)},
+                         {"rank_timeout_s", absl::GetFlag(FLAGS_rank_timeout_s)},
+                         {"rank_start_timeout_s", absl::GetFlag(FLAGS_rank_start_timeout_s)},
+                         {"rank_heartbeat_ms", absl::GetFlag(FLAGS_rank_heartbeat_ms)}})
     if (v < 1) return Fail(absl::StrCat("--", name, " must be at least 1, got ", v));
   if (absl::GetFlag(FLAGS_drain_timeout_s) < 0) return Fail("--drain_timeout_s must not be negative");
+  if (absl::GetFlag(FLAGS_rank_heartbeat_ms) >= 1000 * absl::GetFlag(FLAGS_rank_timeout_s))
+    return Fail("--rank_heartbeat_ms must be below --rank_timeout_s (a worker counts a silent leader as gone)");
 
   ls::server::ApiKeys keys;
   if (!absl::GetFlag(FLAGS_api_key_file).empty()) {
@@ -176,22 +191,52 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   RaiseFileLimit();
 
+  // Launched by mpirun as one of several ranks: join the group (rank 0 leads, the others work).
+  ls::dist::RankTimeouts rank_timeouts;
+  rank_timeouts.step = std::chrono::seconds(absl::GetFlag(FLAGS_rank_timeout_s));
+  rank_timeouts.start = std::chrono::seconds(absl::GetFlag(FLAGS_rank_start_timeout_s));
+  rank_timeouts.idle = std::chrono::milliseconds(absl::GetFlag(FLAGS_rank_heartbeat_ms));
+  auto group = ls::dist::RankProcess::JoinIfLaunched(rank_timeouts);
+  if (!group.ok()) return Fail(std::string(group.status().message()));
+  const int32_t local_rank = *group ? (*group)->local_rank() : 0;  // a node's ranks take its GPUs in turn
+
+  // Once in a group, a failure ends the process without finalizing MPI (the peers may be gone).
+  auto fail = [&](const std::string& msg) {
+    if (*group) {
+      Fail(msg);
+      ls::dist::ExitBrokenGroup(1);
+    }
+    return Fail(msg);
+  };
   std::string backend_error;
   std::unique_ptr<ls::Backend> backend = ls::CreateBackend(
-      {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device)}, &backend_error);
-  if (!backend) return Fail(backend_error);
+      {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device) + local_rank},
+      &backend_error);
+  if (!backend) return fail(backend_error);
   auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
-  if (!quantization.ok()) return Fail(std::string(quantization.status().message()));
-  auto model = ls::LoadModel(dir, backend.get(), ls::LoadOptions{*quantization});
-  if (!model.ok()) return Fail(std::string(model.status().message()));
+  if (!quantization.ok()) return fail(std::string(quantization.status().message()));
+  // A rank holds only the experts its devices are given: the others stay in the mapped checkpoint.
+  ls::LoadOptions load;
+  load.quantization = *quantization;
+  load.routed_experts_on_host = *group != nullptr;
+  auto model = ls::LoadModel(dir, backend.get(), load);
+  if (!model.ok()) return fail(std::string(model.status().message()));
+  if (*group) {
+    if (auto s = (*model)->JoinRankGroup((*group)->transport()); !s.ok()) return fail(std::string(s.message()));
+    if ((*group)->rank() != 0) {
+      const int status = (*group)->RunWorker(model->get());
+      if (status != 0) ls::dist::ExitBrokenGroup(status);
+      return 0;
+    }
+  }
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
   if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
     auto t = ls::tok::Tokenizer::ForModelDir(dir);
-    if (!t.ok()) return Fail(std::string(t.status().message()));
+    if (!t.ok()) return fail(std::string(t.status().message()));
     tokenizer = std::move(*t);
   }
   auto chat = ls::tok::ChatTemplate::ForModelDir(dir);
-  if (!chat.ok()) return Fail(std::string(chat.status().message()));
+  if (!chat.ok()) return fail(std::string(chat.status().message()));
 
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
@@ -200,7 +245,7 @@ int main(int argc, char** argv) {
   cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
   cfg.block_size = absl::GetFlag(FLAGS_block_size);
   auto kv_dtype = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
-  if (!kv_dtype.ok()) return Fail("--" + std::string(kv_dtype.status().message()));
+  if (!kv_dtype.ok()) return fail("--" + std::string(kv_dtype.status().message()));
   cfg.kv_cache_dtype = *kv_dtype;
   cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
@@ -210,16 +255,21 @@ int main(int argc, char** argv) {
   cfg.experts.replan_interval = absl::GetFlag(FLAGS_replan_interval);
   cfg.experts.load_window = absl::GetFlag(FLAGS_load_window);
   if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
-    return Fail("--devices, --expert_slots and --replan_interval must not be negative");
+    return fail("--devices, --expert_slots and --replan_interval must not be negative");
   if (!absl::GetFlag(FLAGS_expert_placement).empty()) {
     std::ifstream in(absl::GetFlag(FLAGS_expert_placement));
-    if (!in) return Fail("--expert_placement: cannot open " + absl::GetFlag(FLAGS_expert_placement));
+    if (!in) return fail("--expert_placement: cannot open " + absl::GetFlag(FLAGS_expert_placement));
     std::stringstream ss;
     ss << in.rdbuf();
     cfg.experts.placement_json = ss.str();
   }
+  if (*group) {
+    cfg.ranks = (*group)->leader_group(model->get());
+    // The group broke: the engine has answered every request; main wakes up and ends the process.
+    cfg.on_group_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
+  }
   auto engine = ls::Engine::Create(model->get(), tokenizer.get(), cfg);
-  if (!engine.ok()) return Fail(std::string(engine.status().message()));
+  if (!engine.ok()) return fail(std::string(engine.status().message()));
 
   std::string name = absl::GetFlag(FLAGS_served_model_name);
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
@@ -249,8 +299,8 @@ int main(int argc, char** argv) {
   ls::server::HttpServer http_server(http_opt, &ctx);
   // HTTP first: it checks --host and the TLS files itself and names what is wrong, where gRPC
   // reports only that it cannot listen.
-  if (auto s = http_server.Start(); !s.ok()) return Fail(std::string(s.message()));
-  if (auto s = grpc_server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  if (auto s = http_server.Start(); !s.ok()) return fail(std::string(s.message()));
+  if (auto s = grpc_server.Start(); !s.ok()) return fail(std::string(s.message()));
   const nlohmann::json ready = {{"model", name},
                                 {"family", (*model)->config().family},
                                 {"http_port", http_server.port()},
@@ -261,6 +311,11 @@ int main(int argc, char** argv) {
                                 {"state_slots", (*engine)->num_state_slots()},
                                 {"prefix_caching", (*engine)->prefix_caching()},
                                 {"backend", std::string(backend->name())},
+                                {"ranks", (*engine)->num_ranks()},
+                                {"pid", static_cast<int64_t>(getpid())},
+                                {"workers", nlohmann::json::parse(*group ? (*group)->workers_json() : "{}")},
+                                {"rank_expert_slot_bytes", (*engine)->Metrics().rank_expert_bytes},
+                                {"rank_redundant_expert_slot_bytes", (*engine)->Metrics().rank_redundant_expert_bytes},
                                 {"warmup_tokens", (*engine)->warmup_tokens()},
                                 {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
                                 {"auth", ctx.keys().enabled()}};
@@ -280,6 +335,17 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
+  if ((*engine)->failed()) {
+    // A rank died or stopped answering: every request has been answered with 503 / UNAVAILABLE,
+    // /ready is false. Let the front ends write those answers, then end so that the orchestrator
+    // restarts the whole group.
+    ctx.Log(LogLevel::kError, "rank_group_failed",
+            absl::StrCat("\"reason\":", nlohmann::json(std::string((*engine)->failure().message())).dump()));
+    grpc_server.SetNotServing();
+    http_server.Stop(std::chrono::seconds(5));
+    grpc_server.Stop();
+    ls::dist::ExitBrokenGroup(ls::dist::kGroupFailedExit);
+  }
   ctx.Log(LogLevel::kInfo, "draining", absl::StrCat("\"signal\":", sig, ",\"in_flight\":", (*engine)->num_live_requests()));
   grpc_server.SetNotServing();
   const bool clean = (*engine)->Drain(std::chrono::seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
@@ -296,6 +362,10 @@ int main(int argc, char** argv) {
     std::ofstream out(absl::GetFlag(FLAGS_expert_placement_dump));
     out << (*engine)->PlacementJson() << "\n";
     if (!out) ctx.Log(LogLevel::kError, "expert_placement_dump_failed", "");
+  }
+  if (*group) {  // the engine's loop ends first: only then may the group's last message go out
+    engine->reset();
+    (*group)->Stop();
   }
   ctx.Log(LogLevel::kInfo, "stopped", absl::StrCat("\"drained\":", clean ? "true" : "false"));
   return 0;

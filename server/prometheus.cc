@@ -119,7 +119,18 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Value(&out, "latentserve_expert_replan_last_seconds", "gauge", "Duration of the last re-plan.", m.last_replan_seconds);
     Value(&out, "latentserve_expert_switch_longest_step_seconds", "gauge",
           "Longest engine step while a re-plan was in flight or being switched in.", m.longest_switch_step_seconds);
+    Header(&out, "latentserve_rank_expert_slot_bytes", "gauge",
+           "Per rank of the group, memory holding its placed experts (all its devices' slots).");
+    for (size_t r = 0; r < m.rank_expert_bytes.size(); ++r)
+      absl::StrAppendFormat(&out, "latentserve_rank_expert_slot_bytes{rank=\"%d\"} %d\n", r, m.rank_expert_bytes[r]);
+    Header(&out, "latentserve_rank_redundant_expert_slot_bytes", "gauge",
+           "Per rank, the part of that memory in redundant copies (replicas of hot experts beyond their first slot).");
+    for (size_t r = 0; r < m.rank_redundant_expert_bytes.size(); ++r)
+      absl::StrAppendFormat(&out, "latentserve_rank_redundant_expert_slot_bytes{rank=\"%d\"} %d\n", r,
+                            m.rank_redundant_expert_bytes[r]);
   }
+  Value(&out, "latentserve_ranks", "gauge", "Processes of the rank group serving the model (1: this one alone).",
+        m.num_ranks);
   const HttpConnectionCounters& hc = ctx.http_connections();
   Value(&out, "latentserve_http_connections_open", "gauge", "HTTP connections being served.", hc.open.load());
   Value(&out, "latentserve_http_connections_total", "counter", "HTTP connections accepted and served.",

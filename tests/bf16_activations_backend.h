@@ -99,10 +99,11 @@ class Bf16ActivationsBackend final : public Backend {
   void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override {
     cpu_.ScatterRows(src, rows, n, width, dst);
   }
-  void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
-                    float* recv) override {
-    cpu_.ExchangeRows(send, rows_per_device, width, recv);
+  void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
+                    const std::vector<int64_t>& recv_rows, int64_t width) override {
+    cpu_.ExchangeRows(send, send_rows, recv, recv_rows, width);
   }
+  bool JoinRankGroup(RankTransport* group, std::string* error) override { return cpu_.JoinRankGroup(group, error); }
 
  private:
   // x rounded to the nearest BF16 value, element by element, in a buffer of this backend.

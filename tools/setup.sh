@@ -19,6 +19,8 @@ packages=(
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
   openssl curl                                 # TLS test certificates; README examples
   chromium python3-websocket                   # the dashboard's browser test (headless, DevTools protocol)
+  openmpi-bin libopenmpi-dev                   # rank groups: mpirun launches the ranks, MPI carries step plans,
+                                               # the CPU expert exchange and NCCL's bootstrap (tests: mpirun -np 2/4)
 )
 
 missing=()

@@ -89,11 +89,23 @@ void CpuBackend::AttnResMix(const AttnResParams& p) { cpu::AttnResMix(pool_, p);
 void CpuBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * width, src + rows[i] * width, width * sizeof(float));
 }
-void CpuBackend::ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
-                              float* recv) {
+void CpuBackend::ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
+                              const std::vector<int64_t>& recv_rows, int64_t width) {
+  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(float));
+  if (group_ && group_->size() > 1) {
+    std::vector<int64_t> send_bytes(send_rows.size()), recv_bytes(recv_rows.size());
+    for (size_t p = 0; p < send_rows.size(); ++p) send_bytes[p] = send_rows[p] * row_bytes;
+    for (size_t p = 0; p < recv_rows.size(); ++p) recv_bytes[p] = recv_rows[p] * row_bytes;
+    group_->AllToAll(send, send_bytes, recv, recv_bytes);  // a failure sticks in the group
+    return;
+  }
   int64_t rows = 0;
-  for (int64_t n : rows_per_device) rows += n;
-  if (rows > 0 && send != recv) std::memcpy(recv, send, static_cast<size_t>(rows * width) * sizeof(float));
+  for (int64_t n : send_rows) rows += n;
+  if (rows > 0 && send != recv) std::memcpy(recv, send, static_cast<size_t>(rows * row_bytes));
+}
+bool CpuBackend::JoinRankGroup(RankTransport* group, std::string*) {
+  group_ = group;
+  return true;
 }
 void CpuBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(dst + rows[i] * width, src + i * width, width * sizeof(float));

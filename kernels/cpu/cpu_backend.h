@@ -57,11 +57,14 @@ class CpuBackend : public Backend {
   void AttnResMix(const AttnResParams& p) override;
   void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
   void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
-  void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
-                    float* recv) override;
+  // Copies alone; in a rank group, moves the rows over the group's transport (MPI all-to-all-v).
+  void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
+                    const std::vector<int64_t>& recv_rows, int64_t width) override;
+  bool JoinRankGroup(RankTransport* group, std::string* error) override;
 
  private:
   ThreadPool pool_;
+  RankTransport* group_ = nullptr;  // the rank group joined, or null (this process alone)
 };
 
 }  // namespace ls

@@ -79,8 +79,13 @@ class CudaBackend final : public Backend {
   void AttnResMix(const AttnResParams& p) override;
   void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
   void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
-  void ExchangeRows(const float* send, const std::vector<int64_t>& rows_per_device, int64_t width,
-                    float* recv) override;
+  // Alone: an NCCL all-to-all of this GPU's rank with itself. In a rank group: an NCCL all-to-all
+  // across the group's GPUs (the communicator bootstrapped through the group's transport by
+  // JoinRankGroup), each one polled within the group's deadline; a peer that fails or never
+  // answers aborts the communicator and fails the group rather than hang the stream.
+  void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
+                    const std::vector<int64_t>& recv_rows, int64_t width) override;
+  bool JoinRankGroup(RankTransport* group, std::string* error) override;
 
  private:
   friend std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);
@@ -124,6 +129,9 @@ class CudaBackend final : public Backend {
   size_t counts_capacity_ = 0;
   std::vector<PendingCounts> pending_counts_;
   ncclComm_t expert_comm_ = nullptr;  // one rank on this GPU, made on first use (builds with NCCL)
+  RankTransport* group_ = nullptr;    // the rank group joined (several processes), or null
+  ncclComm_t group_comm_ = nullptr;   // one rank per process of the group (non-blocking)
+  cudaEvent_t exchange_done_ = nullptr;  // recorded after each group all-to-all
 };
 
 // A backend on CUDA device `device`, or nullptr with *error saying why (no driver or device, a

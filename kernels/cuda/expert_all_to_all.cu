@@ -21,7 +21,8 @@ std::string AllToAllRows(const float* send, const std::vector<int64_t>& send_row
   }
   const ncclResult_t end = ncclGroupEnd();
   if (r == ncclSuccess) r = end;
-  return r == ncclSuccess ? std::string() : std::string(ncclGetErrorString(r));
+  // A non-blocking communicator may still be enqueuing: the caller polls it.
+  return r == ncclSuccess || r == ncclInProgress ? std::string() : std::string(ncclGetErrorString(r));
 }
 
 }  // namespace ls::cuda

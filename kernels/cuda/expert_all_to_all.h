@@ -14,7 +14,8 @@ namespace ls::cuda {
 
 // Rank r of D: sends send_rows[d] rows of `width` floats, laid out peer by peer in `send`, to each
 // peer d, and receives recv_rows[d] rows from each peer into `recv`, peer by peer. Row counts are
-// host arrays of D entries (exchanged beforehand). Returns an empty string or the NCCL error.
+// host arrays of D entries (exchanged beforehand). Returns an empty string or the NCCL error (on
+// a non-blocking communicator, an empty string once the operations are being enqueued).
 std::string AllToAllRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
                          const std::vector<int64_t>& recv_rows, int64_t width, ncclComm_t comm, cudaStream_t stream);
 

@@ -140,72 +140,90 @@ void MoeBlock::PlacedExperts(StepContext& ctx, const PlacedLayer& pl, int32_t la
                              const int32_t* topk_ids, const float* weights, float* out, int64_t* tokens_per_expert) {
   Backend* be = ctx.backend;
   StepBuffers& buf = *ctx.buf;
+  RankTransport* ranks = ctx.experts->ranks;
   const int64_t T = ctx.num_tokens, K = m_.top_k, w = width_;
   const int32_t D = pl.placement.num_devices, S = pl.placement.slots_per_device;
+  // The devices split over the ranks: rank r holds devices [r·held, (r+1)·held), that is slots
+  // [r·held·S, (r+1)·held·S). One process alone is rank 0 of 1 and holds them all.
+  const int32_t R = ranks ? ranks->size() : 1, me = ranks ? ranks->rank() : 0, held = D / R;
   // The routing decisions travel to the host, which plans the dispatch: the physical slot of
-  // every routed pair, grouped by device.
+  // every routed pair, grouped by device (so by rank).
   std::vector<int32_t> ids(T * K);
-  be->CopyToHost(ids.data(), topk_ids, ids.size() * sizeof(int32_t));
+  if (T > 0) be->CopyToHost(ids.data(), topk_ids, ids.size() * sizeof(int32_t));
   for (int32_t e : ids) ++tokens_per_expert[e];
   const std::vector<int32_t> slots = DispatchSlots(pl.placement, ids.data(), T * K);
   std::vector<std::vector<int64_t>> pairs(D);
   for (int64_t i = 0; i < T * K; ++i) pairs[pl.placement.device_of(slots[i])].push_back(i);
-  // Dispatch: every device's rows, grouped by device, gathered from the token rows and sent over
-  // the devices' transport; each device then sees its rows, with its local slots.
-  std::vector<int64_t> rows_per_device(D), tokens, pair_order;
-  std::vector<int32_t> local;
+  std::vector<int64_t> send_rows(R, 0), tokens, pair_order;
+  std::vector<int32_t> send_slots;  // each row's slot among those of the rank it goes to
   tokens.reserve(T * K);
   pair_order.reserve(T * K);
-  local.reserve(T * K);
+  send_slots.reserve(T * K);
   for (int32_t d = 0; d < D; ++d) {
-    rows_per_device[d] = static_cast<int64_t>(pairs[d].size());
-    ctx.experts->device_rows[static_cast<size_t>(layer) * D + d] += rows_per_device[d];
+    const int32_t r = d / held;
+    send_rows[r] += static_cast<int64_t>(pairs[d].size());
+    ctx.experts->device_rows[static_cast<size_t>(layer) * D + d] += static_cast<int64_t>(pairs[d].size());
     for (int64_t pair : pairs[d]) {
       tokens.push_back(pair / K);
       pair_order.push_back(pair);
-      local.push_back(slots[pair] - d * S);
+      send_slots.push_back(slots[pair] - r * held * S);
     }
   }
-  const int64_t rows = T * K;
-  float* send = buf.dz.as<float>(2 * rows * w);  // [rows, w] to send, then [rows, w] received
-  float* recv = send + rows * w;
-  int32_t* local_ids = buf.dids.as<int32_t>(rows);
-  if (rows > buf.unit_rows) {  // unit weights, uploaded once per growth rather than every layer
-    buf.unit_rows = std::max(rows, 2 * buf.unit_rows);
+  // Each rank learns how many rows come from every rank and which of its slots each is for.
+  std::vector<int64_t> recv_rows = send_rows;
+  std::vector<int32_t> recv_slots = send_slots;
+  if (R > 1) {
+    if (!ranks->AllToAllCounts(send_rows, &recv_rows)) std::fill(recv_rows.begin(), recv_rows.end(), 0);
+    std::vector<int64_t> send_bytes(R), recv_bytes(R);
+    int64_t received = 0;
+    for (int32_t r = 0; r < R; ++r) {
+      send_bytes[r] = send_rows[r] * static_cast<int64_t>(sizeof(int32_t));
+      recv_bytes[r] = recv_rows[r] * static_cast<int64_t>(sizeof(int32_t));
+      received += recv_rows[r];
+    }
+    recv_slots.assign(received, 0);
+    ranks->AllToAll(send_slots.data(), send_bytes, recv_slots.data(), recv_bytes);  // a failure sticks
+  }
+  const int64_t sent = T * K, received = static_cast<int64_t>(recv_slots.size());
+  // Dispatch: the rows, grouped by the rank they go to, gathered from the token rows and moved
+  // over the ranks' transport.
+  float* send = buf.dz.as<float>((sent + received) * w);  // [sent, w] to send, then [received, w] received
+  float* recv = send + sent * w;
+  int32_t* local_ids = buf.dids.as<int32_t>(std::max<int64_t>(received, 1));
+  if (received > buf.unit_rows) {  // unit weights, uploaded once per growth rather than every layer
+    buf.unit_rows = std::max(received, 2 * buf.unit_rows);
     const std::vector<float> unit(static_cast<size_t>(buf.unit_rows), 1.f);
     be->CopyToDevice(buf.dw.as<float>(buf.unit_rows), unit.data(), unit.size() * sizeof(float));
   }
   const float* unit_weights = static_cast<const float*>(buf.dw.data());
-  be->GatherRows(z, tokens.data(), rows, w, send);
-  be->ExchangeRows(send, rows_per_device, w, recv);
-  be->CopyToDevice(local_ids, local.data(), rows * sizeof(int32_t));
-  // Each device runs its experts over its rows with unit weights, so its output rows are the
-  // experts' outputs as they are.
-  float* out_rows = buf.rows.as<float>(2 * rows * w);  // [rows, w] computed, then [rows, w] returned
-  float* back = out_rows + rows * w;
-  int64_t first = 0;  // the device's first row
-  for (int32_t d = 0; d < D; first += rows_per_device[d], ++d) {
-    if (rows_per_device[d] == 0) continue;
+  be->GatherRows(z, tokens.data(), sent, w, send);
+  be->ExchangeRows(send, send_rows, recv, recv_rows, w);
+  if (received > 0) be->CopyToDevice(local_ids, recv_slots.data(), received * sizeof(int32_t));
+  // This rank runs its slots' experts over the rows it received, with unit weights, so its output
+  // rows are the experts' outputs as they are.
+  float* out_rows = buf.rows.as<float>((received + sent) * w);  // [received, w] computed, then [sent, w] returned
+  float* back = out_rows + received * w;
+  if (received > 0) {
     MoeParams m;
-    m.z = recv + first * w;
-    m.num_tokens = rows_per_device[d];
+    m.z = recv;
+    m.num_tokens = received;
     m.in_width = w;
     m.out_width = w;
-    m.topk_ids = local_ids + first;
-    m.topk_weights = unit_weights + first;
+    m.topk_ids = local_ids;
+    m.topk_weights = unit_weights;
     m.top_k = 1;
-    m.num_experts = S;
-    m.gate = pl.gate.data() + d * S;
-    m.up = pl.up.data() + d * S;
-    m.down = pl.down.data() + d * S;
+    m.num_experts = held * S;
+    m.gate = pl.gate.data() + static_cast<size_t>(me) * held * S;
+    m.up = pl.up.data() + static_cast<size_t>(me) * held * S;
+    m.down = pl.down.data() + static_cast<size_t>(me) * held * S;
     m.act = act_;
-    m.out = out_rows + first * w;
+    m.out = out_rows;
     be->MoeExperts(m);
   }
   // Combine, part 1: results travel back over the transport and return to their pairs.
-  be->ExchangeRows(out_rows, rows_per_device, w, back);
-  float* y = buf.dy.as<float>(rows * w);  // [T * K, w] unweighted expert outputs, pair order
-  be->ScatterRows(back, pair_order.data(), rows, w, y);
+  be->ExchangeRows(out_rows, recv_rows, back, send_rows, w);
+  float* y = buf.dy.as<float>(std::max<int64_t>(sent, 1) * w);  // [T * K, w] unweighted expert outputs, pair order
+  be->ScatterRows(back, pair_order.data(), sent, w, y);
   // Combine, part 2: weighted sum over each token's K pairs in pair order, as the single-device op.
   be->CombineExpertOutputs(y, weights, T, static_cast<int32_t>(K), w, out);
 }

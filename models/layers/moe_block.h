@@ -35,7 +35,8 @@ class MoeBlock final : public FfnLayer {
   void SetRouterBias(std::vector<float> bias, Backend* backend);
 
  private:
-  // Routed experts over the placed devices: dispatch, per-device compute, combine. out: [T, w].
+  // Routed experts over the placed devices: dispatch (to the ranks holding the rows' slots),
+  // each rank's compute over its slots, combine. out: [T, w].
   void PlacedExperts(StepContext& ctx, const PlacedLayer& pl, int32_t layer, const float* z, const int32_t* topk_ids,
                      const float* weights, float* out, int64_t* tokens_per_expert);
 

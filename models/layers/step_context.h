@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "kernels/device_buffer.h"
 #include "kernels/ops.h"
+#include "kernels/rank_transport.h"
 #include "models/kv_cache.h"
 #include "models/placed_experts.h"
 #include "models/step_profile.h"
@@ -42,7 +43,9 @@ struct ExpertState {
   // While set, every MoE layer appends its router logits ([T, N]) to (*router_sink)[layer].
   std::vector<std::vector<float>>* router_sink = nullptr;
   std::shared_ptr<const PlacedExperts> placed;  // expert parallelism, or null
-  std::vector<int64_t> device_rows;              // [layers * D] routed rows computed per device
+  std::vector<int64_t> device_rows;             // [layers * D] routed rows this process sent to each device
+  // The group of processes the placed devices split over (null: this process holds them all).
+  RankTransport* ranks = nullptr;
 };
 
 struct StepContext {

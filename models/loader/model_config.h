@@ -136,6 +136,10 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;
   // Keys the adapter neither read nor knows to be irrelevant; the server logs them.
   std::vector<std::string> unrecognized_keys;
+  // Set by the loader's options, not config.json: the routed experts stay in host memory (the
+  // mapped checkpoint) and are prepared only into the slots an expert placement gives this process
+  // (a rank of a group, which holds only its own devices' experts).
+  bool routed_experts_on_host = false;
 
   // Width the routed experts read and write: d_lat with a latent projection, else d.
   int64_t expert_width() const { return moe.latent_size > 0 ? moe.latent_size : hidden_size; }

@@ -4,13 +4,16 @@ binaries accept (read from their --help); ports agree across ConfigMap, containe
 Service; the probe paths answer on a real server started with the ConfigMap's settings; the
 grace period covers the drain; the CPU image builds with the README's set-up script; the Grafana
 dashboard queries only metrics (and labels) a real server with expert parallelism exports, and
-compose provisions it with the data source it expects."""
+compose provisions it with the data source it expects. The multinode overlay's LeaderWorkerSet
+agrees with the server and its launcher, whose group the launcher builds from the
+LeaderWorkerSet's environment as the manifest sizes it."""
 import json
 import glob
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -43,10 +46,25 @@ def docs():
                     yield path, d
 
 
-def containers(d):
+LAUNCHER = os.path.join(ROOT, "tools", "lws_launch.sh")
+
+
+def launcher_variables():
+    """The environment variables tools/lws_launch.sh reads (${NAME:-...} or ${NAME:?...})."""
+    with open(LAUNCHER) as f:
+        return set(re.findall(r"\$\{([A-Z][A-Z0-9_]*):[-?]", f.read()))
+
+
+def pod_specs(d):
     spec = d.get("spec", {})
-    tmpl = spec.get("template", {}).get("spec", {})
-    return tmpl.get("containers", [])
+    if d.get("kind") == "LeaderWorkerSet":
+        t = spec.get("leaderWorkerTemplate", {})
+        return [t.get("leaderTemplate", {}).get("spec", {}), t.get("workerTemplate", {}).get("spec", {})]
+    return [spec.get("template", {}).get("spec", {})]
+
+
+def containers(d):
+    return [c for pod in pod_specs(d) for c in pod.get("containers", [])]
 
 
 def configmap():
@@ -56,7 +74,11 @@ def configmap():
     raise AssertionError("no latentserve-flags ConfigMap")
 
 
-def check_env_name(name):
+def check_env_name(name, container=None):
+    # The multinode launcher's own settings and NCCL's pass through it; everything else is a flag.
+    if container is not None and container.get("command", [""])[0].endswith("latentserve-lws"):
+        if name.startswith("NCCL_") or name in launcher_variables():
+            return
     assert name.startswith("LATENTSERVE_"), name
     flag = name[len("LATENTSERVE_"):].lower()
     assert flag in SERVER_FLAGS or name == "LATENTSERVE_API_KEY", f"{name}: no such server flag --{flag}"
@@ -80,12 +102,14 @@ def test_every_file_parses_and_passes_yamllint():
 
 
 def test_env_and_flags_exist():
-    for name in configmap():
-        check_env_name(name)
+    for path, d in docs():  # the base's ConfigMap and every overlay's patch of it
+        if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "latentserve-flags":
+            for name in d["data"]:
+                check_env_name(name)
     for path, d in docs():
         for c in containers(d):
             for e in c.get("env", []):
-                check_env_name(e["name"])
+                check_env_name(e["name"], c)
             if "latentserve-bench" in " ".join(c.get("command", [])):
                 check_args(c.get("args", []), BENCH_FLAGS)
             else:
@@ -287,3 +311,105 @@ def test_compose_provisions_prometheus_and_grafana():
     server_port = services["latentserve"]["environment"]["LATENTSERVE_HTTP_PORT"]
     assert scrape["static_configs"][0]["targets"] == [f"latentserve:{server_port}"]
     assert scrape["metrics_path"] == "/metrics"
+MULTINODE = os.path.join(DEPLOY, "k8s", "overlays", "multinode")
+
+
+def multinode_docs():
+    out = {}
+    for name in os.listdir(MULTINODE):
+        with open(os.path.join(MULTINODE, name)) as f:
+            out[name] = list(yaml.safe_load_all(f))[0]
+    return out
+
+
+def overlay_flags():
+    data = dict(configmap())
+    data.update(multinode_docs()["configmap-patch.yaml"]["data"])
+    return data
+
+
+def test_multinode_overlay_is_a_leader_worker_set_with_readiness_on_the_leader():
+    files = multinode_docs()
+    kust = files["kustomization.yaml"]
+    for entry in kust["resources"] + [p["path"] for p in kust["patches"]]:
+        assert os.path.exists(os.path.join(MULTINODE, entry)), entry
+    deleted = {(d["kind"], d["metadata"]["name"]) for d in files.values() if d.get("$patch") == "delete"}
+    assert deleted == {("Deployment", "latentserve"), ("HorizontalPodAutoscaler", "latentserve")}
+    lws = files["leaderworkerset.yaml"]
+    assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1" and lws["kind"] == "LeaderWorkerSet"
+    t = lws["spec"]["leaderWorkerTemplate"]
+    assert t["size"] >= 2 and t["restartPolicy"] == "RecreateGroupOnPodRestart"
+    leader_pod, worker_pod = t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]
+    leader, worker = leader_pod["containers"][0], worker_pod["containers"][0]
+    flags = overlay_flags()
+    http, grpc_port = int(flags["LATENTSERVE_HTTP_PORT"]), int(flags["LATENTSERVE_GRPC_PORT"])
+    # Readiness on the leader only; the Service (and the budget) select leaders only.
+    assert leader["readinessProbe"]["httpGet"]["path"] == "/ready"
+    assert leader["readinessProbe"]["httpGet"]["port"] in ("http", http)
+    assert leader["startupProbe"]["httpGet"]["path"] == "/health"
+    assert leader["livenessProbe"]["grpc"]["port"] == grpc_port
+    assert "readinessProbe" not in worker and "startupProbe" not in worker
+    assert {p["name"]: p["containerPort"] for p in leader["ports"]} == {"http": http, "grpc": grpc_port}
+    for path, d in docs():
+        if d.get("kind") == "Service" and "base" in path:
+            selector = d["spec"]["selector"]
+            assert all(t["leaderTemplate"]["metadata"]["labels"].get(k) == v for k, v in selector.items())
+            assert not all(t["workerTemplate"]["metadata"]["labels"].get(k) == v for k, v in selector.items())
+    # Both roles run the launcher the CUDA image installs; the workers get their ranks over ssh.
+    with open(os.path.join(DEPLOY, "docker", "Dockerfile.cuda")) as f:
+        dockerfile = f.read()
+    assert "COPY tools/lws_launch.sh /usr/local/bin/latentserve-lws" in dockerfile
+    assert "openmpi-bin" in dockerfile and "openssh-server" in dockerfile
+    for c in (leader, worker):
+        assert c["command"] == ["/usr/local/bin/latentserve-lws"]
+        assert c["image"] == "latentserve:cuda"
+    ssh_port = next(int(e["value"]) for e in worker["env"] if e["name"] == "SSH_PORT")
+    assert worker["ports"][0]["containerPort"] == ssh_port
+    # One rank per GPU; the deadlines fit inside each other: heartbeat < rank deadline, and Open
+    # MPI signals a broken group's ranks only after rank 0 has noticed and answered.
+    env = {e["name"]: e["value"] for e in leader["env"]}
+    gpus = int(leader["resources"]["limits"]["nvidia.com/gpu"])
+    assert int(env["RANKS_PER_POD"]) == gpus == int(worker["resources"]["limits"]["nvidia.com/gpu"])
+    timeout = int(flags["LATENTSERVE_RANK_TIMEOUT_S"])
+    drain = int(flags["LATENTSERVE_DRAIN_TIMEOUT_S"])
+    assert int(flags["LATENTSERVE_RANK_HEARTBEAT_MS"]) < 1000 * timeout
+    assert int(env["MPI_KILL_TIMEOUT_S"]) > timeout + 5
+    pre_stop = int(leader["lifecycle"]["preStop"]["exec"]["command"][-1])
+    assert leader_pod["terminationGracePeriodSeconds"] > drain + pre_stop
+    # The ssh Secret both pods mount is the one docs/deploy.md tells how to make.
+    with open(os.path.join(ROOT, "docs", "deploy.md")) as f:
+        deploy_doc = f.read()
+    for pod in (leader_pod, worker_pod):
+        secrets = [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v]
+        assert secrets == ["latentserve-mpi-ssh"] and "latentserve-mpi-ssh" in deploy_doc
+
+
+def test_lws_launcher_builds_the_group_from_the_leader_worker_set_environment():
+    assert subprocess.run(["bash", "-n", LAUNCHER]).returncode == 0
+    t = multinode_docs()["leaderworkerset.yaml"]["spec"]["leaderWorkerTemplate"]
+    size = t["size"]
+    env = {e["name"]: e["value"] for e in t["leaderTemplate"]["spec"]["containers"][0]["env"]}
+    per_pod = int(env["RANKS_PER_POD"])
+    run_env = {"PATH": os.environ["PATH"], "LWS_WORKER_INDEX": "0", "LWS_GROUP_SIZE": str(size),
+               "LWS_LEADER_ADDRESS": "latentserve-3.latentserve.inference", "LWS_LAUNCH_DRY_RUN": "1",
+               "TMPDIR": tempfile.mkdtemp(), "RANKS_PER_POD": str(per_pod), "LATENTSERVE_KV_CACHE_MB": "1024",
+               "NCCL_DEBUG": "WARN", "UNRELATED": "x"}
+    r = subprocess.run(["bash", LAUNCHER], env=run_env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    hosts = lines[:size]
+    assert hosts[0] == f"latentserve-3.latentserve.inference slots={per_pod}"
+    for i in range(1, size):
+        assert hosts[i] == f"latentserve-3-{i}.latentserve.inference slots={per_pod}"
+    cmd = lines[size]
+    assert f"-np {size * per_pod}" in cmd and f"ppr:{per_pod}:node" in cmd
+    assert "-x LATENTSERVE_KV_CACHE_MB" in cmd and "-x NCCL_DEBUG" in cmd and "UNRELATED" not in cmd
+    assert cmd.rstrip().endswith("/usr/local/bin/latentserve")
+    if shutil.which("ompi_info"):  # the Open MPI parameters it sets are real ones
+        params = subprocess.run(["ompi_info", "--param", "all", "all", "--level", "9"], capture_output=True,
+                                text=True).stdout
+        for name in re.findall(r"--mca (\w+)", cmd):
+            assert f'"{name}"' in params, name
+    # A worker pod without the LeaderWorkerSet's environment is told what is missing.
+    r = subprocess.run(["bash", LAUNCHER], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True)
+    assert r.returncode != 0 and "LWS_WORKER_INDEX" in r.stderr

@@ -47,10 +47,11 @@ class Server:
     when its "ready" log line, which names both ports, has been written (after both servers
     listen) and /ready answers 200."""
 
-    def __init__(self, *extra, env=None, ready_scheme="http", ca=None):
+    def __init__(self, *extra, env=None, ready_scheme="http", ca=None, launcher=(), model=None):
+        # launcher: a command the server runs under (mpirun and its options, for a rank group).
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-        args = [BIN, "--model", MODEL, "--host", "127.0.0.1", "--http_port", "0", "--grpc_port", "0",
-                "--kv_cache_mb", "64", *extra]
+        args = [*launcher, BIN, "--model", model or MODEL, "--host", "127.0.0.1", "--http_port", "0", "--grpc_port",
+                "0", "--kv_cache_mb", "64", *extra]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
         ready = None

@@ -1,11 +1,12 @@
 """latentserve --help lists every flag once, grouped by topic (model, network, serving limits,
-cache, expert parallelism, security, logging), without the build machine's source paths."""
+cache, expert parallelism, rank group, security, logging), without the build machine's source paths."""
 import re
 import subprocess
 
 from conftest import BIN
 
-TOPICS = ["Model", "Network", "Serving limits", "Cache", "Expert parallelism", "Security", "Logging"]
+TOPICS = ["Model", "Network", "Serving limits", "Cache", "Expert parallelism", "Rank group (several processes launched by mpirun)",
+          "Security", "Logging"]
 
 
 def test_help_groups_flags_by_topic_without_source_paths():
@@ -18,7 +19,7 @@ def test_help_groups_flags_by_topic_without_source_paths():
     flags = re.findall(r"^  --([a-z_0-9]+) \(", out, re.M)
     assert len(flags) == len(set(flags)), "a flag listed twice"
     for expected in ("model", "http_port", "max_connections", "http_header_timeout_s", "http_keepalive_timeout_s",
-                     "kv_cache_mb", "devices", "api_key_file", "log_level"):
+                     "kv_cache_mb", "devices", "rank_timeout_s", "api_key_file", "log_level"):
         assert expected in flags, expected
     section = out[out.index("Serving limits:"):out.index("Cache:")]
     assert "--max_connections (" in section and "--http_header_timeout_s (" in section

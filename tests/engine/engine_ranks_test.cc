@@ -1,0 +1,189 @@
+// The engine over a group of ranks, without MPI: a group whose "ranks" are model instances in this
+// process (each with its own KV cache, as data-parallel attention gives every rank its own
+// sequences). Greedy tokens equal the single-process engine's, each rank computes only its own
+// sequences, and a group that breaks mid-run or while idle makes the engine answer every request,
+// close intake and report the failure once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "tests/test_util.h"
+
+namespace ls {
+namespace {
+
+// Ranks 1.. are models of their own with their own caches; rank 0 is the engine's.
+class InProcessGroup final : public RankGroup {
+ public:
+  InProcessGroup(int32_t ranks, const std::string& model_dir) : backend_(1) {
+    for (int32_t r = 1; r < ranks; ++r) {
+      auto m = LoadModel(model_dir, &backend_);
+      EXPECT_TRUE(m.ok()) << m.status();
+      models_.push_back(std::move(*m));
+    }
+    tokens_.assign(ranks, 0);
+  }
+  int32_t size() const override { return static_cast<int32_t>(models_.size()) + 1; }
+  absl::Status Start(const RankCacheSpec& c, const LayerPlacements&) override {
+    for (auto& m : models_)
+      caches_.push_back(std::make_unique<KvCache>(&backend_, m->kv_layout(), c.num_blocks, c.block_size, c.dtype,
+                                                   c.num_state_slots));
+    return absl::OkStatus();
+  }
+  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache,
+                    std::vector<std::vector<float>>* logits) override {
+    if (fail_at_step_ >= 0 && steps_ == fail_at_step_) return absl::UnavailableError("rank 1 stopped answering");
+    ++steps_;
+    logits->resize(size());
+    for (int32_t r = 0; r < size(); ++r) {
+      tokens_[r] += static_cast<int64_t>(batches[r].tokens.size());
+      Model* model = r == 0 ? leader_ : models_[r - 1].get();
+      KvCache& kv = r == 0 ? cache : *caches_[r - 1];
+      if (absl::Status st = model->Forward(batches[r], kv, &(*logits)[r]); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+  std::chrono::milliseconds idle_interval() const override { return std::chrono::milliseconds(5); }
+  absl::Status Idle() override {
+    ++idles_;
+    return fail_when_idle_ ? absl::UnavailableError("rank 1 missed its heartbeat") : absl::OkStatus();
+  }
+  void PreparePlacement(int64_t, const LayerPlacements&) override {}
+  bool PlacementBuilt(int64_t) const override { return true; }
+  void SwitchPlacement(int64_t) override {}
+  std::vector<RankExpertMemory> BuiltMemory() const override { return std::vector<RankExpertMemory>(size()); }
+  void Stop() override {}
+
+  Model* leader_ = nullptr;
+  int fail_at_step_ = -1;
+  std::atomic<bool> fail_when_idle_{false};
+  std::atomic<int> idles_{0};
+  int steps_ = 0;
+  std::vector<int64_t> tokens_;  // [ranks] tokens each computed
+
+ private:
+  CpuBackend backend_;
+  std::vector<std::unique_ptr<Model>> models_;
+  std::vector<std::unique_ptr<KvCache>> caches_;
+};
+
+class EngineRanksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::FixtureDir("latent_sigmoid_situ_bf16");
+    auto m = LoadModel(dir_, &backend_);
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+    std::mt19937 rng(5);
+    for (int i = 0; i < 9; ++i) {
+      Request r;
+      r.id = absl::StrCat("q", i);
+      for (int t = 0; t < 3 + 4 * i; ++t) r.prompt_ids.push_back(static_cast<int32_t>(3 + rng() % 500));
+      r.params.max_tokens = 10;
+      r.params.temperature = 0;
+      r.params.ignore_eos = true;
+      reqs_.push_back(std::move(r));
+    }
+  }
+  std::vector<std::vector<int32_t>> Run(EngineConfig cfg) {
+    auto e = Engine::Create(model_.get(), nullptr, cfg);
+    EXPECT_TRUE(e.ok()) << e.status();
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    for (const Request& r : reqs_) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      EXPECT_TRUE((*e)->Submit(r, qs.back()->Callback()).ok());
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& q : qs) out.push_back(q->WaitFinal().token_ids);
+    return out;
+  }
+
+  CpuBackend backend_{1};
+  std::string dir_;
+  std::unique_ptr<Model> model_;
+  std::vector<Request> reqs_;
+};
+
+TEST_F(EngineRanksTest, GreedyTokensEqualOneProcessAndEachRankRunsItsShare) {
+  const auto expected = Run({});
+  for (int32_t ranks : {2, 3}) {
+    InProcessGroup group(ranks, dir_);
+    group.leader_ = model_.get();
+    EngineConfig cfg;
+    cfg.ranks = &group;
+    cfg.scheduler.max_num_seqs = 6;
+    EXPECT_EQ(Run(cfg), expected) << ranks << " ranks";
+    for (int32_t r = 0; r < ranks; ++r) EXPECT_GT(group.tokens_[r], 0) << "rank " << r << " ran no sequence";
+  }
+}
+
+TEST_F(EngineRanksTest, SmallPerRankCachesPreemptWithoutChangingTokens) {
+  const auto expected = Run({});
+  InProcessGroup group(2, dir_);
+  group.leader_ = model_.get();
+  EngineConfig cfg;
+  cfg.ranks = &group;
+  cfg.num_kv_blocks = 8;  // per rank: 128 tokens, far less than the nine sequences need at once
+  cfg.warmup = false;
+  EXPECT_EQ(Run(cfg), expected);
+}
+
+TEST_F(EngineRanksTest, GroupBreakingMidRunAnswersEveryRequestAndClosesIntake) {
+  InProcessGroup group(2, dir_);
+  group.leader_ = model_.get();
+  group.fail_at_step_ = 4;  // the warm-up is step 0
+  std::atomic<int> failures{0};
+  EngineConfig cfg;
+  cfg.ranks = &group;
+  cfg.on_group_failure = [&](const absl::Status& s) {
+    EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+    ++failures;
+  };
+  auto e = Engine::Create(model_.get(), nullptr, cfg);
+  ASSERT_TRUE(e.ok()) << e.status();
+  std::vector<std::unique_ptr<OutputQueue>> qs;
+  for (const Request& r : reqs_) {
+    qs.push_back(std::make_unique<OutputQueue>());
+    ASSERT_TRUE((*e)->Submit(r, qs.back()->Callback()).ok());
+  }
+  for (auto& q : qs) {
+    const RequestOutput o = q->WaitFinal();
+    EXPECT_EQ(o.finish_reason, FinishReason::kCancelled);
+    EXPECT_NE(o.error.find("rank group failed"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("rank 1 stopped answering"), std::string::npos) << o.error;
+  }
+  EXPECT_TRUE((*e)->failed());
+  EXPECT_TRUE((*e)->draining()) << "/ready must turn false";
+  EXPECT_NE((*e)->failure().message().find("rank 1"), std::string::npos);
+  OutputQueue late;
+  EXPECT_TRUE(absl::IsUnavailable((*e)->Submit(reqs_[0], late.Callback())));
+  EXPECT_EQ((*e)->num_live_requests(), 0u);
+  e->reset();
+  EXPECT_EQ(failures.load(), 1);
+}
+
+TEST_F(EngineRanksTest, IdleEngineSendsHeartbeatsAndNoticesAGroupThatBroke) {
+  InProcessGroup group(2, dir_);
+  group.leader_ = model_.get();
+  std::atomic<int> failures{0};
+  EngineConfig cfg;
+  cfg.ranks = &group;
+  cfg.on_group_failure = [&](const absl::Status&) { ++failures; };
+  auto e = Engine::Create(model_.get(), nullptr, cfg);
+  ASSERT_TRUE(e.ok()) << e.status();
+  for (int i = 0; i < 400 && group.idles_.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(group.idles_.load(), 3) << "no heartbeat while idle";
+  group.fail_when_idle_ = true;
+  for (int i = 0; i < 400 && !(*e)->failed(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE((*e)->failed());
+  e->reset();
+  EXPECT_EQ(failures.load(), 1);
+}
+
+}  // namespace
+}  // namespace ls

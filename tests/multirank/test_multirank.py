@@ -1,0 +1,113 @@
+"""A rank group serves like one process: latentserve under `mpirun -np 2` and `-np 4` on this
+machine gives the single-process server's greedy text over HTTP (plain and streamed) and gRPC, on
+the shipped tiny model and on the Kimi-Linear fixture (KDA state and MLA cache on every rank, eight
+experts over the ranks), with hot experts replicated into spare slots and re-plans switched in
+while requests run; /metrics shows the ranks and each rank's expert memory."""
+import json
+import os
+
+import grpc
+import pytest
+import requests
+
+from conftest import ROOT, RankGroupServer, Server
+
+PROMPTS = ["In the beginning", "And the LORD spake unto Moses", "Blessed are they", "Who made the heaven?"]
+KIMI = os.path.join(ROOT, "tests", "data", "hf", "kimi_linear_bf16")
+ID_PROMPTS = [[5, 17, 200, 3], [9, 9, 41, 250, 7, 77, 1], [100], [33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43]]
+
+
+def complete(s, prompt, max_tokens=16):
+    r = requests.post(s.url + "/v1/completions", json={"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                                                       "ignore_eos": True}, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["text"]
+
+
+def complete_ids(s, prompt, max_tokens=12):
+    r = requests.post(s.url + "/v1/completions", json={"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                                                       "ignore_eos": True, "return_tokens_as_token_ids": True,
+                                                       "logprobs": 0}, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["logprobs"]["tokens"]
+
+
+def streamed(s, prompt):
+    text = ""
+    with requests.post(s.url + "/v1/completions", json={"prompt": prompt, "max_tokens": 16, "temperature": 0,
+                                                        "ignore_eos": True, "stream": True},
+                       stream=True, timeout=120) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                text += json.loads(line[6:])["choices"][0]["text"]
+    return text
+
+
+def grpc_text(s, stubs, prompt):
+    pb2, pb2_grpc = stubs
+    stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+    req = pb2.GenerateRequest(text=prompt, sampling=pb2.SamplingParams(max_tokens=16, temperature=0, ignore_eos=True))
+    return "".join(r.text for r in stub.Generate(req, timeout=120))
+
+
+def all_texts(s, stubs):
+    return {"http": [complete(s, p) for p in PROMPTS], "stream": [streamed(s, p) for p in PROMPTS[:2]],
+            "grpc": [grpc_text(s, stubs, p) for p in PROMPTS[:2]]}
+
+
+@pytest.fixture(scope="module")
+def expected(grpc_stubs):
+    s = Server()
+    try:
+        return all_texts(s, grpc_stubs)
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_rank_group_serves_the_single_process_greedy_text(ranks, expected, grpc_stubs):
+    # 64 experts over the ranks with two spare slots per rank (hot experts replicated), re-planned
+    # every 3 steps from the last 8 steps' load: re-plans switch in while these requests run.
+    slots = 64 // ranks + 2
+    s = RankGroupServer(ranks, "--expert_slots", str(slots), "--replan_interval", "3", "--load_window", "8")
+    try:
+        assert s.ready["ranks"] == ranks and len(s.worker_pids) == ranks - 1
+        assert len(s.ready["rank_expert_slot_bytes"]) == ranks and min(s.ready["rank_expert_slot_bytes"]) > 0
+        assert all_texts(s, grpc_stubs) == expected
+        assert s.metric("latentserve_expert_replans_total") >= 1, "a re-plan switched in mid-run"
+        assert all_texts(s, grpc_stubs) == expected, "the same after re-planning"
+        assert s.metric("latentserve_ranks") == ranks
+        assert s.metric("latentserve_expert_parallel_devices") == ranks
+        metrics = requests.get(s.url + "/metrics").text
+        held = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                if line.startswith("latentserve_rank_expert_slot_bytes{")]
+        redundant = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                     if line.startswith("latentserve_rank_redundant_expert_slot_bytes{")]
+        assert len(held) == ranks and min(held) > 0, "every rank holds experts"
+        assert len(redundant) == ranks and sum(redundant) > 0, "the spare slots hold replicas"
+        assert max(redundant) < max(held)
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0, "an orderly stop of the leader stops the group cleanly"
+
+
+@pytest.fixture(scope="module")
+def kimi_expected():
+    s = Server(model=KIMI)
+    try:
+        return [complete_ids(s, p) for p in ID_PROMPTS]
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_kimi_linear_over_ranks_gives_the_single_process_tokens(ranks, kimi_expected):
+    s = RankGroupServer(ranks, "--expert_slots", str(8 // ranks + 1), "--replan_interval", "2", "--load_window",
+                        "4", model=KIMI)
+    try:
+        assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
+        assert s.metric("latentserve_expert_replans_total") >= 1
+        assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
+    finally:
+        s.stop()

@@ -1,0 +1,129 @@
+"""A worker rank that dies mid-run: the leader notices within its deadline, answers every request in
+flight (HTTP 503, or an error event and [DONE] in a stream; gRPC UNAVAILABLE), turns /ready off and
+exits with status 3 — no request hangs, no rank hangs — so that the orchestrator restarts the group.
+Each rank runs under a shell that records its exit status."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import grpc
+import pytest
+import requests
+
+from conftest import BIN, MODEL, launcher, mpi_env
+
+DEADLINE_S = 5
+
+
+def start_group(ranks, status_dir):
+    # Each rank's exit status lands in status_dir/rank<N> (Open MPI names the rank in the environment)
+    # and is passed on to mpirun.
+    cmd = f'"{BIN}" "$@"; s=$?; echo $s > "{status_dir}/rank$OMPI_COMM_WORLD_RANK"; exit $s'
+    args = [*launcher(ranks), "bash", "-c", cmd, "latentserve", "--model", MODEL, "--host", "127.0.0.1",
+            "--http_port", "0", "--grpc_port", "0", "--kv_cache_mb", "64", "--threads", "1", "--max_num_seqs", "2",
+            "--rank_timeout_s", str(DEADLINE_S), "--rank_heartbeat_ms", "200"]
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=mpi_env())
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        with open(log.name) as f:
+            for line in f:
+                if '"event":"ready"' in line:
+                    return proc, log.name, json.loads(line)
+        assert proc.poll() is None, open(log.name).read()
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the group did not become ready: " + open(log.name).read())
+
+
+def http_request(url, prompt, stream, results, i):
+    body = {"prompt": prompt, "max_tokens": 200, "temperature": 0, "ignore_eos": True, "stream": stream}
+    try:
+        r = requests.post(url + "/v1/completions", json=body, stream=stream, timeout=60)
+        if not stream:
+            results[i] = ("http", r.status_code, r.text)
+            return
+        events = [line for line in r.iter_lines() if line.startswith(b"data: ")]
+        results[i] = ("stream", r.status_code, events)
+    except requests.RequestException as e:
+        results[i] = ("error", None, repr(e))
+
+
+def grpc_request(port, stubs, results, i):
+    pb2, pb2_grpc = stubs
+    stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    req = pb2.GenerateRequest(text="In the beginning", sampling=pb2.SamplingParams(max_tokens=200, ignore_eos=True))
+    try:
+        for _ in stub.Generate(req, timeout=60):
+            pass
+        results[i] = ("grpc", "OK", "")
+    except grpc.RpcError as e:
+        results[i] = ("grpc", e.code(), e.details())
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_worker_death_gets_every_request_answered_and_the_leader_out(ranks, grpc_stubs):
+    status_dir = tempfile.mkdtemp()
+    proc, log, ready = start_group(ranks, status_dir)
+    url = f"http://127.0.0.1:{ready['http_port']}"
+    victim = ready["workers"]["1"]["pid"]
+    try:
+        # Requests in flight: more than the running batch holds (--max_num_seqs 2), so some wait.
+        results = [None] * 8
+        threads = [threading.Thread(target=http_request, args=(url, "And the LORD said", i % 2 == 0, results, i))
+                   for i in range(6)]
+        threads += [threading.Thread(target=grpc_request, args=(ready["grpc_port"], grpc_stubs, results, i))
+                    for i in (6, 7)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)  # they are being served
+        assert requests.get(url + "/ready").status_code == 200
+        killed_at = time.time()
+        os.kill(victim, signal.SIGKILL)
+        for t in threads:
+            t.join(timeout=60)
+        answered_at = time.time()
+        assert not any(t.is_alive() for t in threads), "a request hung"
+        leader_status = os.path.join(status_dir, "rank0")
+        while not os.path.exists(leader_status) and time.time() < killed_at + 60:
+            time.sleep(0.05)
+        exited_at = time.time()
+        # mpirun itself ends once its own abort has run (it waits out its kill timeout, twice).
+        proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = open(log).read()
+    # Answered: none hung up on, each told the server is unavailable (unless it finished before the death).
+    for kind, status, body in results:
+        if kind == "http":
+            assert status in (200, 503), (status, body)
+            if status == 503:
+                assert "rank group failed" in json.loads(body)["error"]["message"]
+        elif kind == "stream":
+            assert status == 200 and body[-1] == b"data: [DONE]", body
+            if not json.loads(body[-2][6:]).get("choices"):
+                assert "rank group failed" in json.loads(body[-2][6:])["error"]["message"], body[-2]
+        elif kind == "grpc":
+            assert status in ("OK", grpc.StatusCode.UNAVAILABLE), (status, body)
+        else:
+            raise AssertionError(f"a request got no answer: {body}")
+    assert any(r[1] in (503, grpc.StatusCode.UNAVAILABLE) or (r[0] == "stream" and b"rank group failed" in b"".join(r[2]))
+               for r in results), "the death cut some request off"
+    # Noticed within the deadline (plus a step), answered, and out with status 3 (the front ends get
+    # up to 5 s to write the answers).
+    assert answered_at - killed_at < DEADLINE_S + 10, answered_at - killed_at
+    assert exited_at - killed_at < DEADLINE_S + 15, exited_at - killed_at
+    assert '"event":"rank_group_failed"' in text, text
+    assert open(os.path.join(status_dir, "rank0")).read().strip() == "3", text
+    assert proc.returncode != 0
+    # The other workers did not hang either: each ended on its own deadline with status 3 (or was
+    # stopped by mpirun once the leader had gone).
+    for r in range(2, ranks):
+        path = os.path.join(status_dir, f"rank{r}")
+        assert not os.path.exists(path) or open(path).read().strip() in ("3", "143", "137"), open(path).read()
