@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "latentserve/v1/generation.grpc.pb.h"
 #include "engine/expert_planner.h"
+#include "server/api_error.h"
 #include "server/grpc_request.h"
 #include "server/prometheus.h"
 
@@ -25,16 +26,6 @@ using grpc::Status;
 using grpc::StatusCode;
 
 Status Invalid(const std::string& msg) { return Status(StatusCode::INVALID_ARGUMENT, msg); }
-
-Status FromAbsl(const absl::Status& st) {
-  switch (st.code()) {
-    case absl::StatusCode::kOk: return Status::OK;
-    case absl::StatusCode::kResourceExhausted: return Status(StatusCode::RESOURCE_EXHAUSTED, std::string(st.message()));
-    case absl::StatusCode::kUnavailable: return Status(StatusCode::UNAVAILABLE, std::string(st.message()));
-    case absl::StatusCode::kAlreadyExists: return Status(StatusCode::ALREADY_EXISTS, std::string(st.message()));
-    default: return Status(StatusCode::INVALID_ARGUMENT, std::string(st.message()));
-  }
-}
 
 pb::FinishReason ToProto(FinishReason f) {
   switch (f) {
@@ -58,7 +49,7 @@ class Service final : public pb::GenerationService::Service {
     ls::Request r;
     if (Status s = GrpcToEngineRequest(*req, *ctx_, &r); !s.ok()) return Count(s);
     OutputQueue q;
-    if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(FromAbsl(st));
+    if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(ToGrpcStatus(st));
     RequestLogEntry log;
     log.id = r.id;
     log.api = "grpc";

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/api_error.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
 #include "server/prometheus.h"
@@ -90,19 +91,6 @@ http::response<http::string_body> ErrorResponse(const Request& req, const ApiErr
   if (e.http_status == 429) res.set(http::field::retry_after, "1");
   if (e.http_status == 401) res.set(http::field::www_authenticate, "Bearer");
   return res;
-}
-
-ApiError FromStatus(const absl::Status& st, const std::string& param = "") {
-  switch (st.code()) {
-    case absl::StatusCode::kResourceExhausted:
-      return {429, std::string(st.message()), param, "rate_limit_error"};
-    case absl::StatusCode::kUnavailable:
-      return {503, std::string(st.message()), param, "service_unavailable"};
-    case absl::StatusCode::kAlreadyExists:
-      return {409, std::string(st.message()), param};
-    default:
-      return {400, std::string(st.message()), param};
-  }
 }
 
 // The dashboard's routes (server/dashboard_routes.h) see the request through a WebCall.
@@ -327,7 +315,7 @@ class Session {
       absl::Status st = ctx_->engine().Submit(er, channel->Callback(i));
       if (!st.ok()) {
         for (const auto& done_id : *ids) ctx_->engine().Cancel(done_id);
-        http::response<http::string_body> res = ErrorResponse(req, FromStatus(st));
+        http::response<http::string_body> res = ErrorResponse(req, ToApiError(st));
         co_return co_await Write(std::move(res));
       }
       ids->push_back(er.id);

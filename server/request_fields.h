@@ -11,16 +11,9 @@
 
 #include "engine/sampling_params.h"
 #include "nlohmann/json.hpp"
+#include "server/api_error.h"
 
 namespace ls::server {
-
-// A client error: HTTP status, message, and the offending field (if one).
-struct ApiError {
-  int http_status = 400;
-  std::string message;
-  std::string param;
-  std::string type = "invalid_request_error";
-};
 
 enum class Endpoint { kCompletions, kChat };
 
