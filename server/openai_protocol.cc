@@ -252,19 +252,16 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
     auto& ids = r.prompts[i];
     if (d.truncate_prompt_tokens && static_cast<int64_t>(ids.size()) > *d.truncate_prompt_tokens)
       ids.erase(ids.begin(), ids.end() - *d.truncate_prompt_tokens);
-    const std::string which = r.prompts.size() > 1 ? absl::StrCat("prompt ", i, " is ") : "the prompt is ";
+    const std::string which = r.prompts.size() > 1 ? absl::StrCat("prompt ", i, ": ") : "";
     const int32_t prompt_len = static_cast<int32_t>(ids.size());
-    if (prompt_len >= max_len) {
-      *error = Bad(absl::StrCat(which, prompt_len, " tokens long, but this model's context length is ", max_len,
-                                " tokens"), prompt_field);
+    if (auto st = ctx.engine().CheckContextLength(prompt_len, 0); !st.ok()) {
+      *error = Bad(absl::StrCat(which, st.message()), prompt_field);
       return std::nullopt;
     }
     int64_t max_tokens = !r.generate ? 1 : d.max_tokens ? *d.max_tokens : endpoint == Endpoint::kChat ? -1 : 16;
     if (max_tokens < 0) max_tokens = max_len - prompt_len;  // chat default: the rest of the context
-    if (prompt_len + max_tokens > max_len) {
-      *error = Bad(absl::StrCat(r.prompts.size() > 1 ? absl::StrCat("prompt ", i, " (") : "prompt (", prompt_len,
-                                " tokens) + max_tokens (", max_tokens, ") exceeds this model's context length of ",
-                                max_len, " tokens"), "max_tokens");
+    if (auto st = ctx.engine().CheckContextLength(prompt_len, max_tokens); !st.ok()) {
+      *error = Bad(absl::StrCat(which, st.message()), "max_tokens");
       return std::nullopt;
     }
     // Every prompt gets the same max_tokens; the chat default is the smallest room left.
