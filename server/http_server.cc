@@ -19,7 +19,9 @@
 #include "server/api_error.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
+#include "server/choice_stream.h"
 #include "server/prometheus.h"
+#include "server/tokenize_api.h"
 
 namespace ls::server {
 namespace {
@@ -291,8 +293,9 @@ class Session {
     const std::string target(req.target());
     if (DashboardRoutes::Serves(path)) return WebResponse(req, dashboard_->Handle(WebCallOf(req, target, kTls)));
     const bool get = req.method() == http::verb::get;
+    const bool tokenizer = path == "/tokenize" || path == "/detokenize";
     const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
-                       path == "/v1/completions" || path == "/v1/chat/completions";
+                       path == "/v1/completions" || path == "/v1/chat/completions" || tokenizer;
     if (path == "/health" || path == "/ready") {
       if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
       if (path == "/health") return JsonResponse(req, http::status::ok, {{"status", "ok"}});
@@ -305,8 +308,12 @@ class Session {
     const bool authorized = path == "/metrics" ? dashboard_->MayView(WebCallOf(req, target, kTls))
                                                : ctx_->keys().Authorize(std::string(req[http::field::authorization]));
     if (!authorized) return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
-    if (path == "/v1/completions" || path == "/v1/chat/completions")
+    if (path == "/v1/completions" || path == "/v1/chat/completions" || (tokenizer && get))
       return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", path)));
+    if (tokenizer && req.method() == http::verb::post) {
+      TokenizeReply reply = path == "/tokenize" ? Tokenize(req.body(), *ctx_) : Detokenize(req.body(), *ctx_);
+      return JsonResponse(req, static_cast<http::status>(reply.http_status), reply.body);
+    }
     if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
     if (path == "/metrics") {
       http::response<http::string_body> res{http::status::ok, req.version()};
@@ -404,22 +411,25 @@ class Session {
     boost::system::error_code ec;
     co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
     bool ok = !ec;
+    std::vector<ChoiceStream> streams = ChoiceStreams(g);
     std::vector<bool> first(num_choices, true);    // no output of the choice sent yet
     std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
     while (!g.tally.all_finished()) {
       auto batch = co_await g.channel->Wait();
       std::string data;
       for (auto& [i, o] : batch) {
-        Choice delta = OutputToDelta(r, i, o, first[i]);
+        Choice delta = streams[i].Next(o);
         delta.text_offset = offsets[i];
         if (o.finished()) g.tally.Finished(i, o);
-        if (delta.text.empty() && delta.logprobs.empty() && delta.finish == FinishReason::kNone && !first[i]) continue;
+        if (delta.text.empty() && delta.reasoning.empty() && delta.tool_calls.empty() && delta.logprobs.empty() &&
+            delta.finish == FinishReason::kNone && !first[i])
+          continue;
         if (auto f = Tally::FailureOf(o)) {
           absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
           continue;
         }
-        absl::StrAppend(&data, "data: ", StreamChunk(r, g.id, g.created, ctx_->model_name(), i, delta, first[i], *ctx_).dump(),
-                        "\n\n");
+        for (const json& chunk : StreamChunks(r, g.id, g.created, ctx_->model_name(), i, delta, first[i], *ctx_))
+          absl::StrAppend(&data, "data: ", chunk.dump(), "\n\n");
         offsets[i] += TextChars(delta.text);
         first[i] = false;
       }
@@ -447,20 +457,31 @@ class Session {
     co_return ok;
   }
 
+  std::vector<ChoiceStream> ChoiceStreams(const Generation& g) const {
+    std::vector<ChoiceStream> streams;
+    for (int32_t i = 0; i < g.r.num_choices(); ++i) streams.emplace_back(g.r, i, ctx_, g.id);
+    return streams;
+  }
+
   // One JSON response once every choice has finished.
   awaitable<bool> CollectChoices(const Request& req, Generation& g) {
     const ParsedRequest& r = g.r;
     const int32_t num_choices = r.num_choices();
     std::vector<Choice> choices(num_choices);
-    std::vector<bool> first(num_choices, true);
+    std::vector<ChoiceStream> streams = ChoiceStreams(g);
     bool client_left = false;
     while (!g.tally.all_finished()) {
       for (auto& [i, o] : co_await g.channel->Wait()) {
-        Choice delta = OutputToDelta(r, i, o, first[i]);
-        first[i] = false;
+        Choice delta = streams[i].Next(o);
         Choice& c = choices[i];
         c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
         c.text += delta.text;
+        c.reasoning += delta.reasoning;
+        chat::ChatDelta calls;
+        calls.tool_calls = std::move(c.tool_calls);
+        calls.Append({"", "", std::move(delta.tool_calls)});
+        c.tool_calls = std::move(calls.tool_calls);
+        c.tool_calls_made = delta.tool_calls_made;
         for (auto& lp : delta.logprobs) c.logprobs.push_back(std::move(lp));
         if (!delta.echo_ids.empty()) {
           c.echo_ids = std::move(delta.echo_ids);

@@ -21,7 +21,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/chat/chat_format.h"
 #include "engine/engine.h"
+#include "engine/generation_defaults.h"
 #include "kernels/create_backend.h"
 #include "models/registry.h"
 #include "nlohmann/json.hpp"
@@ -71,6 +73,15 @@ ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this 
 ABSL_FLAG(int32_t, load_window, 256, "engine steps of expert-load statistics the planner reads");
 ABSL_FLAG(std::string, expert_load_dump, "", "on shutdown, write the recorded expert-load statistics to this JSON file");
 ABSL_FLAG(std::string, expert_placement_dump, "", "on shutdown, write the expert placement in use (loadable with --expert_placement)");
+ABSL_FLAG(std::string, chat_template, "",
+          "Jinja chat template file replacing the model's (default: the model's own, else ChatML)");
+ABSL_FLAG(std::string, tool_call_parser, "auto",
+          "how tool calls are read from chat replies: auto (the model family's), none, hermes, deepseek_v3, kimi_k2");
+ABSL_FLAG(std::string, reasoning_parser, "auto",
+          "how reasoning is split from chat replies: auto (think when the chat template writes </think>), none, think");
+ABSL_FLAG(std::string, generation_config, "auto",
+          "sampling defaults for fields a request leaves unset: auto (the model's generation_config.json), none, or "
+          "a directory or file holding a generation_config.json");
 
 namespace {
 
@@ -86,6 +97,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
       {"Expert parallelism",
        {"devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
         "expert_placement_dump"}},
+      {"Chat", {"chat_template", "tool_call_parser", "reasoning_parser", "generation_config"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
       {"Logging", {"log_level"}},
   };
@@ -185,8 +197,34 @@ int main(int argc, char** argv) {
     if (!t.ok()) return Fail(std::string(t.status().message()));
     tokenizer = std::move(*t);
   }
-  auto chat = ls::tok::ChatTemplate::ForModelDir(dir);
-  if (!chat.ok()) return Fail(std::string(chat.status().message()));
+  std::shared_ptr<const ls::chat::ChatFormat> chat;  // none without a tokenizer
+  if (tokenizer) {
+    ls::chat::ChatFormatOptions chat_options;
+    chat_options.model_dir = dir;
+    chat_options.chat_template_file = absl::GetFlag(FLAGS_chat_template);
+    chat_options.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
+    chat_options.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
+    chat_options.family = (*model)->config().family;
+    chat_options.model_type = (*model)->config().model_type;
+    chat_options.tokenizer = tokenizer.get();
+    auto format = ls::chat::NewChatFormat(chat_options);
+    if (!format.ok()) return Fail(std::string(format.status().message()));
+    chat = std::move(*format);
+  } else if (!absl::GetFlag(FLAGS_chat_template).empty()) {
+    return Fail("--chat_template: this model has no tokenizer, so it has no chat");
+  }
+  ls::GenerationDefaults generation_defaults;
+  const std::string generation_config = absl::GetFlag(FLAGS_generation_config);
+  if (generation_config != "none") {
+    const std::string source = generation_config == "auto" ? dir : generation_config;
+    auto d = std::filesystem::is_directory(source) ? ls::GenerationDefaults::FromModelDir(source)
+                                                   : ls::GenerationDefaults::FromFile(source);
+    if (!d.ok()) return Fail(absl::StrCat("--generation_config: ", d.status().message()));
+    for (int32_t id : d->eos_token_ids)
+      if (id >= (*model)->config().vocab_size)
+        return Fail(absl::StrCat("--generation_config: eos_token_id ", id, " is outside the vocabulary"));
+    generation_defaults = std::move(*d);
+  }
 
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
@@ -219,8 +257,8 @@ int main(int argc, char** argv) {
   std::string name = absl::GetFlag(FLAGS_served_model_name);
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
-  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()), std::move(keys),
-                            level);
+  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), chat, name, std::string(backend->name()), std::move(keys),
+                            level, generation_defaults);
 
   if (rlimit rl; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
                  static_cast<rlim_t>(absl::GetFlag(FLAGS_max_connections)) + 256 > rl.rlim_cur)
@@ -261,6 +299,10 @@ int main(int argc, char** argv) {
                                 {"auth", ctx.keys().enabled()}};
   const std::string ready_fields = ready.dump();
   ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
+  if (chat) ctx.Log(LogLevel::kInfo, "chat_format", chat->Describe());
+  ctx.Log(LogLevel::kInfo, "generation_config",
+          absl::StrCat("\"source\":", nlohmann::json(generation_config).dump(), ",\"defaults\":{",
+                       generation_defaults.Describe(), "}"));
   if (absl::GetFlag(FLAGS_enable_prefix_caching) && !(*engine)->prefix_caching())
     ctx.Log(LogLevel::kInfo, "prefix_caching_disabled",
             "\"reason\":\"the model has recurrent (linear-attention) layers: a cached prefix's KV blocks come "

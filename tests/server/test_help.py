@@ -1,11 +1,11 @@
 """latentserve --help lists every flag once, grouped by topic (model, network, serving limits,
-cache, expert parallelism, security, logging), without the build machine's source paths."""
+cache, expert parallelism, chat, security, logging), without the build machine's source paths."""
 import re
 import subprocess
 
 from conftest import BIN
 
-TOPICS = ["Model", "Network", "Serving limits", "Cache", "Expert parallelism", "Security", "Logging"]
+TOPICS = ["Model", "Network", "Serving limits", "Cache", "Expert parallelism", "Chat", "Security", "Logging"]
 
 
 def test_help_groups_flags_by_topic_without_source_paths():
