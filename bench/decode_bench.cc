@@ -43,6 +43,7 @@ double CopyBandwidth(int threads) {
 struct Result {
   int batch;
   double tokens_per_s, step_ms, weight_bytes_per_step, weight_gbps;
+  double prefill_tokens_per_s;  // of the prefill before the timed steps (batch · prefill_tokens in one step)
   ls::StepProfile profile;  // seconds per part over the timed steps
   int steps;
 };
@@ -61,6 +62,17 @@ std::string PartsJson(const Result& r) {
 
 int prefill_tokens = 64;  // prompt tokens per sequence before the timed decode steps (--prefill)
 ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype, as the backend takes it
+ls::QuantScheme quantization = ls::QuantScheme::kNone;  // --quantization
+
+// Bytes one GEMM weight occupies as the kernels read it (scales included), for the bandwidth figures.
+double WeightBytes(ls::QuantScheme q) {
+  switch (q) {
+    case ls::QuantScheme::kInt8: return 1.0;
+    case ls::QuantScheme::kFp8: return 1.0;
+    case ls::QuantScheme::kInt4: return 0.5 + 2.0 / 32;  // a BF16 scale per 32
+    default: return 2.0;
+  }
+}
 
 // Prefills `batch` sequences of prefill_tokens tokens, then times `steps` decode steps.
 // With token0, every sequence feeds token 0 at every position (the workload of llama.cpp's
@@ -81,17 +93,21 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   }
   pre.seqs = seqs;
   std::vector<float> logits;
+  model.backend()->Synchronize();
+  const auto p0 = Clock::now();
   (void)model.Forward(pre, cache, &logits);
+  const double prefill_s = Seconds(p0, Clock::now());
   for (auto& s : seqs) s.start_pos = prefill_tokens, s.num_tokens = 1;
 
   // Bytes of weights one step reads: everything dense, plus each expert used at least once.
-  const double bf = 2.0;
+  const double bf = WeightBytes(quantization);
   const double d = c.hidden_size, hd = c.attention.head_dim, H = c.attention.num_heads, Hkv = c.attention.num_kv_heads;
   const double wdt = c.expert_width(), f = c.moe.expert_ffn;
   const double dense_per_layer = (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.moe.num_experts +
                                  (c.moe.latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
   const double expert_bytes = 3 * wdt * f * bf;
-  const double head_bytes = static_cast<double>(c.vocab_size) * d * bf + d * bf;
+  const double head_bytes = static_cast<double>(c.vocab_size) * d *
+                            WeightBytes(quantization == ls::QuantScheme::kInt4 ? ls::QuantScheme::kInt8 : quantization);
   double touched = 0;
   model.ResetExpertTokenCounts();
   ls::StepProfile profile;
@@ -112,19 +128,22 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   }
   const double secs = Seconds(t0, Clock::now());
   model.SetProfile(nullptr);
-  return {batch, batch * steps / secs, 1e3 * secs / steps, touched / steps, touched / secs / 1e9, profile, steps};
+  return {batch,   batch * steps / secs, 1e3 * secs / steps, touched / steps, touched / secs / 1e9,
+          batch * prefill_tokens / prefill_s, profile, steps};
 }
 
 }  // namespace
 
 // decode_bench [--token0] [--large] [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]
-//              [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
+//              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
 // given; each after a prefill of N tokens per sequence (default 64), over a float32 KV cache
 // unless --kv_cache_dtype says otherwise (as the server's flag). --token0 runs the peer
 // benchmark's workload (token 0 everywhere) beside the distinct-token one. --repeat R times each
-// batch R times (each after its own prefill) and reports the fastest run.
+// batch R times (each after its own prefill) and reports the fastest run, and the fastest prefill
+// (prefill_tokens_per_s: batch · N tokens in one step). --quantization quantizes the GEMM weights
+// at load as the server's flag does.
 int main(int argc, char** argv) {
   bool token0 = false, large = false;
   int repeat = 1;  // timed runs per batch, the fastest reported (--repeat)
@@ -145,6 +164,13 @@ int main(int argc, char** argv) {
       options.name = argv[++i];
     } else if (a == "--repeat" && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--quantization" && i + 1 < argc) {
+      auto q = ls::ParseQuantScheme(argv[++i]);
+      if (!q.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(q.status().message()).c_str());
+        return 1;
+      }
+      quantization = *q;
     } else {
       args.push_back(a);
     }
@@ -177,7 +203,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  auto model = ls::LoadModel(dir, backend.get());
+  auto model = ls::LoadModel(dir, backend.get(), ls::LoadOptions{quantization});
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
@@ -197,7 +223,9 @@ int main(int argc, char** argv) {
     Result best = RunDecode(**model, b, b == 1 ? 64 : 32);
     for (int r = 1; r < repeat; ++r) {
       Result again = RunDecode(**model, b, b == 1 ? 64 : 32);
+      const double prefill = std::max(best.prefill_tokens_per_s, again.prefill_tokens_per_s);
       if (again.step_ms < best.step_ms) best = again;
+      best.prefill_tokens_per_s = prefill;
     }
     results.push_back(best);
     if (!cpu) {  // the parts from a second run in which each part waits for the device
@@ -215,19 +243,21 @@ int main(int argc, char** argv) {
   std::printf("{\n  \"benchmark\": \"decode\",\n  \"backend\": \"%s\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, "
               "\"layers\": %d, \"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n"
               "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
-              "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"results\": [\n",
+              "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"quantization\": \"%s\",\n"
+              "  \"results\": [\n",
               options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
               c.num_hidden_layers, c.moe.num_experts, c.moe.top_k, static_cast<long long>(c.moe.latent_size),
               static_cast<long long>(c.moe.expert_ffn), static_cast<long long>(c.vocab_size), threads,
               ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
               cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
-              ls::KvCacheDTypeName(kv_dtype).c_str());
+              ls::KvCacheDTypeName(kv_dtype).c_str(), ls::QuantSchemeName(quantization));
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
+                "\"prefill_tokens_per_s\": %.1f, "
                 "\"weight_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f,\n"
                 "     \"parts_ms_per_step\": %s}%s\n",
-                r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms,
+                r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms, r.prefill_tokens_per_s,
                 r.weight_bytes_per_step / 1e6, r.weight_gbps, copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0,
                 PartsJson(r).c_str(), i + 1 < results.size() ? "," : "");
   }

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
 # The CPU peer (ik_llama.cpp) and LatentServe on one model, in one run: greedy tokens of both on
-# three prompts (an external check of the plain-MoE path), then decode throughput side by side:
-# the peer's llama-batched-bench (64-token prompts, 32 generated tokens, 1/8/32 sequences,
-# 2 threads; every position feeds token 0), decode_bench --token0 on the same weights in our
-# format, and the peer again to show drift. The model comes from ../shared/tools/peer_model.py.
-#   bench/peer_compare.sh PEER_CHECKOUT MODEL_OUTDIR
+# three prompts (an external check of the plain-MoE path), then, in alternating rounds, decode
+# throughput side by side at 1, 8 and 32 sequences (the peer's llama-batched-bench with 64-token
+# prompts and 32 generated tokens, 2 threads, every position feeding token 0; decode_bench --token0
+# on the same weights in our format) and the 512-token prefill (llama-bench -p 512; decode_bench
+# --prefill 512), for each weight format: the peer's BF16, Q8_0 and Q4_K_M (each with and without
+# -rtr, its run-time repacking) and ours in BF16 and with --quantization int8, w8a8, int4 and w4a8
+# (w8a8/w4a8: activations rounded to int8 per row, as the peer's quantized types do). Host
+# memory bandwidth jumps between two levels within tens of seconds, so every configuration runs
+# once per round, in the same order, and the figures are medians over the rounds. Prints the
+# per-round figures, then one JSON object with the medians and our ratios to the peer.
+#   bench/peer_compare.sh PEER_CHECKOUT MODEL_OUTDIR [ROUNDS (default 5)]
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
-# src/libllama.so); MODEL_OUTDIR holds peer.gguf and latentserve/.
+# bin/llama-bench, bin/llama-quantize, src/libllama.so; ../shared/tools/README.md's build, with
+# -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none of those kernels); MODEL_OUTDIR holds peer.gguf and
+# latentserve/ (../shared/tools/peer_model.py); the peer's Q8_0 and Q4_K_M files are made beside
+# them on first use.
 set -euo pipefail
 src=$(realpath "${1:?peer source tree}")
 model=$(realpath "${2:?directory written by peer_model.py}")
+rounds=${3:-5}
+threads=2
 peer=$src/build
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -30,13 +41,84 @@ for prompt in 1,100,2000,345,7000,12,999 1,5,6,7,8,9,10,11,12,13,14,15,16,17,18,
   while [ $same -lt ${#a[@]} ] && [ "${a[$same]}" = "${b[$same]:-}" ]; do same=$((same + 1)); done
   echo "prompt $prompt: $same of ${#a[@]} leading tokens identical"
 done
-run_peer() {
-  "$peer/bin/llama-batched-bench" -m "$model/peer.gguf" -c 8192 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 1,8,32 -t 2 \
-    2>&1 | grep -E '^\|'
+
+for q in q8_0 q4_k_m; do
+  [ -f "$model/peer-$q.gguf" ] || "$peer/bin/llama-quantize" "$model/peer.gguf" "$model/peer-$q.gguf" "${q^^}" "$threads" \
+    >/dev/null 2>&1
+done
+
+log=$work/figures.tsv  # config  round  metric  value
+: >"$log"
+# llama-batched-bench: decode tokens/s (S_TG) per number of sequences.
+peer_decode() {  # name gguf [extra flags]
+  local name=$1 file=$2
+  shift 2
+  "$peer/bin/llama-batched-bench" -m "$file" -c 8192 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 1,8,32 -t $threads "$@" \
+    2>&1 | awk -F'|' -v n="$name" -v r="$round" \
+    '$2 ~ /^ *[0-9]+ *$/ { gsub(/ /, "", $4); gsub(/ /, "", $9); print n "\t" r "\tdecode_" $4 "\t" $9 }' >>"$log"
 }
-echo "== peer (S_TG is decode tokens/s)"
-run_peer
-echo "== latentserve decode_bench --token0"
-"$here/build/bin/decode_bench" --token0 0 "$model/latentserve" 1 8 32
-echo "== peer again"
-run_peer
+# llama-bench: prompt processing of 512 tokens, tokens/s.
+peer_prefill() {  # name gguf [extra flags]
+  local name=$1 file=$2
+  shift 2
+  "$peer/bin/llama-bench" -m "$file" -p 512 -n 0 -t $threads -r 1 -o csv "$@" 2>/dev/null |
+    python3 -c 'import csv, sys; rows = list(csv.DictReader(sys.stdin)); print(rows[-1]["avg_ts"])' |
+    sed "s/^/$name\t$round\tprefill_512\t/" >>"$log"
+}
+ours() {  # name quantization
+  local name=$1 q=$2 out
+  out=$("$here/build/bin/decode_bench" --token0 --quantization "$q" $threads "$model/latentserve" 1 8 32)
+  python3 - "$out" "$name" "$round" >>"$log" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+for r in d["token0_results"]:
+    print("%s\t%s\tdecode_%d\t%s" % (sys.argv[2], sys.argv[3], r["batch"], r["tokens_per_s"]))
+PY
+  out=$("$here/build/bin/decode_bench" --prefill 512 --quantization "$q" $threads "$model/latentserve" 1)
+  python3 - "$out" "$name" "$round" >>"$log" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+print("%s\t%s\tprefill_512\t%s" % (sys.argv[2], sys.argv[3], d["results"][0]["prefill_tokens_per_s"]))
+PY
+}
+
+for round in $(seq 1 "$rounds"); do
+  echo "== round $round of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  peer_decode peer_bf16 "$model/peer.gguf"
+  ours ours_bf16 none
+  peer_decode peer_q8_0 "$model/peer-q8_0.gguf"
+  peer_decode peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr
+  ours ours_int8 int8
+  ours ours_w8a8 w8a8
+  peer_decode peer_q4_k_m "$model/peer-q4_k_m.gguf"
+  peer_decode peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr
+  ours ours_int4 int4
+  ours ours_w4a8 w4a8
+  peer_prefill peer_bf16 "$model/peer.gguf"
+  peer_prefill peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr 1
+  peer_prefill peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr 1
+  grep -P "\t$round\t" "$log" | awk -F'\t' '{ printf "%s %s %.1f\n", $1, $3, $4 }' | paste -sd' ' | fold -w 160
+done
+
+python3 - "$log" "$rounds" <<'EOF'
+import collections, json, statistics, sys
+values = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, _, metric, v = line.rstrip("\n").split("\t")
+    values[(name, metric)].append(float(v))
+med = {f"{n} {m}": round(statistics.median(v), 1) for (n, m), v in sorted(values.items())}
+def ratio(a, b, metric):
+    x, y = med.get(f"{a} {metric}"), med.get(f"{b} {metric}")
+    return round(x / y, 2) if x and y else None
+ratios = {}
+for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_int8", "peer_q8_0_rtr"), ("ours_w8a8", "peer_q8_0_rtr"),
+                   ("ours_w8a8", "peer_q8_0"), ("ours_int4", "peer_q4_k_m_rtr"), ("ours_w4a8", "peer_q4_k_m_rtr"),
+                   ("ours_w4a8", "peer_q4_k_m")]:
+    for n in (1, 8, 32):
+        ratios[f"{ours}/{peer} decode_{n}"] = ratio(ours, peer, f"decode_{n}")
+for ours in ("ours_bf16", "ours_int8", "ours_w8a8", "ours_int4", "ours_w4a8"):
+    ratios[f"{ours}/peer_bf16 prefill_512"] = ratio(ours, "peer_bf16", "prefill_512")
+print(json.dumps({"benchmark": "peer_compare", "threads": 2, "rounds": int(sys.argv[2]),
+                  "statistic": "median over alternating rounds", "medians_tokens_per_s": med, "ratios": ratios},
+                 indent=2))
+EOF

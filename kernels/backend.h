@@ -15,11 +15,16 @@
 
 namespace ls {
 
-// What a weight is read by, which decides the layout and memory a backend keeps it in.
+// What a weight is read by, which decides the layout and memory a backend keeps it in (and what
+// online quantization does with it).
 enum class WeightUse : uint8_t {
-  kMatmul,  // the right operand of Gemm and MoeExperts
-  kOther,   // norm weights, the embedding table, the router bias: read as stored
+  kMatmul,        // the right operand of Gemm and MoeExperts
+  kMatmulRouter,  // a Gemm operand online quantization leaves as stored: routers and gates, whose
+                  // few outputs decide which experts run
+  kMatmulHead,    // the LM head, a Gemm operand online quantization keeps at 8 bits
+  kOther,         // norm weights, the embedding table, the router bias: read as stored
 };
+inline bool IsMatmul(WeightUse use) { return use != WeightUse::kOther; }
 
 class Backend {
  public:
@@ -40,7 +45,9 @@ class Backend {
   // A model hands each weight (row-major, host memory) to the backend once, at load.
   // PreparedWeightBytes: the backend memory it needs for `use`; 0 means the ops read the host
   // tensor in place. PrepareWeight writes it into `dst` (that many bytes, from Allocate) and
-  // returns the view the ops take; with 0 bytes it returns `w` itself.
+  // returns the view the ops take; with 0 bytes it returns `w` itself. A quantized matmul weight
+  // (Tensor::quant) is accepted in every format of kernels/quantized_weight.h; the view returned
+  // keeps everything it needs (codes, scales, zero points) inside those bytes.
   virtual size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const = 0;
   virtual Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) = 0;
 
@@ -69,6 +76,15 @@ class Backend {
   // Writes the new latent rows into the cache, then causal latent attention (MLA) for every new
   // token.
   virtual void PagedLatentAttention(const LatentAttentionParams& p) = 0;
+  // MLA's expanded form, the ops around the caller's per-head expansion: StoreLatentRows writes
+  // the new latent rows of p.seqs into the cache as PagedLatentAttention does, attending nothing
+  // (it reads c_new, k_rope_new, latent_dim, rope_dim, cache and seqs); LoadLatentRows reads
+  // `count` cached rows of `seq` from position `first` as float32 rows of `width` values
+  // ([count, width]); ExpandedLatentAttention attends one sequence's tokens to one tile of keys.
+  virtual void StoreLatentRows(const LatentAttentionParams& p) = 0;
+  virtual void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                              int32_t count, float* out) = 0;
+  virtual void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) = 0;
   // The short causal convolution of linear-attention layers (ShortConvParams).
   virtual void ShortConv(const ShortConvParams& p) = 0;
   // Kimi Delta Attention over the sequences' recurrent state (KdaParams).

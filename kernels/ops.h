@@ -112,6 +112,34 @@ struct LatentAttentionParams {
   int32_t num_seqs = 0;
 };
 
+// The expanded form of MLA attention for one sequence's new tokens against a tile of its
+// context, whose per-head keys and values the caller expanded from the latent rows
+// (k_nope = W_UK_h·c, v = W_UV_h·c): head h scores key j as
+// scale · (q_nope_h · k_nope[j, h] + q_rope_h · k_rope[j]) and returns Σ_j softmax · v[j, h].
+// Causal: the query at position p reads the keys at positions ≤ p. A context split into tiles
+// (attended in position order, the first holding position 0) gives one softmax over all of them:
+// `state` keeps each (token, head)'s running max and sum between tiles, and `out` the running
+// sum of weighted values until the last tile divides it.
+struct ExpandedLatentAttentionParams {
+  const float* q = nullptr;       // [T, H, nope_dim + rope_dim]: q_nope then q_rope (rotated) per head
+  const float* k_nope = nullptr;  // [num_keys, H, nope_dim]
+  const float* k_rope = nullptr;  // key j's rope part (shared by the heads) at k_rope + j·k_rope_stride
+  int64_t k_rope_stride = 0;
+  const float* v = nullptr;  // [num_keys, H, v_dim]
+  float* out = nullptr;      // [T, H, v_dim]; the sequence's rows only are written
+  float* state = nullptr;    // [T, H, 2] running max and sum of (token, head) between tiles
+  int32_t num_heads = 0;
+  int32_t nope_dim = 0;
+  int32_t rope_dim = 0;
+  int32_t v_dim = 0;
+  float scale = 1.f;
+  AttentionSeq seq;       // the queries: rows token_offset + i at positions start_pos + i (block_table unused)
+  int32_t first_key = 0;  // position of key 0
+  int32_t num_keys = 0;
+  bool first_tile = true;  // out and state start afresh (first_key is 0)
+  bool last_tile = true;   // out is divided by the sums (the tile ends at the last query's position)
+};
+
 // A causal depthwise convolution over each sequence's new tokens with SiLU (the short convolution
 // of linear-attention layers): out_t[c] = SiLU(Σ_j w[c, j] · in_{t−(K−1)+j}[c]), continuing from
 // the K − 1 inputs before the step kept in the sequence's state slot (zeros at start_pos 0), which

@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), std::move(store), backend));
   const ModelConfig& c = m->config_;
   const TensorNames& names = family.names;
-  WeightBinder b(*m->store_, names.prefix);
+  WeightBinder b(*m->store_, c.quantization, names.prefix);
   const int64_t d = c.hidden_size;
   m->embed_ = b.Get("model.embed_tokens.weight", c.vocab_size, d);
   m->final_norm_ = b.Get("model.norm.weight", 0, d);
@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   if (auto s = b.CheckAllTaken([&](const std::string& t) { return unused_ok && unused_ok(t, *cp); }); !s.ok())
     return absl::InvalidArgumentError(absl::StrCat(m->store_->dir(), ": ", s.message()));
   m->dtype_ = m->embed_.dtype;
-  m->PrepareWeights([&](const WeightFn& fn) { m->ForEachWeight(fn); });
+  if (auto s = m->PrepareWeights([&](const WeightFn& fn) { m->ForEachWeight(fn); }); !s.ok()) return s;
   for (Layer& L : m->layers_) L.attention->WeightsPrepared();
   return std::unique_ptr<Model>(std::move(m));
 }
@@ -78,7 +78,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
 void DecoderModel::ForEachWeight(const WeightFn& fn) {
   fn(embed_, WeightUse::kOther);
   fn(final_norm_, WeightUse::kOther);
-  fn(lm_head_, WeightUse::kMatmul);  // tied: its own GEMM copy of the table's host view
+  fn(lm_head_, WeightUse::kMatmulHead);  // tied: its own GEMM copy of the table's host view
   auto other = [&](Tensor& t) {
     if (!t.empty()) fn(t, WeightUse::kOther);
   };

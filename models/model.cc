@@ -62,26 +62,52 @@ namespace {
 
 size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// The online quantization a weight gets: GEMM weights the chosen scheme, the LM head 8 bits (int8
+// under int4, as llama.cpp's 4-bit types keep the output matrix wider), routers and gates none.
+QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
+  switch (use) {
+    case WeightUse::kMatmul:
+      return online;
+    case WeightUse::kMatmulHead:
+      if (online == QuantScheme::kInt4) return QuantScheme::kInt8;
+      return online == QuantScheme::kInt4A8 ? QuantScheme::kInt8A8 : online;
+    default:
+      return QuantScheme::kNone;
+  }
+}
+
 }  // namespace
 
-void Model::PrepareWeights(const std::function<void(const WeightFn&)>& for_each) {
+absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& for_each) {
+  const QuantScheme online = config_.online_quantization;
   size_t total = 0;
+  absl::Status status;
   for_each([&](Tensor& t, WeightUse use) {
-    if (!t.empty()) total += Aligned(backend_->PreparedWeightBytes(t, use));
+    if (t.empty()) return;
+    if (t.quantized() && !IsMatmul(use) && status.ok())
+      status = absl::InvalidArgumentError(absl::StrCat(
+          store_->dir(), ": a quantized ", std::string(DTypeName(t.dtype)), " tensor [", t.rows, ", ", t.cols,
+          "] is read as a norm, embedding or bias weight; only matrix weights of the GEMMs may be quantized"));
+    total += Aligned(backend_->PreparedWeightBytes(QuantizedLayout(t, OnlineScheme(online, use)), use));
   });
+  if (!status.ok()) return status;
   weight_storage_ = DeviceBuffer(backend_, std::max<size_t>(total, 64));
   auto* next = static_cast<unsigned char*>(weight_storage_.data());
   std::vector<Tensor> copied;
+  QuantizedStorage scratch;  // one weight's quantized copy at a time, until the backend has its own
   for_each([&](Tensor& t, WeightUse use) {
     if (t.empty()) return;
-    const size_t bytes = backend_->PreparedWeightBytes(t, use);
-    if (bytes && use == WeightUse::kMatmul) copied.push_back(t);
+    const QuantScheme scheme = OnlineScheme(online, use);
+    const size_t bytes = backend_->PreparedWeightBytes(QuantizedLayout(t, scheme), use);
+    if (bytes && IsMatmul(use)) copied.push_back(t);
+    if (bytes && Quantizable(t, scheme)) t = Quantize(t, scheme, &scratch);
     t = backend_->PrepareWeight(t, use, bytes ? next : nullptr);
     next += Aligned(bytes);
   });
   // The backend reads its own copies of these: their mapped file pages need not stay resident
   // (otherwise a packed model would hold its GEMM weights twice).
   for (const Tensor& t : copied) WeightStore::ReleaseResidentPages(t);
+  return absl::OkStatus();
 }
 
 absl::Status Model::BeginStep(const StepBatch& batch, const KvCache& cache, std::vector<int32_t>* positions,

@@ -80,8 +80,10 @@ class Model {
   Model(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);
 
   // Hands every weight `for_each` lists to the backend once (Backend::PrepareWeight), replacing
-  // each tensor with the backend's view; host pages of copied weights are released.
-  void PrepareWeights(const std::function<void(const WeightFn&)>& for_each);
+  // each tensor with the backend's view, after quantizing it when config_.online_quantization asks
+  // (models/model.cc says which weights); host pages of copied weights are released. An error when
+  // a quantized tensor is not a matrix weight.
+  absl::Status PrepareWeights(const std::function<void(const WeightFn&)>& for_each);
   // Checks a batch against the cache and the vocabulary; fills the token positions [T] and the
   // attention sequences.
   absl::Status BeginStep(const StepBatch& batch, const KvCache& cache, std::vector<int32_t>* positions,

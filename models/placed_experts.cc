@@ -4,6 +4,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace ls {
+namespace {
+
+size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
+
+// Device bytes of a weight's copy: values or codes, and a quantized weight's scales and zero points.
+size_t StoredBytes(const Tensor& t) { return Aligned(t.bytes()) + Aligned(t.scale_bytes()) + Aligned(t.zero_bytes()); }
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     const std::vector<const ExpertWeights*>& experts, Backend* backend,
@@ -39,7 +47,7 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     const ExpertWeights& L = *experts[l];
     for (int32_t s = 0; s < D * S; ++s) {
       const int32_t e = pl.placement.slot_expert[s];
-      if (e >= 0) bytes[s / S] += L.gate[e].bytes() + L.up[e].bytes() + L.down[e].bytes();
+      if (e >= 0) bytes[s / S] += StoredBytes(L.gate[e]) + StoredBytes(L.up[e]) + StoredBytes(L.down[e]);
     }
   }
   std::vector<size_t> used(D, 0);
@@ -47,12 +55,19 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     out->storage_.emplace_back(backend, std::max<size_t>(bytes[d], 64));
     out->bytes_per_device_ = std::max(out->bytes_per_device_, bytes[d]);
   }
+  // A weight's every part (codes or values, then scales and zero points of a quantized one, each
+  // 64-byte aligned) into device d's buffer; the copy keeps shape, dtype, layout and format.
   auto copy = [&](int32_t d, const Tensor& t) {
-    auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
-    backend->CopyToDevice(dst, t.data, t.bytes());
-    used[d] += t.bytes();
-    Tensor placed = t;  // same shape, dtype and layout
-    placed.data = dst;
+    auto part = [&](const void* src, size_t n) {
+      auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
+      backend->CopyToDevice(dst, src, n);
+      used[d] += Aligned(n);
+      return dst;
+    };
+    Tensor placed = t;
+    placed.data = part(t.data, t.bytes());
+    if (t.quantized()) placed.quant.scale = part(t.quant.scale, t.scale_bytes());
+    if (t.quant.zero) placed.quant.zero = part(t.quant.zero, t.zero_bytes());
     return placed;
   };
   for (int32_t l = 0; l < num_layers; ++l) {

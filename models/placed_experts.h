@@ -1,7 +1,7 @@
 // PlacedExperts: the routed-expert weights as D device workers hold them under an expert
 // placement — for every MoE layer, each device's physical slots with copies of their experts'
-// weights in that device's own memory. Immutable once built (so a new one can be prepared in the
-// background and swapped in at a step boundary); shared by pointer.
+// weights in that device's own memory (a quantized weight with its scales and zero points). Immutable once built (so a
+// new one can be prepared in the background and swapped in at a step boundary); shared by pointer.
 #pragma once
 
 #include <cstdint>

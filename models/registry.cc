@@ -1,18 +1,45 @@
 // LoadModel: config, family, weights, model.
 #include "models/registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "models/decoder_model.h"
 #include "models/families/family.h"
 
 namespace ls {
 
-absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend) {
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,
+                                                 const LoadOptions& options) {
   auto config = LoadModelConfig(model_dir);
   if (!config.ok()) return config.status();
+  if (options.quantization != QuantScheme::kNone && config->quantization.quantized())
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_dir, ": --quantization ", QuantSchemeName(options.quantization),
+        " needs a float checkpoint; this one is quantized already (", config->quantization.Describe(), ")"));
+  config->online_quantization = options.quantization;
   const Family* family = FindFamily(config->architecture, config->model_type);
   auto store = WeightStore::Open(model_dir);
   if (!store.ok()) return store.status();
   return DecoderModel::Load(*family, std::move(*config), std::move(*store), backend);
+}
+
+absl::StatusOr<QuantScheme> ParseQuantScheme(const std::string& name) {
+  for (QuantScheme s : {QuantScheme::kNone, QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4,
+                        QuantScheme::kInt8A8, QuantScheme::kInt4A8})
+    if (name == QuantSchemeName(s)) return s;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--quantization '", name, "' is not one of none, int8, fp8, int4, w8a8, w4a8"));
+}
+
+const char* QuantSchemeName(QuantScheme scheme) {
+  switch (scheme) {
+    case QuantScheme::kNone: return "none";
+    case QuantScheme::kInt8: return "int8";
+    case QuantScheme::kFp8: return "fp8";
+    case QuantScheme::kInt4: return "int4";
+    case QuantScheme::kInt8A8: return "w8a8";
+    case QuantScheme::kInt4A8: return "w4a8";
+  }
+  return "?";
 }
 
 }  // namespace ls

@@ -13,6 +13,17 @@
 
 namespace ls {
 
-absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend);
+struct LoadOptions {
+  // Online quantization of a float checkpoint's GEMM weights (--quantization); an error on a
+  // checkpoint that is quantized already.
+  QuantScheme quantization = QuantScheme::kNone;
+};
+
+absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,
+                                                 const LoadOptions& options = {});
+
+// Parses a --quantization value: none, int8, fp8, int4, w8a8 or w4a8.
+absl::StatusOr<QuantScheme> ParseQuantScheme(const std::string& name);
+const char* QuantSchemeName(QuantScheme scheme);
 
 }  // namespace ls

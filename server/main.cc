@@ -45,6 +45,9 @@ ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");
 ABSL_FLAG(int32_t, kv_cache_mb, 512, "KV cache size in MiB");
 ABSL_FLAG(int32_t, block_size, 16, "tokens per KV cache block");
+ABSL_FLAG(std::string, quantization, "none",
+          "online quantization of a float checkpoint's GEMM weights at load: none, int8, fp8, int4, w8a8 or w4a8 (a quantized "
+          "checkpoint is served as stored)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it: cpu; else "
           "float32), float32 or bfloat16 (cpu backend only)");
@@ -88,7 +91,7 @@ namespace {
 // --help: the flags by topic.
 const std::vector<ls::server::FlagTopic>& FlagTopics() {
   static const std::vector<ls::server::FlagTopic> topics = {
-      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "max_model_len", "warmup"}},
+      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "quantization", "max_model_len", "warmup"}},
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
@@ -189,7 +192,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<ls::Backend> backend = ls::CreateBackend(
       {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device)}, &backend_error);
   if (!backend) return Fail(backend_error);
-  auto model = ls::LoadModel(dir, backend.get());
+  auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
+  if (!quantization.ok()) return Fail(std::string(quantization.status().message()));
+  auto model = ls::LoadModel(dir, backend.get(), ls::LoadOptions{*quantization});
   if (!model.ok()) return Fail(std::string(model.status().message()));
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
   if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {

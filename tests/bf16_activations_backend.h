@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/dtype.h"
+#include "kernels/quantized_weight.h"
 
 namespace ls::testing {
 
@@ -25,20 +26,20 @@ class Bf16ActivationsBackend final : public Backend {
   void CopyToDevice(void* dst, const void* src, size_t bytes) override { cpu_.CopyToDevice(dst, src, bytes); }
   void CopyToHost(void* dst, const void* src, size_t bytes) override { cpu_.CopyToHost(dst, src, bytes); }
 
+  // GEMM weights as the CUDA backend keeps them: BF16, quantized ones dequantized first.
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override {
-    if (use != WeightUse::kMatmul) return cpu_.PreparedWeightBytes(w, use);
-    Tensor b = w;
-    b.dtype = DType::kBF16;
-    return cpu_.PreparedWeightBytes(b, use);
+    if (!IsMatmul(use)) return cpu_.PreparedWeightBytes(w, use);
+    return cpu_.PreparedWeightBytes(Tensor{w.data, DType::kBF16, w.rows, w.cols}, use);
   }
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override {
-    if (use != WeightUse::kMatmul || w.dtype == DType::kBF16) return cpu_.PrepareWeight(w, use, dst);
+    if (!IsMatmul(use) || (w.dtype == DType::kBF16 && !w.quantized())) return cpu_.PrepareWeight(w, use, dst);
     std::vector<uint16_t> bf16(static_cast<size_t>(w.numel()));
-    for (int64_t i = 0; i < w.numel(); ++i) bf16[static_cast<size_t>(i)] = F32ToBf16(LoadAsF32(w.data, w.dtype, i));
-    Tensor b = w;
-    b.data = bf16.data();
-    b.dtype = DType::kBF16;
-    return cpu_.PrepareWeight(b, use, dst);
+    std::vector<float> row(static_cast<size_t>(w.cols));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      DequantizeRow(w, r, row.data());
+      for (int64_t c = 0; c < w.cols; ++c) bf16[static_cast<size_t>(r * w.cols + c)] = F32ToBf16(row[c]);
+    }
+    return cpu_.PrepareWeight(Tensor{bf16.data(), DType::kBF16, w.rows, w.cols}, use, dst);
   }
 
   void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override {
@@ -60,6 +61,12 @@ class Bf16ActivationsBackend final : public Backend {
   bool SupportsKvCacheDType(DType dtype) const override { return cpu_.SupportsKvCacheDType(dtype); }
   void PagedAttention(const AttentionParams& p) override { cpu_.PagedAttention(p); }
   void PagedLatentAttention(const LatentAttentionParams& p) override { cpu_.PagedLatentAttention(p); }
+  void StoreLatentRows(const LatentAttentionParams& p) override { cpu_.StoreLatentRows(p); }
+  void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first, int32_t count,
+                      float* out) override {
+    cpu_.LoadLatentRows(cache, width, seq, first, count, out);
+  }
+  void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) override { cpu_.ExpandedLatentAttention(p); }
   void ShortConv(const ShortConvParams& p) override { cpu_.ShortConv(p); }
   void KdaAttention(const KdaParams& p) override { cpu_.KdaAttention(p); }
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,

@@ -24,6 +24,7 @@ ABSL_FLAG(std::string, dump_logits, "", "write the logits of every position to t
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all hardware threads)");
 ABSL_FLAG(bool, stop_at_eos, false, "stop at the model's eos token");
+ABSL_FLAG(std::string, quantization, "none", "online quantization of the GEMM weights: none, int8, fp8, int4, w8a8, w4a8");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it, else float32), "
           "float32 or bfloat16; as the server");
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<ls::Backend> backend =
       ls::CreateBackend({absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), 0}, &backend_error);
   if (!backend) return Fail(backend_error);
-  auto model = ls::LoadModel(dir, backend.get());
+  auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
+  if (!quantization.ok()) return Fail(std::string(quantization.status().message()));
+  auto model = ls::LoadModel(dir, backend.get(), ls::LoadOptions{*quantization});
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const ls::ModelConfig& cfg = (*model)->config();
   for (int32_t id : prompt)

@@ -25,7 +25,7 @@ void CpuBackend::CopyToDevice(void* dst, const void* src, size_t bytes) { std::m
 void CpuBackend::CopyToHost(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 size_t CpuBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
-  return use == WeightUse::kMatmul && w.layout == Layout::kRowMajor ? cpu::PackedWeightBytes(w) : 0;
+  return IsMatmul(use) && w.layout == Layout::kRowMajor ? cpu::PackedWeightBytes(w) : 0;
 }
 Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   return PreparedWeightBytes(w, use) == 0 ? w : cpu::PackWeight(w, dst);
@@ -52,6 +52,14 @@ void CpuBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* 
 }
 void CpuBackend::PagedAttention(const AttentionParams& p) { cpu::PagedAttention(pool_, p); }
 void CpuBackend::PagedLatentAttention(const LatentAttentionParams& p) { cpu::PagedLatentAttention(pool_, p); }
+void CpuBackend::StoreLatentRows(const LatentAttentionParams& p) { cpu::StoreLatentRows(pool_, p); }
+void CpuBackend::LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                                int32_t count, float* out) {
+  cpu::LoadLatentRows(pool_, cache, width, seq, first, count, out);
+}
+void CpuBackend::ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) {
+  cpu::ExpandedLatentAttention(pool_, p);
+}
 void CpuBackend::ShortConv(const ShortConvParams& p) { cpu::ShortConv(pool_, p); }
 void CpuBackend::KdaAttention(const KdaParams& p) { cpu::KdaAttention(pool_, p); }
 void CpuBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,

@@ -1,5 +1,6 @@
 // CpuBackend: the Backend on host memory, running the kernels/cpu ops on its own thread pool.
-// The embedded default and the numerical reference for other backends.
+// The embedded default and the numerical reference for other backends. (Benchmarks derive from
+// it to swap one op for a baseline.)
 #pragma once
 
 #include <memory>
@@ -9,7 +10,7 @@
 
 namespace ls {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   // num_threads <= 0: one per hardware thread.
   explicit CpuBackend(int num_threads = 0);
@@ -36,6 +37,10 @@ class CpuBackend final : public Backend {
   bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
   void PagedAttention(const AttentionParams& p) override;
   void PagedLatentAttention(const LatentAttentionParams& p) override;
+  void StoreLatentRows(const LatentAttentionParams& p) override;
+  void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first, int32_t count,
+                      float* out) override;
+  void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) override;
   void ShortConv(const ShortConvParams& p) override;
   void KdaAttention(const KdaParams& p) override;
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,

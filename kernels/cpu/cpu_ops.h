@@ -19,6 +19,10 @@ void AttnResMix(ThreadPool& pool, const AttnResParams& p);
 void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width);
 void PagedAttention(ThreadPool& pool, const AttentionParams& p);
 void PagedLatentAttention(ThreadPool& pool, const LatentAttentionParams& p);
+void StoreLatentRows(ThreadPool& pool, const LatentAttentionParams& p);
+void LoadLatentRows(ThreadPool& pool, const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                    int32_t count, float* out);
+void ExpandedLatentAttention(ThreadPool& pool, const ExpandedLatentAttentionParams& p);
 void ShortConv(ThreadPool& pool, const ShortConvParams& p);
 void KdaAttention(ThreadPool& pool, const KdaParams& p);
 void GluActivation(ThreadPool& pool, const float* gate, const float* up, int64_t rows, int64_t width,

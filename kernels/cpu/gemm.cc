@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/quantized_gemm.h"
 
 namespace ls::cpu {
 namespace internal {
@@ -37,6 +39,10 @@ void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t 
                int64_t n_end, float* y, int64_t ldy, bool accumulate) {
   if (w.layout == Layout::kPanels) {
     PackedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (w.layout == Layout::kPanelsInt8Dot) {
+    Int8DotGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (w.quantized()) {
+    internal::RowMajorQuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else if (kUseAvx512) {
     internal::GemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else {
@@ -53,7 +59,7 @@ int64_t ColumnChunk(const ThreadPool& pool, int64_t M, const Tensor& w) {
   int64_t chunk = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, work_per_col));
   chunk = std::min<int64_t>(chunk, std::max<int64_t>(16, (N + 4 * pool.num_threads() - 1) /
                                                              (4 * pool.num_threads())));
-  const int64_t align = w.layout == Layout::kPanels ? kPanelRows : 16;
+  const int64_t align = w.layout == Layout::kRowMajor ? 16 : kPanelRows;
   return (chunk + align - 1) / align * align;
 }
 
@@ -79,12 +85,26 @@ void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* out
     chunk[i] = ColumnChunk(pool, M, *outs[i].w);
     tasks += (outs[i].w->rows + chunk[i] - 1) / chunk[i];
   }
+  // Weights with int8 activations: x is rounded once for all their tasks (with the first such
+  // weight's k groups; another grouping rounds per task).
+  thread_local Int8RowsStorage storage;
+  Int8Rows rounded;
+  int64_t rounded_group = -1;
+  for (int32_t i = 0; i < n && rounded_group < 0; ++i) {
+    if (outs[i].w->layout != Layout::kPanelsInt8Dot) continue;
+    rounded = QuantizeRows(x, outs[i].w->cols, M, *outs[i].w, &storage);
+    rounded_group = internal::RowGroup(*outs[i].w);
+  }
   pool.ParallelFor(tasks, [&](int64_t t) {
     int32_t i = n - 1;
     while (first[i] > t) --i;
     const Tensor& w = *outs[i].w;
     const int64_t n0 = (t - first[i]) * chunk[i], n1 = std::min(w.rows, n0 + chunk[i]);
-    GemmRange(x, w.cols, M, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
+    if (w.layout == Layout::kPanelsInt8Dot && internal::RowGroup(w) == rounded_group) {
+      Int8DotGemmRange(rounded, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
+    } else {
+      GemmRange(x, w.cols, M, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
+    }
   });
 }
 

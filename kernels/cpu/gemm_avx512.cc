@@ -92,6 +92,7 @@ void GemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor& w, in
     case DType::kF32: Range<DType::kF32>(x, ldx, M, sub.data, w.cols, 0, count, y, ldy, accumulate); break;
     case DType::kBF16: Range<DType::kBF16>(x, ldx, M, sub.data, w.cols, 0, count, y, ldy, accumulate); break;
     case DType::kF16: Range<DType::kF16>(x, ldx, M, sub.data, w.cols, 0, count, y, ldy, accumulate); break;
+    default: break;  // quantized weights: kernels/cpu/quantized_gemm.h
   }
 }
 

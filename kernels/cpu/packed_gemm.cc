@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/int8_dot_gemm.h"
+#include "kernels/cpu/quantized_gemm.h"
 
 namespace ls::cpu {
 namespace {
@@ -21,6 +23,8 @@ inline int64_t PackedPosition(DType t, int64_t j) {
 }  // namespace
 
 size_t PackedWeightBytes(const Tensor& w) {
+  if (UsesInt8Dot(w)) return Int8DotPackedBytes(w);
+  if (w.quantized()) return QuantizedPackedBytes(w);
   Tensor packed = w;
   packed.layout = Layout::kPanels;
   return packed.bytes();
@@ -28,6 +32,8 @@ size_t PackedWeightBytes(const Tensor& w) {
 
 Tensor PackWeight(const Tensor& w, void* dst) {
   assert(w.layout == Layout::kRowMajor);
+  if (UsesInt8Dot(w)) return PackInt8DotWeight(w, dst);
+  if (w.quantized()) return PackQuantizedWeight(w, dst);
   Tensor out = w;
   out.data = dst;
   out.layout = Layout::kPanels;
@@ -74,7 +80,9 @@ void PackedGemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor&
 
 void PackedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                      int64_t n_end, float* y, int64_t ldy, bool accumulate) {
-  if (GemmUsesAvx512()) {
+  if (w.quantized()) {
+    QuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (GemmUsesAvx512()) {
     internal::PackedGemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else {
     internal::PackedGemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);

@@ -21,6 +21,8 @@ size_t PackedWeightBytes(const Tensor& w);
 // Writes the packed copy of row-major `w` into dst (PackedWeightBytes of it) and returns its view.
 // BF16 panels interleave their rows (position 2j holds row j, 2j+1 row 16+j) so that two shifts
 // and masks widen a 32-value run into rows 0-15 and 16-31; F32 and F16 panels keep row order.
+// Quantized weights keep their codes and scales (kernels/cpu/quantized_gemm.h; with int8
+// activations kernels/cpu/int8_dot_gemm.h, Layout::kPanelsInt8Dot).
 Tensor PackWeight(const Tensor& w, void* dst);
 
 // The GemmRange contract (kernels/cpu/gemm.h) for a packed weight; n_begin is a panel boundary.

@@ -137,6 +137,7 @@ void PackedGemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor&
     case DType::kF32: Range<DType::kF32>(x, ldx, M, w.data, w.cols, n_begin, n_end, y, ldy, accumulate); break;
     case DType::kBF16: Range<DType::kBF16>(x, ldx, M, w.data, w.cols, n_begin, n_end, y, ldy, accumulate); break;
     case DType::kF16: Range<DType::kF16>(x, ldx, M, w.data, w.cols, n_begin, n_end, y, ldy, accumulate); break;
+    default: break;  // quantized weights: kernels/cpu/quantized_gemm.h
   }
 }
 

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/quantized_weight.h"
 #if defined(LS_HAVE_NCCL)
 #include <nccl.h>
 
@@ -164,19 +165,26 @@ void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
 }
 
 size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
-  return use == WeightUse::kMatmul ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
+  return IsMatmul(use) ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
 }
 
 Tensor CudaBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   LS_CUDA_REQUIRE(w.layout == Layout::kRowMajor, "PrepareWeight: host weights must be row-major");
-  if (use == WeightUse::kMatmul && w.dtype != DType::kBF16) {
+  LS_CUDA_REQUIRE(IsMatmul(use) || !w.quantized(), "PrepareWeight: only matrix weights may be quantized");
+  if (IsMatmul(use) && (w.dtype != DType::kBF16 || w.quantized())) {
+    // Quantized weights (FP8 blocks, int8, int4, MXFP4) are dequantized here, row by row, to the
+    // BF16 the GEMMs read: the values are the CPU kernels' float32 ones, rounded once.
     std::vector<uint16_t> bf16(static_cast<size_t>(w.numel()));
-    for (int64_t i = 0; i < w.numel(); ++i) bf16[static_cast<size_t>(i)] = F32ToBf16(LoadAsF32(w.data, w.dtype, i));
+    std::vector<float> row(static_cast<size_t>(w.cols));
+    for (int64_t r = 0; r < w.rows; ++r) {
+      DequantizeRow(w, r, row.data());
+      for (int64_t c = 0; c < w.cols; ++c) bf16[static_cast<size_t>(r * w.cols + c)] = F32ToBf16(row[c]);
+    }
     CopyToDevice(dst, bf16.data(), bf16.size() * sizeof(uint16_t));
   } else {
     CopyToDevice(dst, w.data, w.bytes());
   }
-  const DType dtype = use == WeightUse::kMatmul ? DType::kBF16 : w.dtype;
+  const DType dtype = IsMatmul(use) ? DType::kBF16 : w.dtype;
   return Tensor{dst, dtype, w.rows, w.cols, Layout::kRowMajor};
 }
 
@@ -246,6 +254,33 @@ void CudaBackend::PagedLatentAttention(const LatentAttentionParams& p) {
   const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
   const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
   cuda::PagedLatentAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+}
+
+void CudaBackend::StoreLatentRows(const LatentAttentionParams& p) {
+  Activate();
+  AttentionParams seqs;
+  seqs.seqs = p.seqs;
+  seqs.num_seqs = p.num_seqs;
+  cuda::FlattenAttentionSeqs(seqs, &attention_tokens_, &attention_tables_);
+  if (attention_tokens_.empty()) return;
+  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
+  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
+  cuda::StoreLatentRows(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+}
+
+void CudaBackend::LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                                 int32_t count, float* out) {
+  if (count <= 0) return;
+  Activate();
+  const int32_t blocks = (first + count + cache.block_size - 1) / cache.block_size;
+  LS_CUDA_REQUIRE(blocks <= seq.num_blocks, "LoadLatentRows: rows past the sequence's block table");
+  const int32_t* d_table = uploader_->Upload(seq.block_table, static_cast<size_t>(blocks));
+  cuda::LoadLatentRows(cache, width, d_table, first, count, out, stream_);
+}
+
+void CudaBackend::ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) {
+  Activate();
+  cuda::ExpandedLatentAttention(p, stream_);
 }
 
 void CudaBackend::ShortConv(const ShortConvParams& p) {

@@ -44,7 +44,8 @@ class CudaBackend final : public Backend {
   void CopyToDevice(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
 
-  // kMatmul: BF16 row-major (F32 and F16 weights are converted on the host); kOther: as stored.
+  // Matmul uses: BF16 row-major (F32 and F16 weights are converted on the host, quantized ones
+  // dequantized there); kOther: as stored.
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
 
@@ -56,6 +57,10 @@ class CudaBackend final : public Backend {
   void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   void PagedAttention(const AttentionParams& p) override;
   void PagedLatentAttention(const LatentAttentionParams& p) override;
+  void StoreLatentRows(const LatentAttentionParams& p) override;
+  void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first, int32_t count,
+                      float* out) override;
+  void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) override;
   void ShortConv(const ShortConvParams& p) override;
   void KdaAttention(const KdaParams& p) override;
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,

@@ -83,6 +83,15 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
 // the same sequences).
 void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                           const int32_t* block_tables, cudaStream_t stream);
+// MLA's expanded form: StoreLatentRows writes the new latent rows only (tokens and block_tables
+// as above); LoadLatentRows copies `count` cache rows of `width` floats of one sequence, from
+// position `first`, into out [count, width] (block_table: that sequence's table on the device);
+// ExpandedLatentAttention attends p.seq's tokens to one tile of expanded keys and values.
+void StoreLatentRows(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                     const int32_t* block_tables, cudaStream_t stream);
+void LoadLatentRows(const KvLayer& cache, int32_t width, const int32_t* block_table, int32_t first, int32_t count,
+                    float* out, cudaStream_t stream);
+void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p, cudaStream_t stream);
 
 // The step's sequences and tokens as the recurrent layers' kernels read them (device copies of
 // what FlattenRecurrentSeqs builds on the host).

@@ -37,6 +37,8 @@ void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, floa
     case DType::kF16:
       EmbeddingKernel<<<grid, kThreads, 0, stream>>>(ids, static_cast<const __half*>(table.data), table.cols, out);
       break;
+    default:
+      LS_CUDA_REQUIRE(false, "Embedding: the table must be F32, BF16 or F16");
   }
   LS_CUDA_CHECK_LAUNCH();
 }

@@ -3,7 +3,8 @@
 // their slots, then one block per (new token, head) runs a causal online softmax over the
 // sequence's cached rows in tiles of kTile positions — a warp per position for the scores, lanes
 // across the row — and accumulates Σ p · c with threads across the latent dims. Twin of
-// kernels/cpu/latent_attention.cc.
+// kernels/cpu/latent_attention.cc. Also the expanded form's row moves: the store alone, and cached
+// rows of one sequence copied out.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -30,6 +31,14 @@ __global__ void WriteLatentKernel(const float* __restrict__ c_new, const float* 
   float* row = cache + RowOffset(tables + tok.table, tok.pos, block_size, L + R);
   for (int32_t j = threadIdx.x; j < L + R; j += kThreads)
     row[j] = j < L ? c_new[static_cast<int64_t>(tok.row) * L + j] : k_rope_new[static_cast<int64_t>(tok.row) * R + j - L];
+}
+
+// Grid: one block per row copied.
+__global__ void LoadLatentKernel(const float* __restrict__ cache, const int32_t* __restrict__ table, int32_t first,
+                                 int32_t width, int32_t block_size, float* __restrict__ out) {
+  const int32_t i = blockIdx.x;
+  const float* row = cache + RowOffset(table, first + i, block_size, width);
+  for (int32_t j = threadIdx.x; j < width; j += kThreads) out[static_cast<int64_t>(i) * width + j] = row[j];
 }
 
 // Grid: (new tokens, heads). Dynamic shared memory: q [L + R] | scores [kTile] | max, sum, rescale.
@@ -105,6 +114,25 @@ __global__ void LatentAttentionKernel(const float* __restrict__ q_latent, const 
 }
 
 }  // namespace
+
+void StoreLatentRows(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                     const int32_t* block_tables, cudaStream_t stream) {
+  if (num_tokens == 0) return;
+  LS_CUDA_REQUIRE(p.cache.dtype == DType::kF32, "StoreLatentRows: the CUDA kernels keep a float32 cache");
+  WriteLatentKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
+      p.c_new, p.k_rope_new, tokens, block_tables, p.latent_dim, p.rope_dim, p.cache.block_size,
+      static_cast<float*>(p.cache.k));
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+void LoadLatentRows(const KvLayer& cache, int32_t width, const int32_t* block_table, int32_t first, int32_t count,
+                    float* out, cudaStream_t stream) {
+  if (count <= 0) return;
+  LS_CUDA_REQUIRE(cache.dtype == DType::kF32, "LoadLatentRows: the CUDA kernels keep a float32 cache");
+  LoadLatentKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
+      static_cast<const float*>(cache.k), block_table, first, width, cache.block_size, out);
+  LS_CUDA_CHECK_LAUNCH();
+}
 
 void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                           const int32_t* block_tables, cudaStream_t stream) {

@@ -46,6 +46,8 @@ void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* ou
     case DType::kF16:
       RmsNormKernel<<<grid, kThreads, 0, stream>>>(x, static_cast<const __half*>(w.data), w.cols, eps, out);
       break;
+    default:
+      LS_CUDA_REQUIRE(false, "RmsNorm: norm weights must be F32, BF16 or F16");
   }
   LS_CUDA_CHECK_LAUNCH();
 }

@@ -3,7 +3,8 @@
 // tower and projector are left unread (text serving). Kimi-Linear's layer layout (KDA layers with
 // K3's bounded forget gate and full-rank output gate, MLA layers without RoPE and with an output
 // gate) with AttnRes block residuals, SiTU with its bounds, and LatentMoE experts: the router on the
-// full width, the experts in the routed_expert_hidden_size latent, RMSNorm on their sum.
+// full width, the experts in the routed_expert_hidden_size latent, RMSNorm on their sum; the
+// routed experts in MXFP4 (compressed-tensors, quantization_config inside text_config).
 #include "absl/strings/str_cat.h"
 #include "models/families/families.h"
 #include "models/loader/common_keys.h"
@@ -12,27 +13,18 @@ namespace ls {
 namespace {
 
 void ReadTextConfig(ConfigReader& r, ModelConfig* c) {
-  ReadDecoderKeys(r, c, DecoderDefaults{.rms_norm_eps = 1e-5, .max_position_embeddings = 4096});
-  if (c->tie_word_embeddings) r.Unsupported("tie_word_embeddings", "false: K3 keeps its own head");
+  ReadKimiKeys(r, c, MoeDefaults{.routed_scaling_factor = 1.0});
   ReadActivation(r, c, /*allow_situ=*/true);
-  ReadDeepseekMoeKeys(r, c, MoeDefaults{.routed_scaling_factor = 1.0});
   MoeConfig& m = c->moe;
   m.latent_size = r.Int("routed_expert_hidden_size", false, 0);
   m.expert_output_norm = r.Bool("latent_moe_use_norm", true);
   if (m.latent_size <= 0 && m.expert_output_norm)
     r.Fail("key 'latent_moe_use_norm' needs a latent space (routed_expert_hidden_size)");
-  if (r.String("moe_router_activation_func", "sigmoid") != "sigmoid")
-    r.Unsupported("moe_router_activation_func", "\"sigmoid\"");
   if (r.String("topk_method", "noaux_tc") != "noaux_tc") r.Unsupported("topk_method", "\"noaux_tc\"");
   // Without grouped top-k the groups are one: a grouped config then says nothing.
   if (!r.Bool("use_grouped_topk", true) && (m.n_group != 1 || m.topk_group != 1))
     r.Unsupported("use_grouped_topk", "true when num_expert_group is not 1");
-  if (r.Int("moe_layer_freq", false, 1) != 1) r.Unsupported("moe_layer_freq", "1: every layer after the dense ones");
-  ReadMlaKeys(r, c, MlaDefaults{.q_lora_rank = 0, .rope = false});
-  if (!r.Bool("mla_use_nope", true)) r.Unsupported("mla_use_nope", "true: the MLA layers apply no RoPE");
   c->mla.output_gate = r.Bool("mla_use_output_gate", false);
-  r.Ignore({"rope_theta", "rope_scaling", "rope_parameters", "num_nextn_predict_layers"});
-  ReadKimiLayerKinds(r, c);
   const int64_t block = r.Int("attn_res_block_size", false, 0);
   if (block < 0 || block > c->num_hidden_layers)
     r.Fail(absl::StrCat("key 'attn_res_block_size' must be within [0, num_hidden_layers], got ", block));
@@ -46,6 +38,11 @@ void ReadConfig(ConfigReader& r, ModelConfig* c) {
     return;
   }
   ReadTextConfig(*text, c);
+  // K3 keeps its quantization_config inside text_config; a wrapper-level one (read by the loader
+  // for every family) alongside it would leave open which applies.
+  ReadQuantizationConfig(*text, &c->quantization);
+  if (c->quantization.quantized() && r.Has("quantization_config"))
+    r.Fail("key 'quantization_config' is given both here and in text_config");
   // The wrapper repeats some text keys; one that disagrees leaves the meaning open.
   if (r.Has("tie_word_embeddings") && r.Bool("tie_word_embeddings", false) != c->tie_word_embeddings)
     r.Fail("key 'tie_word_embeddings' disagrees with text_config.tie_word_embeddings");

@@ -1,9 +1,11 @@
 // MlaAttention: multi-head latent attention (DeepSeek-V2/V3, Kimi) over the paged latent cache.
-// Each token caches one normed latent c (kv_lora_rank) and one rope key shared by all heads. The
-// absorbed form serves every step: the key up-projection W_UK is folded into the query
-// (q_latent_h = W_UK_hᵀ q_nope_h), attention runs over the cached rows, and the value
-// up-projection W_UV is applied to the result; no per-head K/V is ever built for cached tokens.
-// A prefill-only step may instead expand K/V per head (Expanded), tested equal to the absorbed form.
+// Each token caches one normed latent c (kv_lora_rank) and one rope key shared by all heads; the
+// cache holds nothing else. Each sequence of a step takes one of two forms, chosen from its own
+// chunk's shape (ChoosesExpanded): the absorbed form (the key up-projection W_UK folded into the
+// query, attention over the cached rows, the value up-projection W_UV applied to the result; every
+// decode) or the expanded form (per-head keys W_UK·c and values W_UV·c built for the whole context
+// as transient scratch, tile by tile, then ordinary causal attention at the head width; long
+// prefill chunks). Both are tested equal within float rounding.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,10 @@
 #include "models/loader/weight_binder.h"
 
 namespace ls {
+
+// Which form a layer runs: by the cost rule (serving), or one form for every sequence (tests and
+// benchmarks of the two forms).
+enum class MlaForm : uint8_t { kByCost, kAbsorbed, kExpanded };
 
 class MlaAttention final : public AttentionLayer {
  public:
@@ -30,20 +36,36 @@ class MlaAttention final : public AttentionLayer {
   // Values per token in the cache: kv_lora_rank + qk_rope_head_dim.
   int64_t cache_width() const { return c_.kv_lora_rank + c_.qk_rope_head_dim; }
 
+  void set_form(MlaForm form) { form_ = form; }
+  // Whether a sequence's chunk of `new_tokens` after `cached` tokens runs the expanded form.
+  bool ChoosesExpanded(int64_t new_tokens, int64_t cached) const;
+  // Context positions expanded at a time (bounds the scratch; fixed by the model's shapes, so a
+  // sequence's tiles do not depend on its batch).
+  int32_t expand_tile() const { return expand_tile_; }
+  void set_expand_tile(int32_t positions) { expand_tile_ = positions; }
+
  private:
+  // The expanded form for one sequence: its context's keys and values tile by tile.
+  void AttendExpanded(StepContext& ctx, int32_t layer, const AttentionSeq& s, const float* q, float* o);
+
   MlaConfig c_;
   const RopeTable* rope_;
-  int64_t qh_;                   // qk_nope + qk_rope
+  int64_t qh_;                              // qk_nope + qk_rope
   Tensor q_a_, q_a_bias_, q_a_norm_, q_b_;  // q_lora: [q_lora, d] / [q_lora] / [q_lora] / [H*qh, q_lora]
   Tensor q_;                                // no q_lora: [H*qh, d]
   Tensor kv_a_c_, kv_a_rope_;               // kv_a_proj_with_mqa's rows: [L, d] and [R, d]
   Tensor kv_a_c_bias_, kv_a_rope_bias_;     // [L], [R] (bias only)
   Tensor kv_a_norm_;                        // [L]
-  std::vector<unsigned char> uk_t_bytes_;  // the transposed copies below, as stored, until prepared
+  std::vector<float> kv_a_values_, kv_b_values_;  // quantized kv_a / kv_b dequantized, until prepared
+  std::vector<unsigned char> uk_t_bytes_;   // the transposed copies below, as stored, until prepared
   std::vector<Tensor> uk_t_;                // [H] of [L, qk_nope]: q_latent_h = q_nope_h · W_UK_h
   std::vector<Tensor> uv_;                  // [H] of [v, L]: head h's value rows of kv_b_proj
+  std::vector<Tensor> uk_;                  // [H] of [nope, L]: head h's key rows of kv_b_proj (expanded form)
   Tensor g_;                                // [H*v, d] the output gate (output_gate only)
   Tensor o_, o_bias_;                       // [d, H*v], [d]
+  MlaForm form_ = MlaForm::kByCost;
+  int32_t expand_tile_ = 0;
+  std::vector<AttentionSeq> absorbed_, expanded_;  // the step's sequences by form
 };
 
 }  // namespace ls

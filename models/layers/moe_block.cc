@@ -45,7 +45,9 @@ void MoeBlock::SetRouterBias(std::vector<float> bias, Backend* backend) {
 }
 
 void MoeBlock::ForEachWeight(const WeightFn& fn) {
-  for (Tensor* t : {&router_, &latent_down_, &latent_up_, &shared_gate_})
+  for (Tensor* t : {&router_, &shared_gate_})
+    if (!t->empty()) fn(*t, WeightUse::kMatmulRouter);
+  for (Tensor* t : {&latent_down_, &latent_up_})
     if (!t->empty()) fn(*t, WeightUse::kMatmul);
   for (Tensor* t : {&router_bias_view_, &latent_norm_})
     if (!t->empty()) fn(*t, WeightUse::kOther);

@@ -295,6 +295,20 @@ void ReadKimiLayerKinds(ConfigReader& r, ModelConfig* c) {
   }
 }
 
+void ReadKimiKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& moe) {
+  ReadDecoderKeys(r, c, DecoderDefaults{.rms_norm_eps = 1e-5, .max_position_embeddings = 4096});
+  // transformers' Kimi models never tie the head: without lm_head.weight they would run a random one.
+  if (c->tie_word_embeddings) r.Unsupported("tie_word_embeddings", "false: Kimi models keep their own head");
+  ReadDeepseekMoeKeys(r, c, moe);
+  ReadMlaKeys(r, c, MlaDefaults{.q_lora_rank = 0, .rope = false});
+  r.Ignore({"rope_theta", "rope_scaling", "rope_parameters", "num_nextn_predict_layers"});
+  if (r.String("moe_router_activation_func", "sigmoid") != "sigmoid")
+    r.Unsupported("moe_router_activation_func", "\"sigmoid\"");
+  if (!r.Bool("mla_use_nope", true)) r.Unsupported("mla_use_nope", "true: the MLA layers apply no RoPE");
+  if (r.Int("moe_layer_freq", false, 1) != 1) r.Unsupported("moe_layer_freq", "1: every layer after the dense ones");
+  ReadKimiLayerKinds(r, c);
+}
+
 bool IsMtpLayerTensor(const std::string& tensor, const ModelConfig& c) {
   constexpr std::string_view kPrefix = "model.layers.";
   if (tensor.rfind(kPrefix, 0) != 0) return false;

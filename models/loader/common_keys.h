@@ -75,6 +75,10 @@ void ReadMlaKeys(ConfigReader& r, ModelConfig* c, const MlaDefaults& defaults);
 // linear_num_heads / linear_head_dim / linear_conv_kernel_dim; `mlp_layer_types` (dense or sparse
 // per layer) when given overrides first_k_dense_replace.
 void ReadKimiLayerKinds(ConfigReader& r, ModelConfig* c);
+// The keys Kimi-Linear and K3 share: the decoder keys (rms_norm_eps 1e-5, 4,096 positions), an
+// untied head, DeepSeek-V3's MoE keys in Kimi's spellings with a sigmoid router, MLA without RoPE,
+// every layer after the dense ones MoE, and the layer kinds; the RoPE keys are present and unused.
+void ReadKimiKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& moe);
 // Whether a tensor lies in a layer past the decoder's last (model.layers.N with N >=
 // num_hidden_layers): the multi-token-prediction layers some checkpoints carry for speculative
 // decoding, which transformers skips on load too.

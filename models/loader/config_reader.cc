@@ -154,6 +154,12 @@ std::optional<ConfigReader> ConfigReader::Object(const char* key) {
   return ConfigReader(*v, state_, Path(key) + ".");
 }
 
+std::vector<std::string> ConfigReader::Keys() const {
+  std::vector<std::string> keys;
+  for (auto it = j_->begin(); it != j_->end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
 void ConfigReader::Ignore(std::initializer_list<const char*> keys) {
   for (const char* k : keys) state_->seen.insert(Path(k));
 }

@@ -40,6 +40,8 @@ class ConfigReader {
   std::optional<std::vector<std::string>> StringList(const char* key);
   // A nested object (absent or null: nullopt). The child shares this reader's status.
   std::optional<ConfigReader> Object(const char* key);
+  // The keys of this object, in order (for objects keyed by name, such as config groups).
+  std::vector<std::string> Keys() const;
 
   // Keys known to have no effect on inference (training, bookkeeping, generation defaults).
   void Ignore(std::initializer_list<const char*> keys);

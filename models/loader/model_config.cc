@@ -128,6 +128,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text, absl::
   ConfigReader r(j, std::string(source));
   r.Ignore({"architectures", "model_type"});
   family->read_config(r, &c);
+  ReadQuantizationConfig(r, &c.quantization);
   if (!r.status().ok()) return r.status();
   c.unrecognized_keys = r.UnreadKeys();
   if (auto s = ValidateModelConfig(c, source); !s.ok()) return s;

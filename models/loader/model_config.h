@@ -10,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kernels/ops.h"
+#include "kernels/quantized_weight.h"
+#include "models/loader/quantization_config.h"
 
 namespace ls {
 
@@ -124,6 +126,11 @@ struct ModelConfig {
   KdaConfig kda;        // the KDA layers'
   MoeConfig moe;
   std::vector<LayerPlan> layers;  // [num_hidden_layers]
+
+  // How the checkpoint stores its weights (config.json quantization_config), and the online
+  // quantization the server applies to a float checkpoint at load (--quantization).
+  QuantizationConfig quantization;
+  QuantScheme online_quantization = QuantScheme::kNone;
 
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;

@@ -58,7 +58,9 @@ absl::StatusOr<std::map<std::string, TensorEntry>> SafetensorsFile::ParseHeader(
         !(*off)[1].is_number_unsigned())
       return Bad(path, where + "'data_offsets' must be two non-negative integers");
     auto dtype = ParseDType(dt->get<std::string>());
-    if (!dtype) return Bad(path, where + "unsupported dtype " + dt->get<std::string>() + " (supported: F32, BF16, F16)");
+    if (!dtype)
+      return Bad(path, where + "unsupported dtype " + dt->get<std::string>() +
+                           " (supported: F32, BF16, F16, F8_E4M3, F8_E8M0, U8, I8, I32, I64)");
     TensorEntry e{*dtype, {}, nullptr, 0};
     uint64_t numel = 1;
     for (const auto& d : *sh) {

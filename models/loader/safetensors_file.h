@@ -1,5 +1,6 @@
 // SafetensorsFile: one .safetensors file mapped read-only with mmap, its header parsed and every
-// entry checked (known dtype, shape × dtype size = byte range, range inside the file, no overlap)
+// entry checked (known dtype, shape × dtype size = byte range, range inside the file, no overlap;
+// dtypes: F32, BF16, F16, and for quantized weights F8_E4M3, F8_E8M0, U8, I8, I32, I64)
 // before any tensor is handed out. A truncated or lying file is an error, never a crash.
 #pragma once
 

@@ -12,12 +12,13 @@ Tensor WeightBinder::Get(const std::string& short_name, int64_t rows, int64_t co
   const std::string name = prefix_ + short_name;
   taken_.insert(name);
   if (!status_.ok()) return {};
-  auto t = store_.Get(name, rows, cols);
-  if (!t.ok()) {
-    status_ = t.status();
+  auto b = BindWeight(store_, quantization_, name, rows, cols);
+  if (!b.ok()) {
+    status_ = b.status();
     return {};
   }
-  return *t;
+  taken_.insert(b->names.begin(), b->names.end());
+  return b->tensor;
 }
 
 Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<int64_t>& shape) {

@@ -1,6 +1,9 @@
 // WeightBinder: hands a model's layers their checkpoint tensors by name, shape-checked, keeping
 // the first error so binding code reads as a list of tensors; remembers every name taken, so
-// that the loader can refuse a checkpoint holding tensors no layer reads (DESIGN.md §2).
+// that the loader can refuse a checkpoint holding tensors no layer reads (DESIGN.md §2). A
+// quantized checkpoint's weight comes back as one Tensor carrying its format and scales, made from
+// the parts the checkpoint stores (models/loader/quantized_binding.h), so layers bind it by the
+// plain name `X.weight`.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +14,8 @@
 
 #include "absl/status/status.h"
 #include "kernels/tensor.h"
+#include "models/loader/quantization_config.h"
+#include "models/loader/quantized_binding.h"
 #include "models/loader/weight_store.h"
 
 namespace ls {
@@ -18,13 +23,14 @@ namespace ls {
 class WeightBinder {
  public:
   // `prefix` goes before every name asked for (a model nested in a wrapper, e.g. "language_model.").
-  explicit WeightBinder(const WeightStore& store, std::string prefix = {}) : store_(store), prefix_(std::move(prefix)) {}
+  explicit WeightBinder(const WeightStore& store, const QuantizationConfig& quantization = {}, std::string prefix = {})
+      : store_(store), quantization_(quantization), prefix_(std::move(prefix)) {}
 
   // The tensor `name` of shape [rows, cols] ([cols] when rows == 0); an empty tensor after an error.
   Tensor Get(const std::string& name, int64_t rows, int64_t cols);
   // As Get, or an empty tensor (and no error) when the checkpoint has no such tensor.
   Tensor Optional(const std::string& name, int64_t rows, int64_t cols);
-  bool Has(const std::string& name) const { return store_.Has(prefix_ + name); }
+  bool Has(const std::string& name) const { return HasWeight(store_, quantization_, prefix_ + name); }
   // The checkpoint's name for `name` (with the prefix).
   std::string FullName(const std::string& name) const { return prefix_ + name; }
   // A tensor of exactly `shape` (any rank), viewed as [shape[0], product of the rest].
@@ -40,6 +46,7 @@ class WeightBinder {
 
  private:
   const WeightStore& store_;
+  QuantizationConfig quantization_;
   std::string prefix_;
   absl::Status status_;
   std::unordered_set<std::string> taken_;

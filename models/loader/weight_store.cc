@@ -87,6 +87,16 @@ const TensorEntry* WeightStore::Entry(const std::string& name) const {
   return it == where_.end() ? nullptr : it->second->Find(name);
 }
 
+std::string WeightStore::PathOf(const std::string& name) const {
+  auto it = where_.find(name);
+  return it == where_.end() ? std::string() : it->second->path();
+}
+
+const void* WeightStore::Keep(std::vector<uint8_t> bytes) const {
+  kept_.push_back(std::move(bytes));
+  return kept_.back().data();
+}
+
 std::vector<std::pair<std::string, const TensorEntry*>> WeightStore::Entries() const {
   std::vector<std::pair<std::string, const TensorEntry*>> out;
   for (const auto& [name, file] : where_) out.emplace_back(name, file->Find(name));

@@ -3,6 +3,8 @@
 // config implies. Owns the file mappings; Tensors it returns live as long as the store.
 #pragma once
 
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -21,8 +23,12 @@ class WeightStore {
   // The tensor `name` with exactly the expected shape ([rows, cols], or [cols] when rows == 0).
   absl::StatusOr<Tensor> Get(const std::string& name, int64_t rows, int64_t cols) const;
   bool Has(const std::string& name) const { return where_.count(name) != 0; }
-  // The entry of a tensor (shape, dtype, bytes) without a shape check; null when absent.
+  // The entry of tensor `name` (dtype and shape unchecked), or null.
   const TensorEntry* Entry(const std::string& name) const;
+  // The file holding tensor `name` (for messages); empty when there is none.
+  std::string PathOf(const std::string& name) const;
+  // Keeps bytes derived from the checkpoint at load (unpacked zero points) for the store's life.
+  const void* Keep(std::vector<uint8_t> bytes) const;
   const std::string& dir() const { return dir_; }
   // Every tensor's name and entry, in name order.
   std::vector<std::pair<std::string, const TensorEntry*>> Entries() const;
@@ -38,6 +44,7 @@ class WeightStore {
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::unordered_map<std::string, const SafetensorsFile*> where_;  // tensor name -> file
+  mutable std::deque<std::vector<uint8_t>> kept_;
 };
 
 }  // namespace ls

@@ -20,6 +20,9 @@ import transformers as T
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_quantized as Q  # noqa: E402
+
 PROMPT_LEN, DECODE_LEN = 32, 16
 MIN_MARGIN = 1e-4
 MAX_TRIES = 400
@@ -42,6 +45,7 @@ class Fixture:
     publish: Callable[[dict], dict] | None = None  # rewrites config.json to a published spelling
     rename: Callable[[str, dict], str] | None = None  # rewrites tensor names (name, config.json) -> name
     embed_std: float = 1.0  # a tied head reads the input embedding back: keep it small or greedy repeats the input
+    quant: Q.QuantSpec | None = None  # re-stored quantized; goldens from the format's own dequantization
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -238,6 +242,47 @@ FIXTURES = [
     Fixture("kimi_linear_bf16", "Kimi-Linear BF16 exactly as transformers 5 saves it (the dense layer 0 MLP under "
             "block_sparse_moe.{gate,up,down}_proj; gate.weight, e_score_correction_bias, dt_bias F32)",
             T.KimiLinearConfig, T.KimiLinearForCausalLM, dict(KIMI), 120, dtype="bfloat16"),
+    # Quantized checkpoints (hf_quantized.py): the float model above re-stored as a quantized release stores it;
+    # goldens are transformers' float32 forward of the weights as the format's own dequantization gives them.
+    Fixture("qwen3_moe_fp8", "Qwen3-MoE FP8 as the -FP8 releases store it: every Linear but lm_head and the "
+            "routers (modules_to_not_convert) F8_E4M3 with float32 weight_scale_inv, weight_block_size [128, 128] "
+            "(every block a partial edge block); checked against transformers' own FP8 dequantization",
+            T.Qwen3MoeConfig, T.Qwen3MoeForCausalLM, _q3(), 121, dtype="bfloat16",
+            quant=Q.QuantSpec("fp8", Q.is_linear_not_router, Q.fp8_config((128, 128), ["lm_head", "mlp.gate"]),
+                              block=(128, 128))),
+    Fixture("glm4_moe_fp8_block32", "GLM-4-MoE FP8 with weight_block_size [32, 32] and moe_intermediate_size 48: "
+            "experts [48, 64] / [64, 48] end in partial edge blocks (a 2 x 2 scale grid over 48 rows or columns), "
+            "dense layer 0 and shared experts FP8 too; goldens by DeepSeek-V3's ceil-grid rule (transformers derives "
+            "the block from the grid, which differs here)", T.Glm4MoeConfig, T.Glm4MoeForCausalLM,
+            dict(GLM, moe_intermediate_size=48), 122, dtype="bfloat16",
+            quant=Q.QuantSpec("fp8", Q.is_linear_not_router, Q.fp8_config((32, 32), ["lm_head", "mlp.gate"]),
+                              block=(32, 32))),
+    Fixture("deepseek_v3_fp8", "DeepSeek-V3 as released in FP8: every Linear but lm_head and the routers F8_E4M3 "
+            "with float32 weight_scale_inv, including the MLA projections (kv_a_proj_with_mqa split at a block "
+            "boundary into latent and rope rows, kv_b_proj read per head), config without modules_to_not_convert; "
+            "weight_block_size [16, 16]", T.DeepseekV3Config, T.DeepseekV3ForCausalLM, dict(DSV3), 126,
+            dtype="bfloat16", publish=publish_deepseek_v3,
+            quant=Q.QuantSpec("fp8", Q.is_linear_not_router, Q.fp8_config((16, 16), None), block=(16, 16))),
+    Fixture("glm4_moe_int4", "Kimi-K2-Thinking-shaped: compressed-tensors pack-quantized INT4, group 32, symmetric, "
+            "BF16 scales, targets Linear, Kimi-K2-Thinking's ignore list: only the routed experts are INT4 "
+            "(attention, dense layer 0, shared experts BF16); moe_intermediate_size 32", T.Glm4MoeConfig,
+            T.Glm4MoeForCausalLM, dict(GLM, moe_intermediate_size=32), 123, dtype="bfloat16",
+            quant=Q.QuantSpec("int4", Q.is_expert,
+                              Q.compressed_config("pack-quantized", Q.int4_weights(32, True), Q.KIMI_K2_IGNORE),
+                              group_size=32, symmetric=True)),
+    Fixture("qwen3_moe_int4_asym_f32", "compressed-tensors pack-quantized INT4, group 16, asymmetric (packed "
+            "weight_zero_point), float32 scales, every Linear but lm_head and the routers (ignore: lm_head and a "
+            "re: pattern for mlp.gate)", T.Qwen3MoeConfig, T.Qwen3MoeForCausalLM, _q3(), 124,
+            quant=Q.QuantSpec("int4", Q.is_linear_not_router,
+                              Q.compressed_config("pack-quantized", Q.int4_weights(16, False),
+                                                  ["lm_head", r"re:.*mlp\.gate$"]),
+                              group_size=16, symmetric=False)),
+    Fixture("qwen3_moe_mxfp4", "compressed-tensors mxfp4-pack-quantized (Kimi K3's experts): routed experts E2M1 "
+            "with E8M0 scales per 32, targeted by a re: pattern; the rest BF16; moe_intermediate_size 32",
+            T.Qwen3MoeConfig, T.Qwen3MoeForCausalLM, _q3(moe_intermediate_size=32), 125, dtype="bfloat16",
+            quant=Q.QuantSpec("mxfp4", Q.is_expert,
+                              Q.compressed_config("mxfp4-pack-quantized", Q.MXFP4_WEIGHTS, ["lm_head"],
+                                                  targets=[r"re:.*mlp\.experts\..*"]))),
 ]
 
 
@@ -444,14 +489,15 @@ def greedy_margin(logits):
     return float((top2[:, 0] - top2[:, 1]).min())
 
 
-def make_goldens(fx, out):
+def make_goldens(fx, out, model_dir=None, dtype=None):
     """Draw prompt ids from seed, seed+1, ... until every routing choice (and every greedy pick) is at least
-    MIN_MARGIN away from a tie; a fresh load per draw, since dynamic RoPE keeps state across forwards."""
+    MIN_MARGIN away from a tie; a fresh load per draw, since dynamic RoPE keeps state across forwards. The model
+    is read from model_dir (default: out)."""
     vocab = fx.config["vocab_size"]
     for attempt in range(MAX_TRIES):
         rng = np.random.Generator(np.random.PCG64(fx.seed * 1000 + attempt))
         prompt = rng.integers(0, vocab, PROMPT_LEN).tolist()
-        model = load(out, fx.dtype)
+        model = load(model_dir or out, dtype or fx.dtype)
         probe = RoutingProbe(model)
         logits, decode = run_golden(model, prompt)
         probe.close()
@@ -468,14 +514,32 @@ def make_goldens(fx, out):
     return golden
 
 
+def write_quantized_fixture(fx, out):
+    """The float checkpoint in a scratch directory, re-stored quantized into `out`; goldens from the dequantized
+    float32 copy."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, deq = os.path.join(tmp, "src"), os.path.join(tmp, "deq")
+        model = write_checkpoint(fx, build_model(fx), src)
+        check_names(src)
+        verify_reload(fx, model, src)
+        Q.quantize_checkpoint(fx.quant, src, out, deq)
+        if fx.quant.kind == "fp8" and all(b >= 128 for b in fx.quant.block):
+            Q.check_transformers_fp8_dequant(fx.quant, out, deq, lambda d: load(d, "float32"))
+        golden = make_goldens(fx, out, model_dir=deq, dtype="float32")
+    return read_tensors(out).keys(), golden
+
+
 def write_fixture(fx, root):
     out = os.path.join(root, fx.name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    model = write_checkpoint(fx, build_model(fx), out)
-    names = check_names(out)
-    verify_reload(fx, model, out)
-    golden = make_goldens(fx, out)
+    if fx.quant is not None:
+        names, golden = write_quantized_fixture(fx, out)
+    else:
+        model = write_checkpoint(fx, build_model(fx), out)
+        names = check_names(out)
+        verify_reload(fx, model, out)
+        golden = make_goldens(fx, out)
     size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
     if size > SIZE_LIMIT:
         raise RuntimeError(f"{fx.name}: {size} bytes, over the {SIZE_LIMIT} limit")

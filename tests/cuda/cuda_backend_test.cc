@@ -19,6 +19,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/quantized_weight.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -64,6 +65,55 @@ TEST(CudaBackend, PreparesMatmulWeightsAsBf16AndOtherWeightsAsStored) {
   EXPECT_EQ(back, w);
   gpu->Free(m);
   gpu->Free(o);
+}
+
+// Quantized weights in every format the loader produces (FP8 blocks with partial edges, int8 per
+// row, int4 with zero points, MXFP4, and the int8-activation forms) are dequantized at
+// PrepareWeight to the BF16 of their float32 values (kernels/quantized_weight.h), and a GEMM over
+// them agrees with the CPU backend's over the same quantized weight.
+TEST(CudaBackend, PreparesQuantizedWeightsAsTheirDequantizedBf16) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string error;
+  auto gpu = CreateCudaBackend(0, &error);
+  ASSERT_NE(gpu, nullptr) << error;
+  CpuBackend cpu(2);
+  std::mt19937 rng(22);
+  const int64_t N = 70, K = 96, M = 5;
+  const std::vector<float> w = cuda_test::RandomFloats(N * K, rng);
+  const std::vector<float> x = cuda_test::RandomFloats(M * K, rng);
+  const Tensor host{w.data(), DType::kF32, N, K};
+  for (QuantScheme scheme : {QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4, QuantScheme::kInt8A8,
+                             QuantScheme::kInt4A8}) {
+    QuantizedStorage storage;
+    const Tensor q = Quantize(host, scheme, &storage);
+    ASSERT_TRUE(q.quantized());
+    ASSERT_EQ(gpu->PreparedWeightBytes(q, WeightUse::kMatmul), static_cast<size_t>(N * K * 2));
+    void* m = gpu->Allocate(gpu->PreparedWeightBytes(q, WeightUse::kMatmul));
+    const Tensor mt = gpu->PrepareWeight(q, WeightUse::kMatmul, m);
+    EXPECT_EQ(mt.dtype, DType::kBF16);
+    EXPECT_FALSE(mt.quantized());
+    std::vector<uint16_t> bf16(static_cast<size_t>(N * K));
+    gpu->CopyToHost(bf16.data(), m, bf16.size() * 2);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        ASSERT_EQ(bf16[n * K + k], F32ToBf16(WeightValue(q, n, k))) << static_cast<int>(scheme) << " " << n << "," << k;
+    // The GEMM against the CPU backend's on the same quantized weight.
+    std::vector<uint8_t> packed(cpu.PreparedWeightBytes(q, WeightUse::kMatmul) + 64);
+    void* aligned = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
+    const Tensor ct = cpu.PrepareWeight(q, WeightUse::kMatmul, aligned);
+    std::vector<float> want(M * N), got(M * N);
+    cpu.Gemm(x.data(), M, ct, want.data(), false);
+    float* dx = static_cast<float*>(gpu->Allocate(x.size() * 4));
+    float* dy = static_cast<float*>(gpu->Allocate(got.size() * 4));
+    gpu->CopyToDevice(dx, x.data(), x.size() * 4);
+    gpu->Gemm(dx, M, mt, dy, false);
+    gpu->CopyToHost(got.data(), dy, got.size() * 4);
+    // BF16 operands on the device (and int8 activations on the CPU for w8a8/w4a8).
+    EXPECT_LE(RelNormError(got, want), 2e-2) << static_cast<int>(scheme);
+    gpu->Free(m);
+    gpu->Free(dx);
+    gpu->Free(dy);
+  }
 }
 
 // Sizes of the test layer: awkward on purpose (nothing a multiple of 64).

@@ -21,7 +21,7 @@ namespace ls {
 namespace {
 
 struct Sizes {
-  int32_t H = 4, L = 64, R = 16, nope = 24, v = 32, block = 16;
+  int32_t H = 12, L = 64, R = 16, nope = 24, v = 32, block = 16;  // heads: a group of 8 and one of 4
 };
 
 std::vector<float> Random(size_t n, std::mt19937& rng, float scale = 1.f) {

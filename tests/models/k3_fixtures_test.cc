@@ -56,7 +56,7 @@ TEST_P(K3Fixtures, LoadAsReleasedAndMatchTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Reference, K3Fixtures, ::testing::Values("k3_tiny_bf16", "k3_tiny_grouped_bf16"),
+INSTANTIATE_TEST_SUITE_P(Reference, K3Fixtures, ::testing::ValuesIn(testing::K3FixtureNames()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

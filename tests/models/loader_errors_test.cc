@@ -91,10 +91,17 @@ TEST_F(LoaderErrors, HeaderOffsetsOutOfRange) {
 }
 
 TEST_F(LoaderErrors, UnsupportedDtype) {
-  EditHeader([](json& h) { h["model.norm.weight"]["dtype"] = "I64"; });
+  EditHeader([](json& h) { h["model.norm.weight"]["dtype"] = "F64"; });
   std::string msg = LoadError();
-  EXPECT_NE(msg.find("unsupported dtype I64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unsupported dtype F64"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.norm.weight"), std::string::npos) << msg;
+}
+
+TEST_F(LoaderErrors, IntegerTensorWithoutQuantizationConfigIsRefused) {
+  // I32 is a dtype the reader accepts (packed weights), but not for a norm weight of a plain model.
+  EditHeader([](json& h) { h["model.norm.weight"]["dtype"] = "I32"; });
+  std::string msg = LoadError();
+  EXPECT_NE(msg.find("'model.norm.weight': stored as I32"), std::string::npos) << msg;
 }
 
 TEST_F(LoaderErrors, DtypeNotMatchingByteRange) {

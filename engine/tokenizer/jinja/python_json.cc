@@ -46,79 +46,47 @@ Value FromJsonAt(const nlohmann::ordered_json& j, int depth, int max_depth) {
   }
 }
 
+// The two-character escapes json.dumps writes; false for any other character.
+bool AppendShortEscape(char32_t c, std::string* out) {
+  switch (c) {
+    case '"': out->append("\\\""); return true;
+    case '\\': out->append("\\\\"); return true;
+    case '\n': out->append("\\n"); return true;
+    case '\r': out->append("\\r"); return true;
+    case '\t': out->append("\\t"); return true;
+    case '\b': out->append("\\b"); return true;
+    case '\f': out->append("\\f"); return true;
+    default: return false;
+  }
+}
+
 void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
   char buf[16];
   if (!ensure_ascii) {
     for (char ch : s) {
       const auto c = static_cast<unsigned char>(ch);
-      switch (c) {
-        case '"':
-          out->append("\\\"");
-          break;
-        case '\\':
-          out->append("\\\\");
-          break;
-        case '\n':
-          out->append("\\n");
-          break;
-        case '\r':
-          out->append("\\r");
-          break;
-        case '\t':
-          out->append("\\t");
-          break;
-        case '\b':
-          out->append("\\b");
-          break;
-        case '\f':
-          out->append("\\f");
-          break;
-        default:
-          if (c < 0x20) {
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out->append(buf);
-          } else {
-            out->push_back(ch);
-          }
+      if (AppendShortEscape(c, out)) continue;
+      if (c < 0x20) {
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out->append(buf);
+      } else {
+        out->push_back(ch);
       }
     }
   } else {
     for (char32_t c : py::Decode(s)) {
-      switch (c) {
-        case '"':
-          out->append("\\\"");
-          break;
-        case '\\':
-          out->append("\\\\");
-          break;
-        case '\n':
-          out->append("\\n");
-          break;
-        case '\r':
-          out->append("\\r");
-          break;
-        case '\t':
-          out->append("\\t");
-          break;
-        case '\b':
-          out->append("\\b");
-          break;
-        case '\f':
-          out->append("\\f");
-          break;
-        default:
-          if (c >= 0x20 && c < 0x7F) {
-            out->push_back(static_cast<char>(c));
-          } else if (c < 0x10000) {
-            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-            out->append(buf);
-          } else {
-            const char32_t v = c - 0x10000;
-            std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),
-                          static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
-            out->append(buf);
-          }
+      if (AppendShortEscape(c, out)) continue;
+      if (c >= 0x20 && c < 0x7F) {
+        out->push_back(static_cast<char>(c));
+      } else if (c < 0x10000) {
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        out->append(buf);
+      } else {
+        const char32_t v = c - 0x10000;
+        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),
+                      static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
+        out->append(buf);
       }
     }
   }

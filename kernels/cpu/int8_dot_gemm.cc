@@ -1,0 +1,185 @@
+// Int8-activation GEMM: packing, activation rounding, dispatch and the portable kernel (the
+// reference for the AVX-512 VNNI one).
+#include "kernels/cpu/int8_dot_gemm.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/quantized_weight.h"
+
+namespace ls::cpu {
+namespace {
+
+constexpr int64_t P = kPanelRows;
+
+size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
+
+Tensor PackedView(const Tensor& w, void* dst) {
+  Tensor out = w;
+  out.layout = Layout::kPanelsInt8Dot;
+  out.data = dst;
+  out.quant.block_rows = 1;
+  out.quant.zero = nullptr;
+  out.quant.scale_dtype = w.dtype == DType::kU4 && w.quant.scale_dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
+  out.quant.scale = static_cast<unsigned char*>(dst) + Aligned(out.bytes());
+  return out;
+}
+
+// Byte offset of row j's code k within a packed panel (and, for 4-bit codes, whether it is the high
+// nibble).
+int64_t CodeOffset(DType t, int64_t panel, int64_t kq, int64_t j, int64_t k, bool* high) {
+  const int64_t q = k / 4, i = k % 4;
+  if (t == DType::kI8) return (panel * kq + q) * 128 + (j / 16) * 64 + (j % 16) * 4 + i;
+  *high = j >= 16;
+  return (panel * kq + q) * 64 + (j % 16) * 4 + i;
+}
+
+}  // namespace
+
+bool UsesInt8Dot(const Tensor& w) {
+  if (!w.quantized() || !w.quant.int8_activations || w.layout != Layout::kRowMajor || w.quant.zero) return false;
+  if (w.dtype == DType::kI8) return w.scale_cols() == 1 && w.quant.scale_dtype == DType::kF32;
+  return w.dtype == DType::kU4 && w.quant.block_rows == 1 && w.quant.block_cols % 4 == 0 &&
+         (w.quant.scale_dtype == DType::kF32 || w.quant.scale_dtype == DType::kBF16);
+}
+
+size_t Int8DotPackedBytes(const Tensor& w) {
+  const Tensor v = PackedView(w, nullptr);
+  return Aligned(v.bytes()) + v.scale_bytes();
+}
+
+Tensor PackInt8DotWeight(const Tensor& w, void* dst) {
+  assert(UsesInt8Dot(w));
+  Tensor out = PackedView(w, dst);
+  std::memset(dst, 0, Int8DotPackedBytes(w));
+  const int64_t K = w.cols, kq = out.stored_cols() / 4, G = out.scale_cols(), panels = out.stored_rows() / P;
+  auto* codes = static_cast<uint8_t*>(dst);
+  auto* scales = static_cast<uint8_t*>(const_cast<void*>(out.quant.scale));
+  auto* sums = reinterpret_cast<int32_t*>(scales + DTypeBytes(out.quant.scale_dtype, out.stored_rows() * G));
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
+      const int64_t row = p * P + j;
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        bool high = false;
+        const int64_t at = CodeOffset(w.dtype, p, kq, j, k, &high);
+        if (w.dtype == DType::kI8) {
+          codes[at] = static_cast<const uint8_t*>(w.data)[row * K + k];
+          sum += static_cast<int8_t>(codes[at]);
+        } else {
+          codes[at] |= high ? LoadNibble(w.data, row * K + k) << 4 : LoadNibble(w.data, row * K + k);
+        }
+      }
+      if (w.dtype == DType::kI8) sums[row] = sum;
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t at = (p * G + g) * P + j;
+        if (out.quant.scale_dtype == DType::kF32) {
+          const float s = BlockScale(w, row, g);
+          std::memcpy(scales + 4 * at, &s, 4);
+        } else {
+          std::memcpy(scales + 2 * at, static_cast<const uint8_t*>(w.quant.scale) + 2 * (row * G + g), 2);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+namespace internal {
+
+Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t group, Int8RowsStorage* st) {
+  Int8Rows r;
+  r.rows = M;
+  r.kp = (K + 3) / 4 * 4;
+  r.group = group;
+  r.groups = group > 0 ? (K + group - 1) / group : 0;
+  st->q.assign(static_cast<size_t>(M * r.kp), 0);
+  st->u.assign(static_cast<size_t>(M * r.kp), 128);
+  st->scale.resize(static_cast<size_t>(M));
+  st->sums.assign(static_cast<size_t>(M * r.groups), 0);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xr = x + m * ldx;
+    float amax = 0.f;
+    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+    const float inv = amax > 0.f ? 127.f / amax : 0.f;
+    st->scale[m] = amax / 127.f;
+    int8_t* q = st->q.data() + m * r.kp;
+    uint8_t* u = st->u.data() + m * r.kp;
+    for (int64_t k = 0; k < K; ++k) {
+      // Round to nearest even: |x · inv| <= 127 (plus rounding), far below 2^22, where adding and
+      // subtracting 1.5 · 2^23 leaves the nearest integer (nearbyint's result, without its call).
+      const float v = std::min(127.f, std::max(-127.f, (xr[k] * inv + 12582912.f) - 12582912.f));
+      q[k] = static_cast<int8_t>(v);
+      u[k] = static_cast<uint8_t>(q[k] + 128);
+    }
+    if (group > 0)
+      for (int64_t k = 0; k < K; ++k) st->sums[m * r.groups + k / group] += q[k];
+  }
+  r.q = st->q.data();
+  r.u = st->u.data();
+  r.scale = st->scale.data();
+  r.sums = st->sums.data();
+  return r;
+}
+
+void Int8DotRangeScalar(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
+                        bool accumulate) {
+  assert(w.layout == Layout::kPanelsInt8Dot && n_begin % P == 0);
+  const int64_t K = w.cols, kq = w.stored_cols() / 4, G = w.scale_cols(), group = w.quant.block_cols;
+  const auto* codes = static_cast<const uint8_t*>(w.data);
+  const auto* scales = static_cast<const uint8_t*>(w.quant.scale);
+  const auto* sums = reinterpret_cast<const int32_t*>(scales + DTypeBytes(w.quant.scale_dtype, w.stored_rows() * G));
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    const int64_t p = n / P, j = n % P;
+    auto scale = [&](int64_t g) { return LoadAsF32(scales, w.quant.scale_dtype, (p * G + g) * P + j); };
+    for (int64_t m = 0; m < x.rows; ++m) {
+      float v;
+      if (w.dtype == DType::kI8) {
+        int32_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          bool high = false;
+          acc += static_cast<int32_t>(x.u[m * x.kp + k]) *
+                 static_cast<int8_t>(codes[CodeOffset(w.dtype, p, kq, j, k, &high)]);
+        }
+        v = static_cast<float>(acc - 128 * sums[n]) * x.scale[m] * scale(0);
+      } else {
+        float out = 0.f;
+        for (int64_t g = 0; g < G; ++g) {
+          int32_t acc = 0;
+          for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k) {
+            bool high = false;
+            const uint8_t b = codes[CodeOffset(w.dtype, p, kq, j, k, &high)];
+            acc += static_cast<int32_t>(high ? b >> 4 : b & 15) * x.q[m * x.kp + k];
+          }
+          out = std::fma(static_cast<float>(acc - 8 * x.sums[m * x.groups + g]), scale(g), out);
+        }
+        v = out * x.scale[m];
+      }
+      float& o = y[m * ldy + (n - n_begin)];
+      o = accumulate ? o + v : v;
+    }
+  }
+}
+
+}  // namespace internal
+
+Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, Int8RowsStorage* storage) {
+  return internal::QuantizeRows(x, ldx, M, w.cols, internal::RowGroup(w), storage);
+}
+
+void Int8DotGemmRange(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
+                      bool accumulate) {
+  if (!internal::Int8DotRangeAvx512(x, w, n_begin, n_end, y, ldy, accumulate))
+    internal::Int8DotRangeScalar(x, w, n_begin, n_end, y, ldy, accumulate);
+}
+
+void Int8DotGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end, float* y,
+                      int64_t ldy, bool accumulate) {
+  thread_local Int8RowsStorage storage;
+  Int8DotGemmRange(QuantizeRows(x, ldx, M, w, &storage), w, n_begin, n_end, y, ldy, accumulate);
+}
+
+}  // namespace ls::cpu
