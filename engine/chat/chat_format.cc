@@ -6,6 +6,8 @@
 #include "engine/chat/jinja_chat_format.h"
 #include "engine/chat/think_tag_parser.h"
 #include "engine/chat/tool_call_format.h"
+#include "engine/chat/xtml_chat.h"
+#include "engine/chat/xtml_chat_format.h"
 
 namespace ls::chat {
 
@@ -24,10 +26,20 @@ absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOption
   if (!tmpl.ok()) return tmpl.status();
   const bool has_template = tmpl->origin() != tok::ChatTemplate::ChatML().origin();
 
-  // Kimi K3's XTML chat renders straight to ids and brings its own parser (engine/chat/xtml_chat):
-  // it is chosen here, before the template, when UsesXtmlChat(options, has_template). Until it is
-  // in the tree, such a model is served as before, with ChatML and the parsers below.
-  (void)has_template;
+  // Kimi K3's XTML chat renders straight to ids and brings its own parsers.
+  const std::string& parser = options.tool_call_parser;
+  if (parser == "xtml" || (parser == "auto" && UsesXtmlChat(options, has_template))) {
+    if (!options.chat_template_file.empty())
+      return absl::InvalidArgumentError(
+          "--tool_call_parser xtml: Kimi K3's XTML chat renders its own prompt, so --chat_template cannot go with it");
+    if (options.reasoning_parser != "auto")
+      return absl::InvalidArgumentError(absl::StrCat("--reasoning_parser ", options.reasoning_parser,
+                                                     ": Kimi K3's XTML chat reads its reasoning from its think "
+                                                     "channel; leave the flag at auto"));
+    auto xtml = XtmlChat::ForTokenizer(*options.tokenizer);
+    if (!xtml.ok()) return xtml.status();
+    return std::make_unique<XtmlChatFormat>(*xtml);
+  }
 
   const ToolCallFormat* tools = nullptr;
   std::string tool_name = options.tool_call_parser;
@@ -37,7 +49,7 @@ absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOption
     if (!tools)
       return absl::InvalidArgumentError(absl::StrCat("--tool_call_parser: unknown parser '", tool_name,
                                                      "' (known: auto, none, ",
-                                                     absl::StrJoin(ToolCallFormatNames(), ", "), ")"));
+                                                     absl::StrJoin(ToolCallFormatNames(), ", "), ", xtml)"));
   }
   bool think = false;
   const std::string& reasoning = options.reasoning_parser;

@@ -17,6 +17,7 @@ std::unique_ptr<ChatOutputParser> ToolCallFormat::NewParser(ToolParserOptions op
 }
 
 const ToolCallFormat* FindToolCallFormat(std::string_view name) {
+  if (name == "qwen") name = "hermes";  // Qwen2/3 write Hermes' format; vLLM's users know both names
   for (const ToolCallFormat* f : {&HermesToolCallFormat(), &DeepSeekV3ToolCallFormat(), &KimiK2ToolCallFormat()})
     if (f->name == name) return f;
   return nullptr;

@@ -26,7 +26,7 @@ struct ToolCallFormat {
   std::unique_ptr<ChatOutputParser> NewParser(ToolParserOptions options) const;
 };
 
-// "hermes", "deepseek_v3" or "kimi_k2"; nullptr for another name.
+// "hermes" (also "qwen"), "deepseek_v3" or "kimi_k2"; nullptr for another name.
 const ToolCallFormat* FindToolCallFormat(std::string_view name);
 std::vector<std::string> ToolCallFormatNames();
 // The format a model family writes (ModelConfig family and model_type); empty when none of ours.
