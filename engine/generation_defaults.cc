@@ -49,8 +49,8 @@ absl::StatusOr<GenerationDefaults> GenerationDefaults::FromFile(const std::strin
     if (!it->is_number()) return Bad(path, key, "must be a number");
     *out = it->get<float>();
   }
-  for (auto [key, out] : {std::pair<const char*, std::optional<int32_t>*>{"top_k", &d.top_k},
-                          {"max_new_tokens", &d.max_tokens}}) {
+  for (auto [key, out] :
+       {std::pair<const char*, std::optional<int32_t>*>{"top_k", &d.top_k}, {"max_new_tokens", &d.max_tokens}}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_number_integer()) return Bad(path, key, "must be an integer");
@@ -67,7 +67,8 @@ absl::StatusOr<GenerationDefaults> GenerationDefaults::FromFile(const std::strin
   SamplingParams p;
   ApplyGenerationDefaults(d, {}, {}, &p);
   if (d.max_tokens && *d.max_tokens < 1) return Bad(path, "max_new_tokens", "must be at least 1");
-  if (auto st = p.Validate(INT32_MAX); !st.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", st.message()));
+  if (auto st = p.Validate(INT32_MAX); !st.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", st.message()));
   return d;
 }
 

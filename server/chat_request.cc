@@ -29,8 +29,7 @@ bool ReadContent(const ojson& c, const std::string& where, bool as_parts, ojson*
     *out = c;
     return true;
   }
-  if (!c.is_array())
-    return Fail(err, absl::StrCat("'", where, "' must be a string or a list of content parts"), where);
+  if (!c.is_array()) return Fail(err, absl::StrCat("'", where, "' must be a string or a list of content parts"), where);
   std::vector<std::string> texts;
   for (size_t j = 0; j < c.size(); ++j) {
     const ojson& part = c[j];
@@ -124,7 +123,8 @@ bool ReadMessages(const ojson* m, bool as_parts, ojson* out, ApiError* err) {
     for (const char* key : {"name", "tool_call_id", "reasoning_content", "reasoning", "thinking"}) {
       auto v = e.find(key);
       if (v == e.end() || v->is_null()) continue;
-      if (!v->is_string()) return Fail(err, absl::StrCat("'", where, ".", key, "' must be a string"), where + "." + key);
+      if (!v->is_string())
+        return Fail(err, absl::StrCat("'", where, ".", key, "' must be a string"), where + "." + key);
       msg[key] = *v;
     }
     if (auto calls = e.find("tool_calls"); calls != e.end() && !calls->is_null()) {
@@ -203,7 +203,7 @@ bool ReadChatRequest(const ChatFields& f, const ApiContext& ctx, ChatRequest* ou
   const bool have_tools = !in.tools.is_null();
   chat::ToolChoice& choice = out->render.tool_choice;
   if (!ReadToolChoice(f.tool_choice, have_tools, names, &choice, err)) return false;
-  if (have_tools && choice.mode != chat::ToolChoice::Mode::kNone && !format->parses_tool_calls())
+  if (have_tools && choice.mode != chat::ToolChoice::Mode::kNone && !format->parses_tool_calls() && !f.prompt_only)
     return Fail(err,
                 "'tools': this model's tool calls cannot be read, as it has no tool-call parser; start the server with "
                 "--tool_call_parser (hermes, deepseek_v3 or kimi_k2), or send \"tool_choice\": \"none\"",

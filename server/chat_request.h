@@ -30,13 +30,15 @@ struct ChatFields {
   bool include_reasoning = true;
   bool parallel_tool_calls = true;
   bool add_special_tokens = false;
+  // Only the prompt is wanted (/tokenize): tools may be sent though no parser reads calls.
+  bool prompt_only = false;
 };
 
 struct ChatRequest {
   tok::ChatRequestInputs inputs;
   chat::RenderOptions render;
-  bool include_reasoning = true;     // reasoning_content is returned (vLLM's include_reasoning)
-  bool parallel_tool_calls = true;   // false: only the first call is returned
+  bool include_reasoning = true;    // reasoning_content is returned (vLLM's include_reasoning)
+  bool parallel_tool_calls = true;  // false: only the first call is returned
 };
 
 // A rendered chat request: what its choices' parsers are made from.

@@ -88,7 +88,6 @@ Status RenderGrpcChat(const pb::Chat& chat, const ApiContext& ctx, std::optional
   } else if (!chat.tool_choice().empty()) {
     tool_choice = chat.tool_choice();
   }
-  if (for_tokenize) tool_choice = "none";
   ChatFields f;
   f.messages = &messages;
   f.tools = &tools;
@@ -100,6 +99,7 @@ Status RenderGrpcChat(const pb::Chat& chat, const ApiContext& ctx, std::optional
   f.include_reasoning = !chat.has_include_reasoning() || chat.include_reasoning();
   f.parallel_tool_calls = !chat.has_parallel_tool_calls() || chat.parallel_tool_calls();
   f.add_special_tokens = add_special_tokens.value_or(false);
+  f.prompt_only = for_tokenize;
   ChatRequest request;
   ApiError err;
   if (!ReadChatRequest(f, ctx, &request, &err)) return Invalid(absl::StrCat("chat: ", err.message));

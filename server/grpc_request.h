@@ -21,8 +21,8 @@ namespace ls::server {
 // engine on submission. A chat prompt's session (for its reply's parser) goes to *chat when given.
 grpc::Status GrpcToEngineRequest(const latentserve::v1::GenerateRequest& req, const ApiContext& ctx, ls::Request* out,
                                  std::shared_ptr<const ChatSession>* chat = nullptr);
-// Reads and renders a chat; `for_tokenize`: only the prompt is wanted (tools render whatever the
-// model's parser).
+// Reads and renders a chat; `for_tokenize`: only the prompt is wanted (tools render even when no
+// parser reads calls).
 grpc::Status RenderGrpcChat(const latentserve::v1::Chat& chat, const ApiContext& ctx,
                             std::optional<bool> add_special_tokens, bool for_tokenize,
                             std::shared_ptr<const ChatSession>* session);

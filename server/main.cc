@@ -303,12 +303,13 @@ int main(int argc, char** argv) {
                                 {"warmup_tokens", (*engine)->warmup_tokens()},
                                 {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
                                 {"auth", ctx.keys().enabled()}};
-  const std::string ready_fields = ready.dump();
-  ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
+  // Logged before "ready", which tells a watcher the start-up log is complete.
   if (chat) ctx.Log(LogLevel::kInfo, "chat_format", chat->Describe());
   ctx.Log(LogLevel::kInfo, "generation_config",
           absl::StrCat("\"source\":", nlohmann::json(generation_config).dump(), ",\"defaults\":{",
                        generation_defaults.Describe(), "}"));
+  const std::string ready_fields = ready.dump();
+  ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
   if (absl::GetFlag(FLAGS_enable_prefix_caching) && !(*engine)->prefix_caching())
     ctx.Log(LogLevel::kInfo, "prefix_caching_disabled",
             "\"reason\":\"the model has recurrent (linear-attention) layers: a cached prefix's KV blocks come "

@@ -13,7 +13,9 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 TokenizeReply Error(ApiError e) { return {e.http_status, ErrorBody(e)}; }
-TokenizeReply Bad(std::string message, std::string param) { return Error(ApiError{400, std::move(message), std::move(param)}); }
+TokenizeReply Bad(std::string message, std::string param) {
+  return Error(ApiError{400, std::move(message), std::move(param)});
+}
 
 // The body as a JSON object whose fields are all among `known`; else the error.
 std::optional<TokenizeReply> ReadBody(const std::string& body, const char* path,
@@ -62,7 +64,8 @@ TokenizeReply Tokenize(const std::string& body, const ApiContext& ctx) {
     return *e;
   ApiError err;
   std::optional<bool> add_special, add_generation, cont, token_strs;
-  if (!ReadBool(j, "add_special_tokens", &add_special, &err) || !ReadBool(j, "add_generation_prompt", &add_generation, &err) ||
+  if (!ReadBool(j, "add_special_tokens", &add_special, &err) ||
+      !ReadBool(j, "add_generation_prompt", &add_generation, &err) ||
       !ReadBool(j, "continue_final_message", &cont, &err) || !ReadBool(j, "return_token_strs", &token_strs, &err))
     return Error(err);
   const auto prompt = j.find("prompt");
@@ -72,20 +75,19 @@ TokenizeReply Tokenize(const std::string& body, const ApiContext& ctx) {
   if (has_prompt == has_messages) return Bad("send either 'prompt' or 'messages'", has_prompt ? "messages" : "prompt");
   std::vector<int32_t> ids;
   if (has_prompt) {
-    for (const char* chat_only : {"add_generation_prompt", "continue_final_message", "tools", "chat_template_kwargs",
-                                  "documents"})
+    for (const char* chat_only :
+         {"add_generation_prompt", "continue_final_message", "tools", "chat_template_kwargs", "documents"})
       if (j.contains(chat_only) && !j[chat_only].is_null())
         return Bad(absl::StrCat("'", chat_only, "' goes with 'messages', not 'prompt'"), chat_only);
     if (!prompt->is_string()) return Bad("'prompt' must be a string", "prompt");
-    auto enc = ctx.tokenizer()->Encode(prompt->get<std::string>(),
-                                       tok::EncodeOptions{add_special.value_or(true), tok::SpecialText::kLayoutDefault});
+    auto enc = ctx.tokenizer()->Encode(
+        prompt->get<std::string>(), tok::EncodeOptions{add_special.value_or(true), tok::SpecialText::kLayoutDefault});
     if (!enc.ok()) return Bad(absl::StrCat("'prompt': ", enc.status().message()), "prompt");
     ids = std::move(*enc);
   } else {
-    static const ojson kNoCalls = "none";  // only the prompt is wanted: tools render whatever the parser
-    ChatFields f;
+    ChatFields f;  // rendered as /v1/chat/completions renders it with tool_choice left unset
     f.messages = &*messages;
-    f.tool_choice = &kNoCalls;
+    f.prompt_only = true;
     if (auto t = j.find("tools"); t != j.end()) f.tools = &*t;
     if (auto k = j.find("chat_template_kwargs"); k != j.end()) f.chat_template_kwargs = &*k;
     if (auto d = j.find("documents"); d != j.end()) f.documents = &*d;
@@ -98,8 +100,8 @@ TokenizeReply Tokenize(const std::string& body, const ApiContext& ctx) {
     if (!session) return Error(err);
     ids = session->prompt.ids;
   }
-  json out = {{"count", ids.size()}, {"max_model_len", ctx.engine().max_model_len()}, {"tokens", ids},
-              {"token_strs", nullptr}};
+  json out = {
+      {"count", ids.size()}, {"max_model_len", ctx.engine().max_model_len()}, {"tokens", ids}, {"token_strs", nullptr}};
   if (token_strs.value_or(false)) {
     json strs = json::array();
     for (int32_t id : ids) {
