@@ -191,6 +191,19 @@ Engine::~Engine() {
   if (loop_.joinable()) loop_.join();  // not started when the warm-up failed
 }
 
+absl::Status Engine::CheckContextLength(int64_t prompt_tokens, int64_t max_tokens) const {
+  if (max_tokens <= 0 && prompt_tokens >= max_model_len_)
+    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", prompt_tokens,
+                                                   " tokens long, which leaves no room to generate within this "
+                                                   "model's context length of ",
+                                                   max_model_len_, " tokens"));
+  if (max_tokens > 0 && prompt_tokens + max_tokens > max_model_len_)
+    return absl::InvalidArgumentError(absl::StrCat("prompt (", prompt_tokens, " tokens) + max_tokens (", max_tokens,
+                                                   ") exceeds this model's context length of ", max_model_len_,
+                                                   " tokens"));
+  return absl::OkStatus();
+}
+
 absl::Status Engine::Validate(const Request& r) const {
   const int64_t V = model_->config().vocab_size;
   if (r.prompt_ids.empty()) return absl::InvalidArgumentError("prompt must not be empty");
@@ -198,11 +211,8 @@ absl::Status Engine::Validate(const Request& r) const {
     if (id < 0 || id >= V)
       return absl::InvalidArgumentError(absl::StrCat("prompt token id ", id, " is outside the vocabulary [0, ", V, ")"));
   if (auto s = r.params.Validate(V, config_.max_logprobs); !s.ok()) return s;
+  if (auto s = CheckContextLength(static_cast<int64_t>(r.prompt_ids.size()), r.params.max_tokens); !s.ok()) return s;
   const int64_t total = static_cast<int64_t>(r.prompt_ids.size()) + r.params.max_tokens;
-  if (total > max_model_len_)
-    return absl::InvalidArgumentError(absl::StrCat("prompt (", r.prompt_ids.size(), " tokens) + max_tokens (",
-                                                   r.params.max_tokens, ") exceeds the context length of ",
-                                                   max_model_len_, " tokens"));
   if ((total + config_.block_size - 1) / config_.block_size > blocks_.pool_blocks())
     return absl::InvalidArgumentError(absl::StrCat(
         "prompt + max_tokens (", total, " tokens) does not fit the KV cache (",

@@ -101,6 +101,9 @@ class Engine {
   const ModelConfig& model_config() const { return model_->config(); }
   const tok::Tokenizer* tokenizer() const { return tokenizer_; }
   int32_t max_model_len() const { return max_model_len_; }
+  // The context-length check, worded once for every front end: InvalidArgument unless a prompt of
+  // `prompt_tokens` leaves room in max_model_len() for `max_tokens` new tokens (0: for at least one).
+  absl::Status CheckContextLength(int64_t prompt_tokens, int64_t max_tokens) const;
   // KV blocks of all ranks together (each rank's cache holds num_kv_blocks() / num_ranks()).
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
   // Recurrent-state slots (one per running sequence; 0 for models without recurrent layers).

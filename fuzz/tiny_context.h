@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "engine/chat/jinja_chat_format.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
@@ -34,8 +35,10 @@ inline TinyContext& Tiny() {
     auto e = Engine::Create(c->model.get(), c->tokenizer.get(), cfg);
     if (!e.ok()) std::abort();
     c->engine = std::move(*e);
-    c->api = std::make_unique<server::ApiContext>(c->engine.get(), c->tokenizer.get(), tok::ChatTemplate::ChatML(),
-                                                  "tiny", "cpu", server::ApiKeys(), server::LogLevel::kError);
+    auto chat = std::make_shared<chat::JinjaChatFormat>(tok::ChatTemplate::ChatML(), c->tokenizer.get(),
+                                                        &chat::HermesToolCallFormat(), /*think=*/true);
+    c->api = std::make_unique<server::ApiContext>(c->engine.get(), c->tokenizer.get(), std::move(chat), "tiny", "cpu",
+                                                  server::ApiKeys(), server::LogLevel::kError);
     return c;
   }();
   return *ctx;

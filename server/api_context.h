@@ -1,16 +1,18 @@
-// ApiContext: what both front ends share — the engine, tokenizer and chat template, the served
-// model name, API keys, request-id generation, per-status request and HTTP connection counters for
-// /metrics, and the structured request log. Thread-safe.
+// ApiContext: what both front ends share — the engine, tokenizer and chat format, the model's
+// generation defaults, the served model name, API keys, request-id generation, per-status request
+// and HTTP connection counters for /metrics, and the structured request log. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "engine/chat/chat_format.h"
 #include "engine/engine.h"
-#include "engine/tokenizer/chat_template.h"
+#include "engine/generation_defaults.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api_keys.h"
 
@@ -36,14 +38,19 @@ struct HttpConnectionCounters {
 
 class ApiContext {
  public:
-  ApiContext(Engine* engine, const tok::Tokenizer* tokenizer, tok::ChatTemplate chat, std::string model_name,
-             std::string backend, ApiKeys keys, LogLevel level)
+  // `chat` may be null (a model without a tokenizer has no chat).
+  ApiContext(Engine* engine, const tok::Tokenizer* tokenizer, std::shared_ptr<const chat::ChatFormat> chat,
+             std::string model_name, std::string backend, ApiKeys keys, LogLevel level,
+             GenerationDefaults generation_defaults = {})
       : engine_(engine), tokenizer_(tokenizer), chat_(std::move(chat)), model_name_(std::move(model_name)),
-        backend_(std::move(backend)), keys_(std::move(keys)), level_(level) {}
+        backend_(std::move(backend)), keys_(std::move(keys)), level_(level),
+        generation_defaults_(std::move(generation_defaults)) {}
 
   Engine& engine() const { return *engine_; }
   const tok::Tokenizer* tokenizer() const { return tokenizer_; }
-  const tok::ChatTemplate& chat_template() const { return chat_; }
+  const chat::ChatFormat* chat() const { return chat_.get(); }
+  // generation_config.json's defaults for fields a request leaves unset (empty with --generation_config none).
+  const GenerationDefaults& generation_defaults() const { return generation_defaults_; }
   const std::string& model_name() const { return model_name_; }
   const std::string& backend() const { return backend_; }
   const ApiKeys& keys() const { return keys_; }
@@ -62,11 +69,12 @@ class ApiContext {
  private:
   Engine* engine_;
   const tok::Tokenizer* tokenizer_;
-  tok::ChatTemplate chat_;
+  std::shared_ptr<const chat::ChatFormat> chat_;
   std::string model_name_;
   std::string backend_;
   ApiKeys keys_;
   LogLevel level_;
+  GenerationDefaults generation_defaults_;
   mutable std::atomic<uint64_t> next_id_{1};
   mutable HttpConnectionCounters http_connections_;
   mutable std::mutex mu_;

@@ -9,10 +9,11 @@ namespace {
 namespace pb = latentserve::v1;
 using grpc::Status;
 using grpc::StatusCode;
+using ojson = nlohmann::ordered_json;
 
 Status Invalid(const std::string& msg) { return Status(StatusCode::INVALID_ARGUMENT, msg); }
 
-SamplingParams ToParams(const pb::SamplingParams& s) {
+SamplingParams ToParams(const pb::SamplingParams& s, SampledFields* given) {
   SamplingParams p;
   if (s.has_temperature()) p.temperature = s.temperature();
   if (s.has_top_k()) p.top_k = s.top_k();
@@ -29,46 +30,105 @@ SamplingParams ToParams(const pb::SamplingParams& s) {
   p.ignore_eos = s.ignore_eos();
   if (s.has_logprobs()) p.logprobs = s.logprobs();
   if (s.has_skip_special_tokens()) p.skip_special_tokens = s.skip_special_tokens();
+  for (const auto& [id, bias] : s.logit_bias()) p.logit_bias.emplace_back(id, bias);
+  given->temperature = s.has_temperature();
+  given->top_p = s.has_top_p();
+  given->top_k = s.has_top_k();
+  given->min_p = s.has_min_p();
+  given->repetition_penalty = s.has_repetition_penalty();
   return p;
+}
+
+// A JSON text field: null when empty.
+Status ParseJsonField(const std::string& text, const char* field, ojson* out) {
+  if (text.empty()) return Status::OK;
+  *out = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded()) return Invalid(absl::StrCat("chat.", field, " is not valid JSON"));
+  return Status::OK;
+}
+
+// The chat's messages as OpenAI's JSON.
+ojson MessagesJson(const pb::Chat& chat) {
+  ojson messages = ojson::array();
+  for (const pb::ChatMessage& m : chat.messages()) {
+    ojson j = {{"role", m.role()}};
+    if (m.role() == "assistant" && m.content().empty() && m.tool_calls_size() > 0) {
+      j["content"] = nullptr;
+    } else {
+      j["content"] = m.content();
+    }
+    if (!m.name().empty()) j["name"] = m.name();
+    if (!m.tool_call_id().empty()) j["tool_call_id"] = m.tool_call_id();
+    if (!m.reasoning_content().empty()) j["reasoning_content"] = m.reasoning_content();
+    if (m.tool_calls_size() > 0) {
+      ojson calls = ojson::array();
+      for (const pb::ToolCall& c : m.tool_calls())
+        calls.push_back({{"id", c.id()}, {"type", "function"},
+                         {"function", {{"name", c.name()}, {"arguments", c.arguments()}}}});
+      j["tool_calls"] = std::move(calls);
+    }
+    messages.push_back(std::move(j));
+  }
+  return messages;
 }
 
 }  // namespace
 
-Status RenderGrpcChat(const pb::Chat& chat, const ApiContext& ctx, std::string* text) {
-  if (chat.messages().empty()) return Invalid("chat.messages must not be empty");
-  std::vector<tok::ChatMessage> msgs;
-  for (int i = 0; i < chat.messages_size(); ++i) {
-    const auto& m = chat.messages(i);
-    if (m.role() != "system" && m.role() != "user" && m.role() != "assistant")
-      return Invalid(absl::StrCat("chat.messages[", i, "].role must be system, user or assistant, got '", m.role(), "'"));
-    msgs.push_back({m.role(), m.content()});
+Status RenderGrpcChat(const pb::Chat& chat, const ApiContext& ctx, std::optional<bool> add_special_tokens,
+                      bool for_tokenize, std::shared_ptr<const ChatSession>* session) {
+  const ojson messages = MessagesJson(chat);
+  ojson tools, kwargs, documents;
+  if (Status s = ParseJsonField(chat.tools_json(), "tools_json", &tools); !s.ok()) return s;
+  if (Status s = ParseJsonField(chat.chat_template_kwargs_json(), "chat_template_kwargs_json", &kwargs); !s.ok())
+    return s;
+  if (Status s = ParseJsonField(chat.documents_json(), "documents_json", &documents); !s.ok()) return s;
+  ojson tool_choice;
+  if (!chat.tool_choice_function().empty()) {
+    tool_choice = {{"type", "function"}, {"function", {{"name", chat.tool_choice_function()}}}};
+  } else if (!chat.tool_choice().empty()) {
+    tool_choice = chat.tool_choice();
   }
-  auto r = ctx.chat_template().Render(msgs, true);
-  if (!r.ok()) return Invalid(std::string(r.status().message()));
-  *text = std::move(*r);
+  ChatFields f;
+  f.messages = &messages;
+  f.tools = &tools;
+  f.tool_choice = &tool_choice;
+  f.chat_template_kwargs = &kwargs;
+  f.documents = &documents;
+  if (chat.has_add_generation_prompt()) f.add_generation_prompt = chat.add_generation_prompt();
+  f.continue_final_message = chat.continue_final_message();
+  f.include_reasoning = !chat.has_include_reasoning() || chat.include_reasoning();
+  f.parallel_tool_calls = !chat.has_parallel_tool_calls() || chat.parallel_tool_calls();
+  f.add_special_tokens = add_special_tokens.value_or(false);
+  f.prompt_only = for_tokenize;
+  ChatRequest request;
+  ApiError err;
+  if (!ReadChatRequest(f, ctx, &request, &err)) return Invalid(absl::StrCat("chat: ", err.message));
+  *session = RenderChat(ctx, std::move(request), &err);
+  if (!*session) return Invalid(absl::StrCat("chat: ", err.message));
   return Status::OK;
 }
 
-static Status Prompt(const pb::GenerateRequest& req, const ApiContext& ctx, std::vector<int32_t>* ids) {
+static Status Prompt(const pb::GenerateRequest& req, const ApiContext& ctx, std::vector<int32_t>* ids,
+                     std::shared_ptr<const ChatSession>* chat) {
   switch (req.prompt_case()) {
     case pb::GenerateRequest::kTokenIds:
       ids->assign(req.token_ids().ids().begin(), req.token_ids().ids().end());
       if (ids->empty()) return Invalid("token_ids must not be empty");
       return Status::OK;
-    case pb::GenerateRequest::kText:
-    case pb::GenerateRequest::kChat: {
+    case pb::GenerateRequest::kText: {
       if (!ctx.tokenizer()) return Invalid("this model has no tokenizer: send token_ids");
-      std::string text = req.text();
-      if (req.prompt_case() == pb::GenerateRequest::kChat) {
-        if (Status s = RenderGrpcChat(req.chat(), ctx, &text); !s.ok()) return s;
-      } else if (text.empty()) {
-        return Invalid("text must not be empty");
-      }
-      auto enc = req.prompt_case() == pb::GenerateRequest::kChat
-                     ? ctx.tokenizer()->Encode(text, tok::EncodeOptions::RenderedChat())
-                     : ctx.tokenizer()->Encode(text);
+      if (req.text().empty()) return Invalid("text must not be empty");
+      auto enc = ctx.tokenizer()->Encode(req.text());
       if (!enc.ok()) return Invalid(absl::StrCat("text: ", enc.status().message()));
       *ids = std::move(*enc);
+      return Status::OK;
+    }
+    case pb::GenerateRequest::kChat: {
+      if (!ctx.tokenizer()) return Invalid("this model has no tokenizer: send token_ids");
+      std::shared_ptr<const ChatSession> session;
+      if (Status s = RenderGrpcChat(req.chat(), ctx, std::nullopt, false, &session); !s.ok()) return s;
+      *ids = session->prompt.ids;
+      if (chat) *chat = std::move(session);
       return Status::OK;
     }
     default:
@@ -76,12 +136,19 @@ static Status Prompt(const pb::GenerateRequest& req, const ApiContext& ctx, std:
   }
 }
 
-
-Status GrpcToEngineRequest(const pb::GenerateRequest& req, const ApiContext& ctx, ls::Request* out) {
+Status GrpcToEngineRequest(const pb::GenerateRequest& req, const ApiContext& ctx, ls::Request* out,
+                           std::shared_ptr<const ChatSession>* chat) {
   out->id = req.request_id().empty() ? ctx.NewRequestId("gen-") : req.request_id();
   out->priority = req.priority();
-  out->params = ToParams(req.sampling());
-  return Prompt(req, ctx, &out->prompt_ids);
+  SampledFields given;
+  out->params = ToParams(req.sampling(), &given);
+  std::shared_ptr<const ChatSession> session;
+  if (Status s = Prompt(req, ctx, &out->prompt_ids, &session); !s.ok()) return s;
+  if (session)
+    for (int32_t id : session->format->stop_token_ids()) out->params.stop_token_ids.push_back(id);
+  ApplyGenerationDefaults(ctx.generation_defaults(), given, ctx.engine().model_config().eos_token_ids, &out->params);
+  if (chat) *chat = std::move(session);
+  return Status::OK;
 }
 
 }  // namespace ls::server

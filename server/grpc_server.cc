@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "latentserve/v1/generation.grpc.pb.h"
 #include "engine/expert_planner.h"
+#include "server/api_error.h"
+#include "server/chat_reply.h"
 #include "server/grpc_request.h"
 #include "server/prometheus.h"
 
@@ -25,16 +27,6 @@ using grpc::Status;
 using grpc::StatusCode;
 
 Status Invalid(const std::string& msg) { return Status(StatusCode::INVALID_ARGUMENT, msg); }
-
-Status FromAbsl(const absl::Status& st) {
-  switch (st.code()) {
-    case absl::StatusCode::kOk: return Status::OK;
-    case absl::StatusCode::kResourceExhausted: return Status(StatusCode::RESOURCE_EXHAUSTED, std::string(st.message()));
-    case absl::StatusCode::kUnavailable: return Status(StatusCode::UNAVAILABLE, std::string(st.message()));
-    case absl::StatusCode::kAlreadyExists: return Status(StatusCode::ALREADY_EXISTS, std::string(st.message()));
-    default: return Status(StatusCode::INVALID_ARGUMENT, std::string(st.message()));
-  }
-}
 
 pb::FinishReason ToProto(FinishReason f) {
   switch (f) {
@@ -56,9 +48,12 @@ class Service final : public pb::GenerationService::Service {
     const auto start = std::chrono::steady_clock::now();
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     ls::Request r;
-    if (Status s = GrpcToEngineRequest(*req, *ctx_, &r); !s.ok()) return Count(s);
+    std::shared_ptr<const ChatSession> chat;
+    if (Status s = GrpcToEngineRequest(*req, *ctx_, &r, &chat); !s.ok()) return Count(s);
+    std::optional<ChatReply> reply;  // a chat's reply, read by the model's output parsers
+    if (chat) reply.emplace(chat, ctx_, r.id);
     OutputQueue q;
-    if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(FromAbsl(st));
+    if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(ToGrpcStatus(st));
     RequestLogEntry log;
     log.id = r.id;
     log.api = "grpc";
@@ -88,8 +83,22 @@ class Service final : public pb::GenerationService::Service {
           t->set_logprob(v);
         }
       }
+      if (reply) {
+        chat::ChatDelta d = reply->Next(o->token_ids, o->text, o->finished());
+        resp.set_reasoning_content(std::move(d.reasoning));
+        resp.set_content(std::move(d.content));
+        for (chat::ToolCallDelta& t : d.tool_calls) {
+          auto* c = resp.add_tool_calls();
+          c->set_index(t.index);
+          c->set_id(std::move(t.id));
+          c->set_name(std::move(t.name));
+          c->set_arguments(std::move(t.arguments));
+        }
+      }
       if (o->finished()) {
-        resp.set_finish_reason(ToProto(o->finish_reason));
+        const bool called = reply && reply->made_calls() &&
+                            (o->finish_reason == FinishReason::kStop || o->finish_reason == FinishReason::kLength);
+        resp.set_finish_reason(called ? pb::FINISH_REASON_TOOL_CALLS : ToProto(o->finish_reason));
         resp.mutable_usage()->set_prompt_tokens(o->prompt_tokens);
         resp.mutable_usage()->set_completion_tokens(o->completion_tokens);
         resp.mutable_usage()->set_cached_prompt_tokens(o->cached_prompt_tokens);
@@ -119,16 +128,23 @@ class Service final : public pb::GenerationService::Service {
   Status Tokenize(ServerContext* sc, const pb::TokenizeRequest* req, pb::TokenizeResponse* resp) override {
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
-    std::string text;
+    const std::optional<bool> add_special =
+        req->has_add_special_tokens() ? std::optional<bool>(req->add_special_tokens()) : std::nullopt;
+    std::vector<int32_t> ids;
     if (req->has_chat()) {
-      if (Status s = RenderGrpcChat(req->chat(), *ctx_, &text); !s.ok()) return Count(s);
+      std::shared_ptr<const ChatSession> session;
+      if (Status s = RenderGrpcChat(req->chat(), *ctx_, add_special, /*for_tokenize=*/true, &session); !s.ok())
+        return Count(s);
+      ids = session->prompt.ids;
     } else {
-      text = req->text();
+      auto enc = ctx_->tokenizer()->Encode(
+          req->text(), tok::EncodeOptions{add_special.value_or(true), tok::SpecialText::kLayoutDefault});
+      if (!enc.ok()) return Count(Invalid(absl::StrCat("text: ", enc.status().message())));
+      ids = std::move(*enc);
     }
-    auto ids = req->has_chat() ? ctx_->tokenizer()->Encode(text, tok::EncodeOptions::RenderedChat())
-                               : ctx_->tokenizer()->Encode(text);
-    if (!ids.ok()) return Count(Invalid(absl::StrCat("text: ", ids.status().message())));
-    for (int32_t id : *ids) resp->add_token_ids(id);
+    for (int32_t id : ids) resp->add_token_ids(id);
+    resp->set_count(static_cast<int32_t>(ids.size()));
+    resp->set_max_model_len(ctx_->engine().max_model_len());
     return Count(Status::OK);
   }
 

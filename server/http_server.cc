@@ -16,9 +16,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/api_error.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
+#include "server/choice_stream.h"
 #include "server/prometheus.h"
+#include "server/tokenize_api.h"
 
 namespace ls::server {
 namespace {
@@ -92,19 +95,6 @@ http::response<http::string_body> ErrorResponse(const Request& req, const ApiErr
   return res;
 }
 
-ApiError FromStatus(const absl::Status& st, const std::string& param = "") {
-  switch (st.code()) {
-    case absl::StatusCode::kResourceExhausted:
-      return {429, std::string(st.message()), param, "rate_limit_error"};
-    case absl::StatusCode::kUnavailable:
-      return {503, std::string(st.message()), param, "service_unavailable"};
-    case absl::StatusCode::kAlreadyExists:
-      return {409, std::string(st.message()), param};
-    default:
-      return {400, std::string(st.message()), param};
-  }
-}
-
 // The dashboard's routes (server/dashboard_routes.h) see the request through a WebCall.
 WebCall WebCallOf(const Request& req, const std::string& target, bool tls) {
   const size_t q = target.find('?');
@@ -146,6 +136,63 @@ class InFlight {
 
  private:
   std::atomic<int>* n_;
+};
+
+// Usage, latencies and failures of a generation request, from its choices' final outputs.
+class Tally {
+ public:
+  Tally(const ParsedRequest& r, const std::string& id) : r_(r) {
+    for (const auto& p : r.prompts) usage.prompt_tokens += static_cast<int32_t>(p.size());
+    log.id = id;
+    log.api = "http";
+    log.endpoint = r.endpoint == Endpoint::kChat ? "chat" : "completions";
+    log.prompt_tokens = usage.prompt_tokens;
+  }
+  // A failure is an engine error (500) or the server's own cancellation, as it shuts down, which
+  // carries its reason (503); a client's cancellation carries none and is no failure.
+  static std::optional<ApiError> FailureOf(const RequestOutput& o) {
+    if (o.finish_reason == FinishReason::kError) return Err(500, o.error, "", "server_error");
+    if (o.finish_reason == FinishReason::kCancelled && !o.error.empty())
+      return Err(503, o.error, "", "service_unavailable");
+    return std::nullopt;
+  }
+  // Choice `i` finished with output `o`.
+  void Finished(int32_t i, const RequestOutput& o) {
+    ++finished_;
+    if (r_.generate) usage.completion_tokens += o.completion_tokens;
+    if (i % r_.n == 0) usage.cached_tokens += o.cached_prompt_tokens;
+    log.queue_s = std::max(log.queue_s, o.queue_seconds);
+    log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
+    log.output_tokens = usage.completion_tokens;
+    if (auto f = FailureOf(o)) failure = std::move(f);
+  }
+  bool all_finished() const { return finished_ == r_.num_choices(); }
+
+  Usage usage;
+  RequestLogEntry log;
+  std::optional<ApiError> failure;
+
+ private:
+  const ParsedRequest& r_;
+  int32_t finished_ = 0;
+};
+
+// A generation request in flight: what was asked, its engine requests and where their outputs arrive.
+struct Generation {
+  Generation(ParsedRequest parsed, std::string request_id, net::any_io_executor ex)
+      : r(std::move(parsed)),
+        id(std::move(request_id)),
+        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                    .count()),
+        channel(std::make_shared<Channel>(ex)),
+        tally(r, id) {}
+  ParsedRequest r;
+  const std::string id;
+  const int64_t created;
+  std::shared_ptr<Channel> channel;
+  std::shared_ptr<std::vector<std::string>> ids = std::make_shared<std::vector<std::string>>();  // engine ids
+  std::shared_ptr<bool> done = std::make_shared<bool>(false);  // every output is in: stop watching the socket
+  Tally tally;
 };
 
 // Per-connection state and handlers.
@@ -246,8 +293,9 @@ class Session {
     const std::string target(req.target());
     if (DashboardRoutes::Serves(path)) return WebResponse(req, dashboard_->Handle(WebCallOf(req, target, kTls)));
     const bool get = req.method() == http::verb::get;
+    const bool tokenizer = path == "/tokenize" || path == "/detokenize";
     const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
-                       path == "/v1/completions" || path == "/v1/chat/completions";
+                       path == "/v1/completions" || path == "/v1/chat/completions" || tokenizer;
     if (path == "/health" || path == "/ready") {
       if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
       if (path == "/health") return JsonResponse(req, http::status::ok, {{"status", "ok"}});
@@ -260,8 +308,12 @@ class Session {
     const bool authorized = path == "/metrics" ? dashboard_->MayView(WebCallOf(req, target, kTls))
                                                : ctx_->keys().Authorize(std::string(req[http::field::authorization]));
     if (!authorized) return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
-    if (path == "/v1/completions" || path == "/v1/chat/completions")
+    if (path == "/v1/completions" || path == "/v1/chat/completions" || (tokenizer && get))
       return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", path)));
+    if (tokenizer && req.method() == http::verb::post) {
+      TokenizeReply reply = path == "/tokenize" ? Tokenize(req.body(), *ctx_) : Detokenize(req.body(), *ctx_);
+      return JsonResponse(req, static_cast<http::status>(reply.http_status), reply.body);
+    }
     if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
     if (path == "/metrics") {
       http::response<http::string_body> res{http::status::ok, req.version()};
@@ -300,6 +352,7 @@ class Session {
     }
   }
 
+  // A generation request: parse and submit, then stream or collect its choices, then log it.
   awaitable<bool> Generate(Request& req, Endpoint endpoint) {
     const InFlight in_flight(generating_);
     const auto start = Clock::now();
@@ -309,149 +362,155 @@ class Session {
       http::response<http::string_body> res = ErrorResponse(req, err);
       co_return co_await Write(std::move(res));
     }
-    const ParsedRequest& r = *parsed;
-    const std::string id = ctx_->NewRequestId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
-    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count();
-    auto channel = std::make_shared<Channel>(co_await net::this_coro::executor);
-    auto ids = std::make_shared<std::vector<std::string>>();
+    Generation g(std::move(*parsed), ctx_->NewRequestId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
+                 co_await net::this_coro::executor);
+    if (std::optional<ApiError> refused = Submit(g)) {
+      http::response<http::string_body> res = ErrorResponse(req, *refused);
+      co_return co_await Write(std::move(res));
+    }
+    net::co_spawn(co_await net::this_coro::executor, WatchDisconnect(g.ids, g.done), net::detached);
+    const bool ok = g.r.stream ? co_await StreamChoices(req, g) : co_await CollectChoices(req, g);
+    g.tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
+    ctx_->LogRequest(g.tally.log);
+    co_return ok;
+  }
+
+  // Submits every choice to the engine; on a refusal cancels those already in and says why.
+  std::optional<ApiError> Submit(Generation& g) {
+    const ParsedRequest& r = g.r;
     const int32_t num_choices = r.num_choices();
     for (int32_t i = 0; i < num_choices; ++i) {
       const int32_t sample = i % r.n;  // choice i is sample `sample` of prompt i / n
       ls::Request er;
-      er.id = num_choices == 1 ? id : absl::StrCat(id, "-", i);
+      er.id = num_choices == 1 ? g.id : absl::StrCat(g.id, "-", i);
       er.prompt_ids = r.prompts[i / r.n];
       er.params = r.params;
       if (r.params.seed && sample > 0) er.params.seed = *r.params.seed + sample;
       er.priority = r.priority;
-      absl::Status st = ctx_->engine().Submit(er, channel->Callback(i));
+      absl::Status st = ctx_->engine().Submit(er, g.channel->Callback(i));
       if (!st.ok()) {
-        for (const auto& done_id : *ids) ctx_->engine().Cancel(done_id);
-        http::response<http::string_body> res = ErrorResponse(req, FromStatus(st));
-        co_return co_await Write(std::move(res));
+        for (const auto& done_id : *g.ids) ctx_->engine().Cancel(done_id);
+        return ToApiError(st);
       }
-      ids->push_back(er.id);
+      g.ids->push_back(er.id);
     }
-    auto done = std::make_shared<bool>(false);
-    net::co_spawn(co_await net::this_coro::executor, WatchDisconnect(ids, done), net::detached);
+    return std::nullopt;
+  }
 
-    std::vector<Choice> choices(num_choices);
-    std::vector<bool> first(num_choices, true);  // no output of the choice seen yet
-    Usage usage;
-    for (const auto& p : r.prompts) usage.prompt_tokens += static_cast<int32_t>(p.size());
-    RequestLogEntry log;
-    log.id = id;
-    log.api = "http";
-    log.endpoint = endpoint == Endpoint::kChat ? "chat" : "completions";
-    log.prompt_tokens = usage.prompt_tokens;
-    int32_t finished = 0;
-    bool ok = true;
-    // A choice's final output: its usage, latencies and failure count towards the request's. A
-    // failure is an engine error (500) or the server's own cancellation, as it shuts down, which
-    // carries its reason (503); a client's cancellation carries none and is no failure.
-    std::optional<ApiError> failure;
-    auto failure_of = [](const RequestOutput& o) -> std::optional<ApiError> {
-      if (o.finish_reason == FinishReason::kError) return Err(500, o.error, "", "server_error");
-      if (o.finish_reason == FinishReason::kCancelled && !o.error.empty())
-        return Err(503, o.error, "", "service_unavailable");
-      return std::nullopt;
-    };
-    auto finish = [&](int32_t i, const RequestOutput& o) {
-      ++finished;
-      if (r.generate) usage.completion_tokens += o.completion_tokens;
-      if (i % r.n == 0) usage.cached_tokens += o.cached_prompt_tokens;
-      log.queue_s = std::max(log.queue_s, o.queue_seconds);
-      log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
-      if (auto f = failure_of(o)) failure = std::move(f);
-    };
-    if (r.stream) {
-      http::response<http::empty_body> head{http::status::ok, req.version()};
-      head.set(http::field::server, "latentserve");
-      head.set(http::field::content_type, "text/event-stream; charset=utf-8");
-      head.set(http::field::cache_control, "no-cache");
-      head.chunked(true);
-      head.keep_alive(req.keep_alive());
-      http::response_serializer<http::empty_body> sr{head};
-      boost::system::error_code ec;
-      co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
-      ok = !ec;
-      std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
-      while (finished < num_choices) {
-        auto batch = co_await channel->Wait();
-        std::string data;
-        for (auto& [i, o] : batch) {
-          Choice delta = OutputToDelta(r, i, o, first[i]);
-          delta.text_offset = offsets[i];
-          if (o.finished()) finish(i, o);
-          if (delta.text.empty() && delta.logprobs.empty() && delta.finish == FinishReason::kNone && !first[i]) continue;
-          if (auto f = failure_of(o)) {
-            absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
-            continue;
-          }
-          absl::StrAppend(&data, "data: ", StreamChunk(r, id, created, ctx_->model_name(), i, delta, first[i], *ctx_).dump(), "\n\n");
-          offsets[i] += TextChars(delta.text);
-          first[i] = false;
+  // Server-sent events: one chunk per choice delta as the engine makes them, the usage chunk, [DONE].
+  awaitable<bool> StreamChoices(const Request& req, Generation& g) {
+    const ParsedRequest& r = g.r;
+    const int32_t num_choices = r.num_choices();
+    http::response<http::empty_body> head{http::status::ok, req.version()};
+    head.set(http::field::server, "latentserve");
+    head.set(http::field::content_type, "text/event-stream; charset=utf-8");
+    head.set(http::field::cache_control, "no-cache");
+    head.chunked(true);
+    head.keep_alive(req.keep_alive());
+    http::response_serializer<http::empty_body> sr{head};
+    boost::system::error_code ec;
+    co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
+    bool ok = !ec;
+    std::vector<ChoiceStream> streams = ChoiceStreams(g);
+    std::vector<bool> first(num_choices, true);    // no output of the choice sent yet
+    std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
+    while (!g.tally.all_finished()) {
+      auto batch = co_await g.channel->Wait();
+      std::string data;
+      for (auto& [i, o] : batch) {
+        Choice delta = streams[i].Next(o);
+        delta.text_offset = offsets[i];
+        if (o.finished()) g.tally.Finished(i, o);
+        if (delta.text.empty() && delta.reasoning.empty() && delta.tool_calls.empty() && delta.logprobs.empty() &&
+            delta.finish == FinishReason::kNone && !first[i])
+          continue;
+        if (auto f = Tally::FailureOf(o)) {
+          absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
+          continue;
         }
-        if (finished == num_choices) {
-          if (r.include_usage) absl::StrAppend(&data, "data: ", UsageChunk(r, id, created, ctx_->model_name(), usage).dump(), "\n\n");
-          data += "data: [DONE]\n\n";
-        }
-        if (ok && !data.empty()) {
-          co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), net::redirect_error(use_awaitable, ec));
-          if (ec) {
-            ok = false;  // the client is gone: cancel, keep draining the engine's outputs
-            for (const auto& rid : *ids) ctx_->engine().Cancel(rid);
-          }
-        }
+        for (const json& chunk : StreamChunks(r, g.id, g.created, ctx_->model_name(), i, delta, first[i], *ctx_))
+          absl::StrAppend(&data, "data: ", chunk.dump(), "\n\n");
+        offsets[i] += TextChars(delta.text);
+        first[i] = false;
       }
-      *done = true;
-      Socket(stream_).cancel(ec);
-      if (ok) co_await net::async_write(stream_, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
-      ok = ok && !ec;
-      const std::string status = failure ? std::to_string(failure->http_status) : "200";
-      ctx_->CountRequest("http", status);
-      log.status = ok ? status : "client_disconnected";
-    } else {
-      while (finished < num_choices) {
-        for (auto& [i, o] : co_await channel->Wait()) {
-          Choice delta = OutputToDelta(r, i, o, first[i]);
-          first[i] = false;
-          Choice& c = choices[i];
-          c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
-          c.text += delta.text;
-          for (auto& lp : delta.logprobs) c.logprobs.push_back(std::move(lp));
-          if (!delta.echo_ids.empty()) {
-            c.echo_ids = std::move(delta.echo_ids);
-            c.echo_logprobs = std::move(delta.echo_logprobs);
-          }
-          if (o.finished()) {
-            finish(i, o);
-            c.finish = delta.finish;
-            if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) ok = false;  // the client left
-          }
-        }
+      if (g.tally.all_finished()) {
+        if (r.include_usage)
+          absl::StrAppend(&data, "data: ", UsageChunk(r, g.id, g.created, ctx_->model_name(), g.tally.usage).dump(),
+                          "\n\n");
+        data += "data: [DONE]\n\n";
       }
-      *done = true;
-      boost::system::error_code ec;
-      Socket(stream_).cancel(ec);
-      if (!ok) {
-        log.status = "client_disconnected";
-        ctx_->CountRequest("http", "499");
-      } else if (failure) {
-        log.status = std::to_string(failure->http_status);
-        http::response<http::string_body> res = ErrorResponse(req, *failure);
-        ok = co_await Write(std::move(res));
-      } else {
-        log.status = "200";
-        http::response<http::string_body> res =
-            JsonResponse(req, http::status::ok, CompletionBody(r, id, created, ctx_->model_name(), choices, usage, *ctx_));
-        ok = co_await Write(std::move(res));
+      if (ok && !data.empty()) {
+        co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), net::redirect_error(use_awaitable, ec));
+        if (ec) {
+          ok = false;  // the client is gone: cancel, keep draining the engine's outputs
+          for (const auto& rid : *g.ids) ctx_->engine().Cancel(rid);
+        }
       }
     }
-    log.output_tokens = usage.completion_tokens;
-    log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
-    ctx_->LogRequest(log);
+    *g.done = true;
+    Socket(stream_).cancel(ec);
+    if (ok) co_await net::async_write(stream_, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
+    ok = ok && !ec;
+    const std::string status = g.tally.failure ? std::to_string(g.tally.failure->http_status) : "200";
+    ctx_->CountRequest("http", status);
+    g.tally.log.status = ok ? status : "client_disconnected";
     co_return ok;
+  }
+
+  std::vector<ChoiceStream> ChoiceStreams(const Generation& g) const {
+    std::vector<ChoiceStream> streams;
+    for (int32_t i = 0; i < g.r.num_choices(); ++i) streams.emplace_back(g.r, i, ctx_, g.id);
+    return streams;
+  }
+
+  // One JSON response once every choice has finished.
+  awaitable<bool> CollectChoices(const Request& req, Generation& g) {
+    const ParsedRequest& r = g.r;
+    const int32_t num_choices = r.num_choices();
+    std::vector<Choice> choices(num_choices);
+    std::vector<ChoiceStream> streams = ChoiceStreams(g);
+    bool client_left = false;
+    while (!g.tally.all_finished()) {
+      for (auto& [i, o] : co_await g.channel->Wait()) {
+        Choice delta = streams[i].Next(o);
+        Choice& c = choices[i];
+        c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+        c.text += delta.text;
+        c.reasoning += delta.reasoning;
+        chat::ChatDelta calls;
+        calls.tool_calls = std::move(c.tool_calls);
+        calls.Append({"", "", std::move(delta.tool_calls)});
+        c.tool_calls = std::move(calls.tool_calls);
+        c.tool_calls_made = delta.tool_calls_made;
+        for (auto& lp : delta.logprobs) c.logprobs.push_back(std::move(lp));
+        if (!delta.echo_ids.empty()) {
+          c.echo_ids = std::move(delta.echo_ids);
+          c.echo_logprobs = std::move(delta.echo_logprobs);
+        }
+        if (o.finished()) {
+          g.tally.Finished(i, o);
+          c.finish = delta.finish;
+          if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) client_left = true;
+        }
+      }
+    }
+    *g.done = true;
+    boost::system::error_code ec;
+    Socket(stream_).cancel(ec);
+    if (client_left) {
+      g.tally.log.status = "client_disconnected";
+      ctx_->CountRequest("http", "499");
+      co_return false;
+    }
+    if (g.tally.failure) {
+      g.tally.log.status = std::to_string(g.tally.failure->http_status);
+      http::response<http::string_body> res = ErrorResponse(req, *g.tally.failure);
+      co_return co_await Write(std::move(res));
+    }
+    g.tally.log.status = "200";
+    http::response<http::string_body> res = JsonResponse(
+        req, http::status::ok, CompletionBody(r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_));
+    co_return co_await Write(std::move(res));
   }
 
   Stream& stream_;

@@ -24,7 +24,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/cli_usage.h"
 #include "dist/rank_process.h"
+#include "engine/chat/chat_format.h"
 #include "engine/engine.h"
+#include "engine/generation_defaults.h"
 #include "kernels/create_backend.h"
 #include "models/registry.h"
 #include "nlohmann/json.hpp"
@@ -82,6 +84,16 @@ ABSL_FLAG(int32_t, rank_timeout_s, 30,
           "counts as broken (the leader then answers every request with 503 and exits with status 3)");
 ABSL_FLAG(int32_t, rank_start_timeout_s, 600, "rank group: seconds the ranks wait for each other at start-up");
 ABSL_FLAG(int32_t, rank_heartbeat_ms, 1000, "rank group: heartbeat interval while idle (below --rank_timeout_s)");
+ABSL_FLAG(std::string, chat_template, "",
+          "Jinja chat template file replacing the model's (default: the model's own, else ChatML)");
+ABSL_FLAG(std::string, tool_call_parser, "auto",
+          "how tool calls are read from chat replies: auto (the model family's), none, hermes (or qwen), deepseek_v3, "
+          "kimi_k2, xtml (Kimi K3)");
+ABSL_FLAG(std::string, reasoning_parser, "auto",
+          "how reasoning is split from chat replies: auto (think when the chat template writes </think>), none, think");
+ABSL_FLAG(std::string, generation_config, "auto",
+          "sampling defaults for fields a request leaves unset: auto (the model's generation_config.json), none, or "
+          "a directory or file holding a generation_config.json");
 
 namespace {
 
@@ -99,6 +111,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
         "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
        {"rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
+      {"Chat", {"chat_template", "tool_call_parser", "reasoning_parser", "generation_config"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
       {"Logging", {"log_level"}},
   };
@@ -235,8 +248,34 @@ int main(int argc, char** argv) {
     if (!t.ok()) return fail(std::string(t.status().message()));
     tokenizer = std::move(*t);
   }
-  auto chat = ls::tok::ChatTemplate::ForModelDir(dir);
-  if (!chat.ok()) return fail(std::string(chat.status().message()));
+  std::shared_ptr<const ls::chat::ChatFormat> chat;  // none without a tokenizer
+  if (tokenizer) {
+    ls::chat::ChatFormatOptions chat_options;
+    chat_options.model_dir = dir;
+    chat_options.chat_template_file = absl::GetFlag(FLAGS_chat_template);
+    chat_options.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
+    chat_options.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
+    chat_options.family = (*model)->config().family;
+    chat_options.model_type = (*model)->config().model_type;
+    chat_options.tokenizer = tokenizer.get();
+    auto format = ls::chat::NewChatFormat(chat_options);
+    if (!format.ok()) return fail(std::string(format.status().message()));
+    chat = std::move(*format);
+  } else if (!absl::GetFlag(FLAGS_chat_template).empty()) {
+    return fail("--chat_template: this model has no tokenizer, so it has no chat");
+  }
+  ls::GenerationDefaults generation_defaults;
+  const std::string generation_config = absl::GetFlag(FLAGS_generation_config);
+  if (generation_config != "none") {
+    const std::string source = generation_config == "auto" ? dir : generation_config;
+    auto d = std::filesystem::is_directory(source) ? ls::GenerationDefaults::FromModelDir(source)
+                                                   : ls::GenerationDefaults::FromFile(source);
+    if (!d.ok()) return fail(absl::StrCat("--generation_config: ", d.status().message()));
+    for (int32_t id : d->eos_token_ids)
+      if (id >= (*model)->config().vocab_size)
+        return fail(absl::StrCat("--generation_config: eos_token_id ", id, " is outside the vocabulary"));
+    generation_defaults = std::move(*d);
+  }
 
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
@@ -274,8 +313,8 @@ int main(int argc, char** argv) {
   std::string name = absl::GetFlag(FLAGS_served_model_name);
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
-  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()), std::move(keys),
-                            level);
+  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), chat, name, std::string(backend->name()), std::move(keys),
+                            level, generation_defaults);
 
   if (rlimit rl; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
                  static_cast<rlim_t>(absl::GetFlag(FLAGS_max_connections)) + 256 > rl.rlim_cur)
@@ -319,6 +358,11 @@ int main(int argc, char** argv) {
                                 {"warmup_tokens", (*engine)->warmup_tokens()},
                                 {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
                                 {"auth", ctx.keys().enabled()}};
+  // Logged before "ready", which tells a watcher the start-up log is complete.
+  if (chat) ctx.Log(LogLevel::kInfo, "chat_format", chat->Describe());
+  ctx.Log(LogLevel::kInfo, "generation_config",
+          absl::StrCat("\"source\":", nlohmann::json(generation_config).dump(), ",\"defaults\":{",
+                       generation_defaults.Describe(), "}"));
   const std::string ready_fields = ready.dump();
   ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
   if (absl::GetFlag(FLAGS_enable_prefix_caching) && !(*engine)->prefix_caching())

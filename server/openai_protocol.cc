@@ -10,18 +10,20 @@ namespace ls::server {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 bool IsValidUtf8(const std::string& s) { return tok::FindInvalidUtf8(s) == std::string::npos; }
 
 ApiError Bad(std::string message, std::string param) { return ApiError{400, std::move(message), std::move(param)}; }
 
 // Tokenizes one completion prompt: text, or a list of token ids.
-bool ReadOnePrompt(const json& p, const ApiContext& ctx, std::vector<int32_t>* ids, ApiError* err) {
+bool ReadOnePrompt(const ojson& p, bool add_special_tokens, const ApiContext& ctx, std::vector<int32_t>* ids,
+                   ApiError* err) {
   if (p.is_string()) {
     if (!ctx.tokenizer()) return *err = Bad("this model has no tokenizer: send the prompt as token ids", "prompt"), false;
     const std::string text = p.get<std::string>();
     if (text.empty()) return *err = Bad("'prompt' must not be empty", "prompt"), false;
-    auto enc = ctx.tokenizer()->Encode(text);
+    auto enc = ctx.tokenizer()->Encode(text, tok::EncodeOptions{add_special_tokens, tok::SpecialText::kLayoutDefault});
     if (!enc.ok()) return *err = Bad(absl::StrCat("'prompt': ", enc.status().message()), "prompt"), false;
     *ids = std::move(*enc);
     return true;
@@ -43,74 +45,28 @@ bool ReadOnePrompt(const json& p, const ApiContext& ctx, std::vector<int32_t>* i
 
 // Reads the completion prompt: a string, a list of token ids, or a batch: a list of strings or of
 // token-id lists (one choice set per prompt).
-bool ReadPrompts(const json* p, const ApiContext& ctx, std::vector<std::vector<int32_t>>* out, ApiError* err) {
+bool ReadPrompts(const ojson* p, bool add_special_tokens, const ApiContext& ctx,
+                 std::vector<std::vector<int32_t>>* out, ApiError* err) {
   if (!p) return *err = Bad("'prompt' is required", "prompt"), false;
   const bool batch = p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array());
   if (!batch) {
     out->emplace_back();
-    return ReadOnePrompt(*p, ctx, &out->back(), err);
+    return ReadOnePrompt(*p, add_special_tokens, ctx, &out->back(), err);
   }
   if (p->size() > static_cast<size_t>(kMaxPrompts))
     return *err = Bad(absl::StrCat("'prompt' holds ", p->size(), " prompts, more than ", kMaxPrompts), "prompt"), false;
   const bool texts = (*p)[0].is_string();
   for (size_t i = 0; i < p->size(); ++i) {
-    const json& e = (*p)[i];
+    const ojson& e = (*p)[i];
     if (texts ? !e.is_string() : !e.is_array())
       return *err = Bad("a batched 'prompt' must be a list of strings or a list of token-id lists, not a mix", "prompt"),
              false;
     out->emplace_back();
-    if (!ReadOnePrompt(e, ctx, &out->back(), err)) {
+    if (!ReadOnePrompt(e, add_special_tokens, ctx, &out->back(), err)) {
       if (p->size() > 1) err->message = absl::StrCat("prompt ", i, ": ", err->message);
       return false;
     }
   }
-  return true;
-}
-
-// Reads chat messages, renders them with the chat template and tokenizes.
-bool ReadChat(const json* m, bool add_generation_prompt, const ApiContext& ctx, std::vector<int32_t>* ids,
-              ApiError* err) {
-  auto fail = [&](const std::string& field, std::string msg) { return *err = Bad(std::move(msg), field), false; };
-  if (!m) return fail("messages", "'messages' is required");
-  if (!m->is_array()) return fail("messages", "'messages' must be a list");
-  if (m->empty()) return fail("messages", "'messages' must not be empty");
-  if (!ctx.tokenizer()) return fail("messages", "this model has no tokenizer, so chat is unavailable");
-  std::vector<tok::ChatMessage> msgs;
-  for (size_t i = 0; i < m->size(); ++i) {
-    const json& e = (*m)[i];
-    const std::string where = absl::StrCat("messages[", i, "]");
-    if (!e.is_object()) return fail(where, absl::StrCat("'", where, "' must be an object"));
-    auto role = e.find("role");
-    if (role == e.end() || !role->is_string()) return fail(where + ".role", absl::StrCat("'", where, ".role' is required"));
-    const std::string r = *role;
-    if (r != "system" && r != "user" && r != "assistant" && r != "developer")
-      return fail(where + ".role",
-                  absl::StrCat("'", where, ".role' must be system, developer, user or assistant, got '", r, "'"));
-    std::string content;
-    auto c = e.find("content");
-    if (c == e.end() || c->is_null()) {
-      if (r != "assistant") return fail(where + ".content", absl::StrCat("'", where, ".content' is required"));
-    } else if (c->is_string()) {
-      content = *c;
-    } else if (c->is_array()) {
-      for (const auto& part : *c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-          return fail(where + ".content",
-                      absl::StrCat("'", where, ".content' parts must be {\"type\": \"text\", \"text\": ...}"));
-        content += part["text"].get<std::string>();
-      }
-    } else {
-      return fail(where + ".content", absl::StrCat("'", where, ".content' must be a string or a list of text parts"));
-    }
-    msgs.push_back({r == "developer" ? "system" : r, std::move(content)});
-  }
-  auto text = ctx.chat_template().Render(msgs, add_generation_prompt);
-  if (!text.ok()) return fail("messages", std::string(text.status().message()));
-  // The template wrote BOS and the control tokens as text: match them, add no post-processor ids.
-  auto enc = ctx.tokenizer()->Encode(*text, tok::EncodeOptions::RenderedChat());
-  if (!enc.ok()) return fail("messages", absl::StrCat("'messages': ", enc.status().message()));
-  if (enc->empty()) return fail("messages", "'messages' render to no tokens");
-  *ids = std::move(*enc);
   return true;
 }
 
@@ -175,6 +131,21 @@ json LogprobsJson(const ParsedRequest& r, const Choice& c, const ApiContext& ctx
   return r.endpoint == Endpoint::kChat ? ChatLogprobsJson(r, c.logprobs, ctx) : CompletionLogprobsJson(r, c, ctx);
 }
 
+// A chat choice's message: content (null when the choice only called tools), reasoning_content
+// when there is reasoning, tool_calls when there are calls.
+json ChatMessageJson(const Choice& c) {
+  json m = {{"role", "assistant"}};
+  m["content"] = c.tool_calls.empty() || !c.text.empty() ? json(c.text) : json(nullptr);
+  if (!c.reasoning.empty()) m["reasoning_content"] = c.reasoning;
+  if (!c.tool_calls.empty()) {
+    json calls = json::array();
+    for (const chat::ToolCallDelta& t : c.tool_calls)
+      calls.push_back({{"id", t.id}, {"type", "function"}, {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+    m["tool_calls"] = std::move(calls);
+  }
+  return m;
+}
+
 json UsageJson(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
@@ -190,7 +161,8 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
     *error = Bad("request body is not valid UTF-8", "");
     return std::nullopt;
   }
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // Key order is kept: a chat template prints tools and arguments with tojson as they were sent.
+  ojson j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     *error = Bad("request body is not valid JSON", "");
     return std::nullopt;
@@ -240,11 +212,17 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
 
   const std::string prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
   if (endpoint == Endpoint::kChat) {
-    r.prompts.emplace_back();
-    if (!ReadChat(d.messages, d.add_generation_prompt, ctx, &r.prompts[0], error)) return std::nullopt;
-  } else if (!ReadPrompts(d.prompt, ctx, &r.prompts, error)) {
+    d.chat.add_special_tokens = d.add_special_tokens.value_or(false);
+    ChatRequest chat;
+    if (!ReadChatRequest(d.chat, ctx, &chat, error)) return std::nullopt;
+    r.chat = RenderChat(ctx, std::move(chat), error);
+    if (!r.chat) return std::nullopt;
+    r.prompts.push_back(r.chat->prompt.ids);
+    for (int32_t id : r.chat->format->stop_token_ids()) p.stop_token_ids.push_back(id);
+  } else if (!ReadPrompts(d.prompt, d.add_special_tokens.value_or(true), ctx, &r.prompts, error)) {
     return std::nullopt;
   }
+  ApplyGenerationDefaults(ctx.generation_defaults(), d.given, ctx.engine().model_config().eos_token_ids, &p);
   const int32_t max_len = ctx.engine().max_model_len();
   std::vector<size_t> sent_len;  // each prompt's tokens before truncation
   for (const auto& ids : r.prompts) sent_len.push_back(ids.size());
@@ -252,25 +230,25 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
     auto& ids = r.prompts[i];
     if (d.truncate_prompt_tokens && static_cast<int64_t>(ids.size()) > *d.truncate_prompt_tokens)
       ids.erase(ids.begin(), ids.end() - *d.truncate_prompt_tokens);
-    const std::string which = r.prompts.size() > 1 ? absl::StrCat("prompt ", i, " is ") : "the prompt is ";
+    const std::string which = r.prompts.size() > 1 ? absl::StrCat("prompt ", i, ": ") : "";
     const int32_t prompt_len = static_cast<int32_t>(ids.size());
-    if (prompt_len >= max_len) {
-      *error = Bad(absl::StrCat(which, prompt_len, " tokens long, but this model's context length is ", max_len,
-                                " tokens"), prompt_field);
+    if (auto st = ctx.engine().CheckContextLength(prompt_len, 0); !st.ok()) {
+      *error = Bad(absl::StrCat(which, st.message()), prompt_field);
       return std::nullopt;
     }
     int64_t max_tokens = !r.generate ? 1 : d.max_tokens ? *d.max_tokens : endpoint == Endpoint::kChat ? -1 : 16;
-    if (max_tokens < 0) max_tokens = max_len - prompt_len;  // chat default: the rest of the context
-    if (prompt_len + max_tokens > max_len) {
-      *error = Bad(absl::StrCat(r.prompts.size() > 1 ? absl::StrCat("prompt ", i, " (") : "prompt (", prompt_len,
-                                " tokens) + max_tokens (", max_tokens, ") exceeds this model's context length of ",
-                                max_len, " tokens"), "max_tokens");
+    if (max_tokens < 0) {  // chat default: the rest of the context, or the model's default length if shorter
+      max_tokens = max_len - prompt_len;
+      if (const auto& dflt = ctx.generation_defaults().max_tokens) max_tokens = std::min<int64_t>(max_tokens, *dflt);
+    }
+    if (auto st = ctx.engine().CheckContextLength(prompt_len, max_tokens); !st.ok()) {
+      *error = Bad(absl::StrCat(which, st.message()), "max_tokens");
       return std::nullopt;
     }
     // Every prompt gets the same max_tokens; the chat default is the smallest room left.
     p.max_tokens = i == 0 ? static_cast<int32_t>(max_tokens) : std::min(p.max_tokens, static_cast<int32_t>(max_tokens));
     if (r.echo) {  // the prompt as sent when it was text and is whole, else its tokens decoded
-      const json& sent = r.prompts.size() > 1 ? (*d.prompt)[i] : *d.prompt;
+      const ojson& sent = r.prompts.size() > 1 ? (*d.prompt)[i] : *d.prompt;
       std::string text, bytes;
       if (sent.is_string() && static_cast<size_t>(prompt_len) == sent_len[i]) {
         text = sent.get<std::string>();
@@ -319,10 +297,10 @@ json ErrorBody(const ApiError& e) {
                      {"code", e.http_status}}}};
 }
 
-json FinishReasonJson(FinishReason f) {
+json FinishReasonJson(FinishReason f, bool tool_calls_made) {
   switch (f) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return tool_calls_made ? "tool_calls" : "stop";
+    case FinishReason::kLength: return tool_calls_made ? "tool_calls" : "length";
     case FinishReason::kCancelled: return "abort";
     case FinishReason::kError: return "error";
     case FinishReason::kNone: return nullptr;
@@ -337,9 +315,9 @@ json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t creat
     const Choice& c = choices[i];
     if (r.endpoint == Endpoint::kChat) {
       cs.push_back({{"index", i},
-                    {"message", {{"role", "assistant"}, {"content", c.text}}},
+                    {"message", ChatMessageJson(c)},
                     {"logprobs", LogprobsJson(r, c, ctx)},
-                    {"finish_reason", FinishReasonJson(c.finish)}});
+                    {"finish_reason", FinishReasonJson(c.finish, c.tool_calls_made)}});
     } else {
       cs.push_back({{"index", i}, {"text", c.text}, {"logprobs", LogprobsJson(r, c, ctx)},
                     {"finish_reason", FinishReasonJson(c.finish)}});
@@ -353,24 +331,47 @@ json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t creat
           {"usage", UsageJson(usage)}};
 }
 
-json StreamChunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model, int32_t index,
-                 const Choice& delta, bool first, const ApiContext& ctx) {
-  json choice;
-  if (r.endpoint == Endpoint::kChat) {
-    json d = json::object();
-    if (first) d["role"] = "assistant";
-    if (!delta.text.empty() || (first && delta.finish == FinishReason::kNone)) d["content"] = delta.text;
-    choice = {{"index", index}, {"delta", d}, {"logprobs", LogprobsJson(r, delta, ctx)},
-              {"finish_reason", FinishReasonJson(delta.finish)}};
-  } else {
-    choice = {{"index", index}, {"text", delta.text}, {"logprobs", LogprobsJson(r, delta, ctx)},
-              {"finish_reason", FinishReasonJson(delta.finish)}};
+std::vector<json> StreamChunks(const ParsedRequest& r, const std::string& id, int64_t created,
+                               const std::string& model, int32_t index, const Choice& delta, bool first,
+                               const ApiContext& ctx) {
+  auto chunk = [&](json choice) {
+    return json{{"id", id},
+                {"object", r.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created},
+                {"model", model},
+                {"choices", json::array({std::move(choice)})}};
+  };
+  if (r.endpoint != Endpoint::kChat)
+    return {chunk({{"index", index}, {"text", delta.text}, {"logprobs", LogprobsJson(r, delta, ctx)},
+                   {"finish_reason", FinishReasonJson(delta.finish)}})};
+  // The delta's parts in the order they were written: reasoning and content, then each call's
+  // head (id, type, name) and its arguments. The finish reason goes on the last.
+  std::vector<json> deltas;
+  json text = json::object();
+  if (first) text["role"] = "assistant";
+  if (!delta.reasoning.empty()) text["reasoning_content"] = delta.reasoning;
+  if (!delta.text.empty() || (first && delta.finish == FinishReason::kNone && delta.tool_calls.empty()))
+    text["content"] = delta.text;
+  if (!text.empty() || !delta.logprobs.empty()) deltas.push_back(std::move(text));
+  for (const chat::ToolCallDelta& t : delta.tool_calls) {
+    if (!t.id.empty() || !t.name.empty()) {
+      deltas.push_back({{"tool_calls", json::array({{{"index", t.index}, {"id", t.id}, {"type", "function"},
+                                                      {"function", {{"name", t.name}, {"arguments", ""}}}}})}});
+    }
+    if (!t.arguments.empty())
+      deltas.push_back(
+          {{"tool_calls", json::array({{{"index", t.index}, {"function", {{"arguments", t.arguments}}}}})}});
   }
-  return {{"id", id},
-          {"object", r.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
-          {"created", created},
-          {"model", model},
-          {"choices", json::array({choice})}};
+  if (deltas.empty() && delta.finish != FinishReason::kNone) deltas.push_back(json::object());
+  std::vector<json> out;
+  for (size_t k = 0; k < deltas.size(); ++k) {
+    const bool last = k + 1 == deltas.size();
+    out.push_back(chunk({{"index", index},
+                         {"delta", std::move(deltas[k])},
+                         {"logprobs", k == 0 ? LogprobsJson(r, delta, ctx) : json(nullptr)},
+                         {"finish_reason", last ? FinishReasonJson(delta.finish, delta.tool_calls_made) : json(nullptr)}}));
+  }
+  return out;
 }
 
 json UsageChunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat/chat_output_parser.h"
 #include "engine/request.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"
+#include "server/chat_request.h"
 #include "server/request_fields.h"
 
 namespace ls::server {
@@ -28,13 +30,15 @@ struct ParsedRequest {
   bool echo = false;              // completions: each choice's text starts with its prompt
   bool generate = true;           // false: echo with max_tokens 0 (the engine's one token is dropped)
   bool tokens_as_ids = false;     // logprob tokens as "token_id:<id>"
+  std::shared_ptr<const ChatSession> chat;  // chat: the rendered request its choices' parsers come from
   int32_t num_choices() const { return static_cast<int32_t>(prompts.size()) * n; }
 };
 
 constexpr int32_t kMaxPrompts = 256;  // prompts in one completions batch
 
-// Parses and validates a request body; tokenizes the prompt or renders and tokenizes the chat.
-// On error returns nullopt and fills *error.
+// Parses and validates a request body; tokenizes the prompt or renders and tokenizes the chat;
+// fills what the request leaves unset from the model's generation defaults. On error returns
+// nullopt and fills *error.
 std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& body, const ApiContext& ctx,
                                           ApiError* error);
 
@@ -43,9 +47,13 @@ nlohmann::json ErrorBody(const ApiError& e);
 // A choice, or a streamed delta of one. With echo, the first delta of a choice (and a whole
 // choice) carries its prompt: `echo_ids` and, with logprobs, `echo_logprobs` (one per prompt token
 // after the first); its text is then already in `text`.
+// For chat, `text` is the content, and reasoning and tool calls come apart.
 struct Choice {
   std::vector<int32_t> token_ids;
   std::string text;
+  std::string reasoning;
+  std::vector<chat::ToolCallDelta> tool_calls;
+  bool tool_calls_made = false;  // chat: the choice called tools (its finish_reason is "tool_calls")
   std::vector<TokenLogprob> logprobs;
   FinishReason finish = FinishReason::kNone;
   std::vector<int32_t> echo_ids;
@@ -63,12 +71,16 @@ struct Usage {
 };
 nlohmann::json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,
                               const std::vector<Choice>& choices, const Usage& usage, const ApiContext& ctx);
-// One streamed chunk for choice `index`; `first` adds the assistant role (chat).
-nlohmann::json StreamChunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,
-                           int32_t index, const Choice& delta, bool first, const ApiContext& ctx);
+// The streamed chunks of a delta of choice `index`; `first` adds the assistant role (chat). A chat
+// delta's tool calls go out as OpenAI streams them: a chunk with a call's id, type and name
+// (arguments ""), then one with its arguments. None when the delta carries nothing.
+std::vector<nlohmann::json> StreamChunks(const ParsedRequest& r, const std::string& id, int64_t created,
+                                         const std::string& model, int32_t index, const Choice& delta, bool first,
+                                         const ApiContext& ctx);
 nlohmann::json UsageChunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,
                           const Usage& usage);
-// OpenAI finish_reason string: "stop", "length", or null while running ("abort"/"error" otherwise).
-nlohmann::json FinishReasonJson(FinishReason f);
+// OpenAI finish_reason string: "stop", "length" ("tool_calls" for a choice that called tools), or
+// null while running ("abort"/"error" otherwise).
+nlohmann::json FinishReasonJson(FinishReason f, bool tool_calls_made = false);
 
 }  // namespace ls::server

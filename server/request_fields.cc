@@ -10,7 +10,7 @@
 namespace ls::server {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Reads one field's value; a wrong type or range fails naming the field.
 class FieldReader {
@@ -123,7 +123,7 @@ void ReadStreamOptions(FieldReader& f, const json& v, RequestDraft& d) {
 }
 
 constexpr int64_t kBig = int64_t{1} << 30;
-constexpr const char* kToolCalling = "tool calling";
+constexpr const char* kFunctions = "the deprecated function calling (use tools and tool_choice)";
 constexpr const char* kStructured = "structured output (JSON schema, regex, grammar, choice)";
 
 // Every field of either endpoint's OpenAI and vLLM request schema, and a few more.
@@ -131,15 +131,32 @@ const std::vector<Row>& Table() {
   static const std::vector<Row> rows = {
       Honoured("model", kBoth, [](FieldReader& f, const json& v, RequestDraft&) { f.String(v); }),
       Honoured("prompt", kC, [](FieldReader&, const json& v, RequestDraft& d) { d.prompt = &v; }),
-      Honoured("messages", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.messages = &v; }),
+      Honoured("messages", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.messages = &v; }),
       Honoured("temperature", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.temperature); }),
-      Honoured("top_p", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.top_p); }),
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 f.Number(v, &d.params.temperature);
+                 d.given.temperature = true;
+               }),
+      Honoured("top_p", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 f.Number(v, &d.params.top_p);
+                 d.given.top_p = true;
+               }),
       Honoured("top_k", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.params.top_k, -1, kBig); }),
-      Honoured("min_p", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.min_p); }),
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 f.Int(v, &d.params.top_k, -1, kBig);
+                 d.given.top_k = true;
+               }),
+      Honoured("min_p", kBoth,
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 f.Number(v, &d.params.min_p);
+                 d.given.min_p = true;
+               }),
       Honoured("repetition_penalty", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.repetition_penalty); }),
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 f.Number(v, &d.params.repetition_penalty);
+                 d.given.repetition_penalty = true;
+               }),
       Honoured("presence_penalty", kBoth,
                [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.presence_penalty); }),
       Honoured("frequency_penalty", kBoth,
@@ -175,17 +192,33 @@ const std::vector<Row>& Table() {
       Honoured("echo", kC, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.echo); }),
       Honoured("logit_bias", kBoth, ReadLogitBias),
       Honoured("add_generation_prompt", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.add_generation_prompt); }),
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 bool b = true;
+                 f.Bool(v, &b);
+                 d.chat.add_generation_prompt = b;
+               }),
+      Honoured("continue_final_message", kH,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat.continue_final_message); }),
+      Honoured("tools", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.tools = &v; }),
+      Honoured("tool_choice", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.tool_choice = &v; }),
+      Honoured("parallel_tool_calls", kH,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat.parallel_tool_calls); }),
+      Honoured("chat_template_kwargs", kH,
+               [](FieldReader&, const json& v, RequestDraft& d) { d.chat.chat_template_kwargs = &v; }),
+      Honoured("documents", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.documents = &v; }),
+      Honoured("include_reasoning", kH,
+               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat.include_reasoning); }),
       Honoured("truncate_prompt_tokens", kBoth,
                [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.truncate_prompt_tokens, 1, kBig); }),
       Honoured("return_tokens_as_token_ids", kBoth,
                [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.tokens_as_ids); }),
-      // Both values give the same ids: the tokenizers this server loads add no special tokens
-      // (one whose post-processor would is refused at load).
+      // Whether the prompt goes through the tokenizer's post-processor (Llama-3's BOS): by default
+      // for a completion prompt, not for a rendered chat (its template wrote BOS), as in vLLM.
       Honoured("add_special_tokens", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft&) {
-                 bool unused;
-                 f.Bool(v, &unused);
+               [](FieldReader& f, const json& v, RequestDraft& d) {
+                 bool b = false;
+                 f.Bool(v, &b);
+                 d.add_special_tokens = b;
                }),
 
       Ignored("user", kBoth, "an end-user id for a provider's abuse monitoring; nothing here uses it"),
@@ -199,15 +232,12 @@ const std::vector<Row>& Table() {
               "how long a provider keeps cached prompts; the prefix cache evicts by use"),
       Ignored("prompt_cache_options", kBoth, "a provider's prompt-cache settings; the prefix cache needs none"),
       Ignored("request_id", kBoth, "the response id is the server's own"),
-      Ignored("parallel_tool_calls", kH, "has no effect without tools, which are refused"),
       Ignored("prediction", kH, "predicted output only speeds a provider up; the output is the same without it"),
       Ignored("spaces_between_special_tokens", kBoth,
               "byte-level BPE decoding puts no spaces between special tokens either way (as vLLM's fast tokenizers)"),
 
-      Refused("tools", kH, kToolCalling, {"[]"}),
-      Refused("tool_choice", kH, kToolCalling, {"\"none\""}),
-      Refused("functions", kH, kToolCalling, {"[]"}),
-      Refused("function_call", kH, kToolCalling, {"\"none\""}),
+      Refused("functions", kH, kFunctions, {"[]"}),
+      Refused("function_call", kH, kFunctions, {"\"none\""}),
       Refused("response_format", kBoth, kStructured, {"{\"type\":\"text\"}"}),
       Refused("guided_json", kBoth, kStructured),
       Refused("guided_regex", kBoth, kStructured),
@@ -232,12 +262,8 @@ const std::vector<Row>& Table() {
       Refused("vllm_xargs", kBoth, "extension arguments", {"{}"}),
       Refused("mm_processor_kwargs", kBoth, "multimodal input", {"{}"}),
       Refused("echo", kH, "the last message echoed", {"false"}),
-      Refused("continue_final_message", kH, "continuing the final message", {"false"}),
-      Refused("documents", kH, "documents for the chat template", {"[]"}),
-      Refused("chat_template", kH, "a request's own chat template"),
-      Refused("chat_template_kwargs", kH, "chat template arguments", {"{}"}),
-      Refused("reasoning_effort", kH, "reasoning control"),
-      Refused("include_reasoning", kH, "reasoning control", {"true"}),
+      Refused("chat_template", kH, "a request's own chat template (the server's is --chat_template)"),
+      Refused("reasoning_effort", kH, "reasoning effort, which no template served here reads"),
       Refused("verbosity", kH, "verbosity control"),
       Refused("audio", kH, "audio output"),
       Refused("modalities", kH, "output other than text", {"[\"text\"]"}),

@@ -1,6 +1,6 @@
 // The one list of request fields /v1/completions and /v1/chat/completions accept, and how each
 // is treated: honoured (read into a RequestDraft), ignored (it only tunes delivery), or refused
-// with a 400 naming it unless it asks for nothing (e.g. "tool_choice": "none"). A field in no row
+// with a 400 naming it unless it asks for nothing (e.g. "functions": []). A field in no row
 // is refused as unknown. Making a refused field honoured is changing its row to a reader.
 #pragma once
 
@@ -9,18 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/generation_defaults.h"
 #include "engine/sampling_params.h"
 #include "nlohmann/json.hpp"
+#include "server/api_error.h"
+#include "server/chat_request.h"
 
 namespace ls::server {
-
-// A client error: HTTP status, message, and the offending field (if one).
-struct ApiError {
-  int http_status = 400;
-  std::string message;
-  std::string param;
-  std::string type = "invalid_request_error";
-};
 
 enum class Endpoint { kCompletions, kChat };
 
@@ -29,9 +24,10 @@ constexpr int32_t kMaxChoices = 8;  // n
 // A request's fields as read, before its prompt is tokenized. Pointers point into the body.
 struct RequestDraft {
   SamplingParams params;                     // max_tokens is set below, once the endpoint's default is known
+  SampledFields given;                       // the sampling fields sent (the rest take the model's defaults)
   std::optional<int64_t> max_tokens;         // as sent: max_tokens or max_completion_tokens
-  const nlohmann::json* prompt = nullptr;    // completions
-  const nlohmann::json* messages = nullptr;  // chat
+  const nlohmann::ordered_json* prompt = nullptr;  // completions
+  ChatFields chat;                                 // chat: messages, tools, ...
   int32_t n = 1;
   int32_t priority = 0;
   bool stream = false;
@@ -40,13 +36,13 @@ struct RequestDraft {
   std::optional<int32_t> logprobs;                // completions: top alternatives per token
   bool chat_logprobs = false;                     // chat: logprobs: true
   std::optional<int32_t> top_logprobs;            // chat
-  bool add_generation_prompt = true;              // chat
   std::optional<int32_t> truncate_prompt_tokens;  // keep only the prompt's last this many tokens
   bool tokens_as_ids = false;                     // return_tokens_as_token_ids
+  std::optional<bool> add_special_tokens;         // default: true for completions, false for chat
 };
 
 // Reads every field of `body` (a JSON object) for `endpoint` into *draft. False, with *error
 // naming the field, for an unknown field, a refused one that asks for something, or a bad value.
-bool ReadRequestFields(Endpoint endpoint, const nlohmann::json& body, RequestDraft* draft, ApiError* error);
+bool ReadRequestFields(Endpoint endpoint, const nlohmann::ordered_json& body, RequestDraft* draft, ApiError* error);
 
 }  // namespace ls::server

@@ -16,6 +16,7 @@ packages=(
   python3-pytest python3-grpcio python3-requests python3-venv python3-pip  # server integration tests
   protobuf-compiler-grpc                       # grpc_python_plugin for the tests' client stubs
   python3-yaml yamllint                        # deployment manifest checks
+  python3-jinja2                               # the chat tests render their template with jinja2, the oracle
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
   openssl curl                                 # TLS test certificates; README examples
   chromium python3-websocket                   # the dashboard's browser test (headless, DevTools protocol)

@@ -6,7 +6,7 @@ import grpc
 import pytest
 import requests
 
-C, CHAT = "/v1/completions", "/v1/chat/completions"
+C, CHAT, TOK, DETOK = "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"
 OK_MSG = [{"role": "user", "content": "hi"}]
 
 # (path, body (dict, or raw bytes/str), expected status, a word the message must contain)
@@ -71,10 +71,36 @@ CASES = [
     (CHAT, {"messages": []}, 400, "messages"),
     (CHAT, {"messages": "hi"}, 400, "messages"),
     (CHAT, {"messages": [{"content": "hi"}]}, 400, "role"),
-    (CHAT, {"messages": [{"role": "wizard", "content": "hi"}]}, 400, "role"),
+    (CHAT, {"messages": [{"role": 5, "content": "hi"}]}, 400, "role"),
+    (CHAT, {"messages": [{"role": "", "content": "hi"}]}, 400, "role"),
     (CHAT, {"messages": [{"role": "user"}]}, 400, "content"),
     (CHAT, {"messages": [{"role": "user", "content": 5}]}, 400, "content"),
     (CHAT, {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, "content"),
+    (CHAT, {"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]}, 400,
+     "text only"),
+    (CHAT, {"messages": [{"role": "user", "content": [{"text": "no type"}]}]}, 400, "type"),
+    (CHAT, {"messages": [{"role": "user", "content": [{"type": "text"}]}]}, 400, "text"),
+    (CHAT, {"messages": [{"role": "user", "content": [{"type": "hologram"}]}]}, 400, "hologram"),
+    (CHAT, {"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}]}, 400,
+     "arguments"),
+    (CHAT, {"messages": [{"role": "assistant", "tool_calls": "f"}]}, 400, "tool_calls"),
+    (CHAT, {"messages": OK_MSG, "tools": {"type": "function"}}, 400, "tools"),
+    (CHAT, {"messages": OK_MSG, "tools": [{"type": "function", "function": {}}]}, 400, "name"),
+    (CHAT, {"messages": OK_MSG, "tools": [{"type": "retrieval"}]}, 400, "function"),
+    (CHAT, {"messages": OK_MSG, "tool_choice": "required"}, 400, "tools"),
+    (CHAT, {"messages": OK_MSG, "tool_choice": "sometimes", "tools": [{"function": {"name": "f"}}]}, 400,
+     "tool_choice"),
+    (CHAT, {"messages": OK_MSG, "tool_choice": {"type": "function", "function": {"name": "g"}},
+            "tools": [{"function": {"name": "f"}}]}, 400, "not in 'tools'"),
+    (CHAT, {"messages": OK_MSG, "parallel_tool_calls": "no"}, 400, "parallel_tool_calls"),
+    (CHAT, {"messages": OK_MSG, "chat_template_kwargs": [1]}, 400, "chat_template_kwargs"),
+    (CHAT, {"messages": OK_MSG, "chat_template_kwargs": {"messages": []}}, 400, "messages"),
+    (CHAT, {"messages": OK_MSG, "continue_final_message": True, "add_generation_prompt": True}, 400,
+     "continue_final_message"),
+    (CHAT, {"messages": OK_MSG, "continue_final_message": True}, 400, "assistant"),
+    (CHAT, {"messages": OK_MSG, "documents": "doc"}, 400, "documents"),
+    (CHAT, {"messages": OK_MSG, "include_reasoning": 1}, 400, "include_reasoning"),
+    (CHAT, {"messages": [{"role": "user", "content": "word " * 5000}]}, 400, "context length"),
     (CHAT, {"messages": ["hi"]}, 400, "messages[0]"),
     (CHAT, {"messages": OK_MSG, "top_logprobs": 3}, 400, "top_logprobs"),
     (CHAT, {"messages": OK_MSG, "logprobs": "yes"}, 400, "logprobs"),
@@ -82,6 +108,20 @@ CASES = [
     (CHAT, {"messages": OK_MSG, "temperature": -1}, 400, "temperature"),
     (CHAT, {"messages": OK_MSG, "echo": True}, 400, "echo"),
     (CHAT, {"messages": OK_MSG, "prompt": "hi"}, 400, "prompt"),
+    (TOK, {}, 400, "prompt"),
+    (TOK, {"prompt": "a", "messages": OK_MSG}, 400, "either"),
+    (TOK, {"prompt": 5}, 400, "prompt"),
+    (TOK, {"prompt": "a", "tools": []}, 400, "messages"),
+    (TOK, {"prompt": "a", "add_special_tokens": "yes"}, 400, "add_special_tokens"),
+    (TOK, {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, 400,
+     "text only"),
+    (TOK, {"prompt": "a", "bogus": 1}, 400, "not a request field"),
+    (TOK, {"prompt": "a", "model": "no-such-model"}, 404, "does not exist"),
+    (TOK, b"{", 400, "JSON"),
+    (DETOK, {"tokens": [-1]}, 400, "token id"),
+    (DETOK, {"tokens": [10**9]}, 400, "token id"),
+    (DETOK, {"tokens": "abc"}, 400, "tokens"),
+    (DETOK, {}, 400, "tokens"),
 ]
 
 
@@ -104,6 +144,7 @@ def test_wrong_methods_and_routes(server):
     assert requests.get(server.url + C).status_code == 405
     assert requests.post(server.url + "/v1/models").status_code == 405
     assert requests.get(server.url + "/v2/nothing").status_code == 404
+    assert requests.get(server.url + TOK).status_code == 405
 
 
 def test_ten_megabyte_body_is_refused(server):
@@ -130,7 +171,12 @@ def test_grpc_bad_inputs(server, grpc_stubs):
            pb2.GenerateRequest(token_ids=pb2.TokenIds(ids=[10**8])),
            pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=0)),
            pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(temperature=-1)),
-           pb2.GenerateRequest(chat=pb2.Chat(messages=[pb2.ChatMessage(role="wizard", content="x")]))]
+           pb2.GenerateRequest(chat=pb2.Chat(messages=[pb2.ChatMessage(role="", content="x")])),
+           pb2.GenerateRequest(chat=pb2.Chat(messages=[pb2.ChatMessage(role="user", content="x")], tools_json="[{")),
+           pb2.GenerateRequest(chat=pb2.Chat(messages=[pb2.ChatMessage(role="user", content="x")],
+                                             tool_choice="required")),
+           pb2.GenerateRequest(chat=pb2.Chat(messages=[pb2.ChatMessage(role="user", content="x")],
+                                             chat_template_kwargs_json="[]"))]
     for req in bad:
         with pytest.raises(grpc.RpcError) as e:
             list(s.Generate(req))

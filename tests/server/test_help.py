@@ -1,12 +1,13 @@
 """latentserve --help lists every flag once, grouped by topic (model, network, serving limits,
-cache, expert parallelism, rank group, security, logging), without the build machine's source paths."""
+cache, expert parallelism, rank group, chat, security, logging), without the build machine's source
+paths."""
 import re
 import subprocess
 
 from conftest import BIN
 
-TOPICS = ["Model", "Network", "Serving limits", "Cache", "Expert parallelism", "Rank group (several processes launched by mpirun)",
-          "Security", "Logging"]
+TOPICS = ["Model", "Network", "Serving limits", "Cache", "Expert parallelism",
+          "Rank group (several processes launched by mpirun)", "Chat", "Security", "Logging"]
 
 
 def test_help_groups_flags_by_topic_without_source_paths():

@@ -48,7 +48,9 @@ PROBES = {
     "prediction": {"prediction": {"type": "content", "content": "x"}},
     "spaces_between_special_tokens": {"spaces_between_special_tokens": False},
     "tools": {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
-    "tool_choice": {"tool_choice": "auto"}, "functions": {"functions": [{"name": "f"}]},
+    "tool_choice": {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+                    "tool_choice": "required"},
+    "functions": {"functions": [{"name": "f"}]},
     "function_call": {"function_call": "auto"}, "response_format": {"response_format": {"type": "json_object"}},
     "guided_json": {"guided_json": {"type": "object"}}, "guided_regex": {"guided_regex": "a+"},
     "guided_choice": {"guided_choice": ["a", "b"]}, "guided_grammar": {"guided_grammar": "root ::= \"a\""},
@@ -61,7 +63,9 @@ PROBES = {
     "prompt_embeds": {"prompt_embeds": "AAAA"}, "logits_processors": {"logits_processors": ["a.b"]},
     "cache_salt": {"cache_salt": "salt"}, "kv_transfer_params": {"kv_transfer_params": {"a": 1}},
     "vllm_xargs": {"vllm_xargs": {"a": 1}}, "mm_processor_kwargs": {"mm_processor_kwargs": {"a": 1}},
-    "continue_final_message": {"continue_final_message": True, "add_generation_prompt": False},
+    "continue_final_message": {"messages": [{"role": "user", "content": "Who made the heaven?"},
+                                            {"role": "assistant", "content": "In the beginning"}],
+                               "continue_final_message": True, "add_generation_prompt": False},
     "documents": {"documents": [{"title": "t", "text": "x"}]}, "chat_template": {"chat_template": "{{ messages }}"},
     "chat_template_kwargs": {"chat_template_kwargs": {"a": 1}}, "reasoning_effort": {"reasoning_effort": "low"},
     "include_reasoning": {"include_reasoning": False}, "verbosity": {"verbosity": "low"},
@@ -116,18 +120,18 @@ def test_every_schema_field_is_honoured_or_refused_as_the_readme_says(server, en
     assert not wrong, wrong
 
 
-def test_tools_are_refused_until_tool_calling_exists(server):
+def test_deprecated_function_calling_and_structured_output_are_refused(server):
     msgs = BASE[CHAT]["messages"]
-    tools = PROBES["tools"]["tools"]
-    for extra, field in [({"tools": tools}, "tools"), ({"tools": tools, "tool_choice": "none"}, "tools"),
-                         ({"tool_choice": "required"}, "tool_choice"),
+    for extra, field in [({"functions": [{"name": "f"}]}, "functions"), ({"function_call": "auto"}, "function_call"),
                          ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "response_format")]:
         r = requests.post(server.url + CHAT, json={"messages": msgs, "max_tokens": 2, **extra})
         assert r.status_code == 400, (extra, r.text)
         err = r.json()["error"]
         assert err["param"] == field and f"'{field}' is not supported yet" in err["message"], err
-    # Values that ask for nothing are accepted.
-    for extra in [{"tool_choice": "none"}, {"tools": []}, {"response_format": {"type": "text"}}]:
+    # Values that ask for nothing are accepted; so are tools, which replace functions.
+    tools = PROBES["tools"]["tools"]
+    for extra in [{"functions": []}, {"function_call": "none"}, {"response_format": {"type": "text"}},
+                  {"tools": tools}, {"tools": tools, "tool_choice": "none"}, {"tool_choice": "none"}, {"tools": []}]:
         r = requests.post(server.url + CHAT, json={"messages": msgs, "max_tokens": 2, **extra})
         assert r.status_code == 200, (extra, r.text)
 

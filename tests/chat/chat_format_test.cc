@@ -1,0 +1,216 @@
+// JinjaChatFormat and NewChatFormat: rendering with tool_choice (forced call openings), continued
+// final messages, reasoning opened by the prompt, the parsers chosen from the flags, and the
+// choice of XTML for Kimi K3.
+#include "engine/chat/chat_format.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/chat/jinja_chat_format.h"
+#include "engine/chat/think_tag_parser.h"
+#include "tests/chat/parser_test_util.h"
+
+namespace ls::chat {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+const std::string kTiny = std::string(LS_TEST_DATA_DIR) + "/../../models/tiny";
+const std::string kTemplates = std::string(LS_TEST_DATA_DIR) + "/chat_templates/templates/";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ChatFormatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = tok::Tokenizer::ForModelDir(kTiny);
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = std::move(*t);
+  }
+  std::unique_ptr<JinjaChatFormat> Format(const std::string& template_name, bool think) {
+    auto t = tok::ChatTemplate::FromFile(kTemplates + template_name, {{"bos_token", ""}, {"eos_token", ""}});
+    EXPECT_TRUE(t.ok()) << t.status();
+    auto n = std::make_shared<int>(0);
+    return std::make_unique<JinjaChatFormat>(std::move(*t), tokenizer_.get(), &HermesToolCallFormat(), think,
+                                             [n] { return "call-" + std::to_string((*n)++); });
+  }
+  static tok::ChatRequestInputs WeatherRequest() {
+    tok::ChatRequestInputs in;
+    in.messages = ojson::parse(R"([{"role": "user", "content": "Weather in Lima?"}])");
+    in.tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
+    return in;
+  }
+  // The reply to `prompt` when the model writes `generated`.
+  static Reply ReplyTo(const ChatFormat& f, const tok::ChatRequestInputs& in, const RenderOptions& o,
+                       const ChatPrompt& prompt, const std::string& generated) {
+    auto p = f.NewParser(in, o, prompt);
+    return Parse(std::move(p), Bytes(generated));
+  }
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+};
+
+TEST_F(ChatFormatTest, NamedToolChoiceEndsThePromptWithTheCallOpening) {
+  auto f = Format("hermes_style.jinja", false);
+  const tok::ChatRequestInputs in = WeatherRequest();
+  RenderOptions o;
+  o.tool_choice = {ToolChoice::Mode::kFunction, "get_weather"};
+  auto p = f->Render(in, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string opening = "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+  ASSERT_GE(p->text.size(), opening.size());
+  EXPECT_EQ(p->text.substr(p->text.size() - opening.size()), opening);
+  EXPECT_EQ(p->prefill, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_EQ(*tokenizer_->Decode(p->ids), p->text) << "the ids are the rendered text";
+  const Reply r = ReplyTo(*f, in, o, *p, "{\"city\": \"Lima\"}}\n</tool_call>");
+  ASSERT_EQ(r.delta.tool_calls.size(), 1u);
+  EXPECT_EQ(r.delta.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(r.delta.tool_calls[0].arguments, R"({"city":"Lima"})");
+  EXPECT_EQ(r.delta.content, "");
+}
+
+TEST_F(ChatFormatTest, RequiredToolChoiceLetsTheModelNameTheFunction) {
+  auto f = Format("hermes_style.jinja", false);
+  const tok::ChatRequestInputs in = WeatherRequest();
+  RenderOptions o;
+  o.tool_choice.mode = ToolChoice::Mode::kRequired;
+  auto p = f->Render(in, o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->prefill, "<tool_call>\n{\"name\": \"");
+  const Reply r = ReplyTo(*f, in, o, *p, "get_weather\", \"arguments\": {}}\n</tool_call>");
+  ASSERT_EQ(r.delta.tool_calls.size(), 1u);
+  EXPECT_EQ(r.delta.tool_calls[0].name, "get_weather");
+  // What the model writes instead of a call comes back as the text it wrote after the opening.
+  const Reply bad = ReplyTo(*f, in, o, *p, "And the LORD said");
+  EXPECT_TRUE(bad.delta.tool_calls.empty());
+  EXPECT_EQ(bad.delta.content, "<tool_call>\n{\"name\": \"And the LORD said");
+  EXPECT_NE(bad.warning, "");
+}
+
+TEST_F(ChatFormatTest, ToolChoiceNoneRendersToolsButReadsNoCalls) {
+  auto f = Format("hermes_style.jinja", false);
+  const tok::ChatRequestInputs in = WeatherRequest();
+  RenderOptions o;
+  o.tool_choice.mode = ToolChoice::Mode::kNone;
+  auto p = f->Render(in, o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_NE(p->text.find("<tools>"), std::string::npos) << "vLLM renders tools with tool_choice none too";
+  EXPECT_EQ(p->prefill, "");
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>";
+  const Reply r = ReplyTo(*f, in, o, *p, call);
+  EXPECT_TRUE(r.delta.tool_calls.empty());
+  EXPECT_EQ(r.delta.content, call);
+}
+
+TEST_F(ChatFormatTest, ContinuedFinalMessageWithAPartialCallIsCompletedByTheReply) {
+  auto f = Format("hermes_style.jinja", false);
+  tok::ChatRequestInputs in = WeatherRequest();
+  in.messages.push_back({{"role", "assistant"}, {"content", "<tool_call>\n{\"name\": \"get_weather\", \"argu"}});
+  in.add_generation_prompt = false;
+  in.continue_final_message = true;
+  auto p = f->Render(in, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->prefill, "<tool_call>\n{\"name\": \"get_weather\", \"argu");
+  const Reply r = ReplyTo(*f, in, {}, *p, "ments\": {\"city\": \"Lima\"}}\n</tool_call>");
+  ASSERT_EQ(r.delta.tool_calls.size(), 1u);
+  EXPECT_EQ(r.delta.tool_calls[0].arguments, R"({"city":"Lima"})");
+  // Plain text continued: the reply is only what was generated, as vLLM returns it.
+  in.messages.back()["content"] = "The weather is ";
+  auto q = f->Render(in, {});
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(ReplyTo(*f, in, {}, *q, "sunny.").delta.content, "sunny.");
+}
+
+TEST_F(ChatFormatTest, ReasoningOpenedByThePromptStartsTheReplyInReasoning) {
+  auto t = tok::ChatTemplate::FromString(
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
+  ASSERT_TRUE(t.ok());
+  JinjaChatFormat f(*t, tokenizer_.get(), &HermesToolCallFormat(), /*think=*/true);
+  tok::ChatRequestInputs in = WeatherRequest();
+  auto p = f.Render(in, {});
+  ASSERT_TRUE(p.ok());
+  const Reply r = ReplyTo(f, in, {}, *p, "It is a weather question.\n</think>\n\nLet me look.");
+  EXPECT_EQ(r.delta.reasoning, "It is a weather question.\n");
+  EXPECT_EQ(r.delta.content, "Let me look.");
+  // A forced call closes the open think block first.
+  RenderOptions o;
+  o.tool_choice = {ToolChoice::Mode::kFunction, "get_weather"};
+  auto forced = f.Render(in, o);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->prefill, "</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  const Reply c = ReplyTo(f, in, o, *forced, "{}}\n</tool_call>");
+  ASSERT_EQ(c.delta.tool_calls.size(), 1u);
+  EXPECT_EQ(c.delta.reasoning, "");
+}
+
+TEST_F(ChatFormatTest, ContentFormatFollowsWhetherTheTemplateLoopsOverContent) {
+  EXPECT_TRUE(TemplateLoopsOverContent(Read(kTemplates + "gemma_style.jinja")));
+  EXPECT_TRUE(TemplateLoopsOverContent(Read(kTemplates + "glm45_style.jinja")));
+  EXPECT_FALSE(TemplateLoopsOverContent(Read(kTemplates + "hermes_style.jinja")));
+  EXPECT_FALSE(TemplateLoopsOverContent(Read(kTemplates + "qwen3_style.jinja")));
+  EXPECT_FALSE(TemplateLoopsOverContent(Read(kTiny + "/tokenizer_config.json")));
+}
+
+TEST_F(ChatFormatTest, FlagsChooseTheParsers) {
+  ChatFormatOptions o;
+  o.model_dir = kTiny;
+  o.tokenizer = tokenizer_.get();
+  o.family = "StableLatentMoE";
+  auto tiny = NewChatFormat(o);
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  EXPECT_TRUE((*tiny)->parses_tool_calls()) << "the family's default: hermes";
+  EXPECT_NE((*tiny)->Describe().find("\"reasoning_parser\":\"none\""), std::string::npos)
+      << "the tiny model's template writes no </think>";
+  EXPECT_FALSE((*tiny)->renders_tools());
+
+  o.chat_template_file = kTemplates + "qwen3_style.jinja";
+  auto qwen = NewChatFormat(o);
+  ASSERT_TRUE(qwen.ok());
+  EXPECT_NE((*qwen)->Describe().find("\"reasoning_parser\":\"think\""), std::string::npos) << (*qwen)->Describe();
+  EXPECT_TRUE((*qwen)->renders_tools());
+
+  o.tool_call_parser = "none";
+  o.reasoning_parser = "none";
+  auto plain = NewChatFormat(o);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->parses_tool_calls());
+
+  o.tool_call_parser = "llama3_json";
+  auto bad = NewChatFormat(o);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--tool_call_parser: unknown parser 'llama3_json'"), std::string::npos);
+  o.tool_call_parser = "auto";
+  o.reasoning_parser = "deepseek_r1";
+  EXPECT_NE(NewChatFormat(o).status().message().find("--reasoning_parser"), std::string::npos);
+  o.reasoning_parser = "auto";
+  o.chat_template_file = "/nonexistent.jinja";
+  EXPECT_FALSE(NewChatFormat(o).ok());
+}
+
+TEST_F(ChatFormatTest, XtmlIsChosenForKimiK3AndForXtmlTokenizersWithoutATemplate) {
+  ChatFormatOptions o;
+  o.family = "Kimi-K3";
+  EXPECT_TRUE(UsesXtmlChat(o, /*has_template=*/false));
+  EXPECT_TRUE(UsesXtmlChat(o, /*has_template=*/true));
+  o.chat_template_file = "chat.jinja";
+  EXPECT_FALSE(UsesXtmlChat(o, false)) << "--chat_template wins";
+  o.chat_template_file.clear();
+  o.family = "Kimi-Linear";
+  const FakeVocab xtml({{"<|open|>", 1}, {"<|close|>", 2}, {"<|sep|>", 3}, {"<|end_of_msg|>", 4}});
+  o.tokenizer = &xtml;
+  EXPECT_TRUE(UsesXtmlChat(o, false));
+  EXPECT_FALSE(UsesXtmlChat(o, true));
+  o.tokenizer = tokenizer_.get();
+  EXPECT_FALSE(UsesXtmlChat(o, false));
+}
+
+}  // namespace
+}  // namespace ls::chat
