@@ -57,21 +57,21 @@ inline void Decode(const uint8_t* c, const __m512i* zero, __m512& lo, __m512& hi
     lo = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(a, 20), mask)), unbias);
     hi = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(b, 20), mask)), unbias);
   } else {  // 4-bit: byte j holds row j (low nibble) and row 16 + j (high nibble)
+    // A table lookup reads only an index's low 4 bits: the low nibble needs no mask.
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
-    const __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(15));
     const __m512i h = _mm512_srli_epi32(v, 4);
     if constexpr (F::kCodes == DType::kE2M1) {
       const __m512 table =
           _mm512_setr_ps(0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f, -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f);
-      lo = _mm512_permutexvar_ps(l, table);
+      lo = _mm512_permutexvar_ps(v, table);
       hi = _mm512_permutexvar_ps(h, table);
     } else if constexpr (F::kZero) {
-      lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(l, zero[0]));
+      lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(v, _mm512_set1_epi32(15)), zero[0]));
       hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(h, zero[1]));
     } else {
       const __m512 table =
           _mm512_setr_ps(-8.f, -7.f, -6.f, -5.f, -4.f, -3.f, -2.f, -1.f, 0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f);
-      lo = _mm512_permutexvar_ps(l, table);
+      lo = _mm512_permutexvar_ps(v, table);
       hi = _mm512_permutexvar_ps(h, table);
     }
   }
@@ -112,6 +112,45 @@ inline void Tile(const float* x, int64_t ldx, const Weights& w, int64_t panel, f
       if constexpr (F::kZero) {
         z[p][0] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.zeros + at)));
         z[p][1] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.zeros + at + 16)));
+      }
+    }
+    if constexpr (F::kScales == DType::kE8M0) {
+      // Power-of-two scales: multiplying the weight by s inside fma(x, w·s, acc) equals running the
+      // group's chain on acc/s with the bare weight and multiplying by s after, bit for bit, while
+      // every value stays a normal float32 — so with the group's scales in [2^-64, 2^63] (the
+      // accumulators far from both ends of the range) the per-weight multiply goes.
+      bool pow2 = true;
+      for (int p = 0; p < NP; ++p)
+        for (int h = 0; h < 2; ++h)
+          pow2 &= _mm512_cmp_ps_mask(s[p][h], _mm512_set1_ps(0x1p-64f), _CMP_GE_OQ) == 0xffff &&
+                  _mm512_cmp_ps_mask(s[p][h], _mm512_set1_ps(0x1p63f), _CMP_LE_OQ) == 0xffff;
+      if (pow2) {
+        for (int p = 0; p < NP; ++p)
+          for (int h = 0; h < 2; ++h) {
+            // 1/s = 2^(127 − e): exponent bits (254 − e) << 23.
+            const __m512 inv = _mm512_castsi512_ps(
+                _mm512_sub_epi32(_mm512_set1_epi32(254 << 23), _mm512_castps_si512(s[p][h])));
+            for (int m = 0; m < MR; ++m) acc[m][p][h] = _mm512_mul_ps(acc[m][p][h], inv);
+          }
+        for (int64_t k = k0; k < k1; ++k) {
+          __m512 lo[NP], hi[NP];
+          for (int p = 0; p < NP; ++p) {
+            const uint8_t* c = w.codes + ((panel + p) * K + k) * F::kStepBytes;
+            _mm_prefetch(reinterpret_cast<const char*>(c + kAheadBytes), _MM_HINT_T0);
+            Decode<F>(c, z[p], lo[p], hi[p]);
+          }
+          for (int m = 0; m < MR; ++m) {
+            const __m512 xb = _mm512_set1_ps(x[m * ldx + k]);
+            for (int p = 0; p < NP; ++p) {
+              acc[m][p][0] = _mm512_fmadd_ps(xb, lo[p], acc[m][p][0]);
+              acc[m][p][1] = _mm512_fmadd_ps(xb, hi[p], acc[m][p][1]);
+            }
+          }
+        }
+        for (int m = 0; m < MR; ++m)
+          for (int p = 0; p < NP; ++p)
+            for (int h = 0; h < 2; ++h) acc[m][p][h] = _mm512_mul_ps(acc[m][p][h], s[p][h]);
+        continue;
       }
     }
     for (int64_t k = k0; k < k1; ++k) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -37,6 +39,9 @@ const Format kFormats[] = {
     {"int4_g32_bf16_zero", DType::kU4, DType::kBF16, 1, 32, true},
     {"int4_g16_f16_zero", DType::kU4, DType::kF16, 1, 16, true},
     {"mxfp4", DType::kE2M1, DType::kE8M0, 1, 32, false},
+    // Scales of 2^-87, 2^-9 and 2^65 mixed: the AVX-512 kernel's two ways of applying a group's
+    // power-of-two scales (to the accumulators, or, outside [2^-64, 2^63], to every weight).
+    {"mxfp4_wide_scales", DType::kE2M1, DType::kE8M0, 1, 32, false},
 };
 
 struct Weight {
@@ -59,7 +64,8 @@ Weight MakeWeight(const Format& f, int64_t rows, int64_t cols, std::mt19937& rng
     const float s = u(rng);
     switch (f.scales) {
       case DType::kE8M0:
-        w.scales[i] = static_cast<uint8_t>(118 + rng() % 6);
+        w.scales[i] = static_cast<uint8_t>(
+            (std::string(f.name) == "mxfp4_wide_scales" ? std::array<int, 3>{40, 118, 192}[rng() % 3] : 118) + rng() % 6);
         break;
       case DType::kF32:
         std::memcpy(&w.scales[4 * i], &s, 4);
