@@ -46,6 +46,7 @@ struct Result {
   double prefill_tokens_per_s;  // of the prefill before the timed steps (batch · prefill_tokens in one step)
   ls::StepProfile profile;  // seconds per part over the timed steps
   int steps;
+  double expert_bytes_per_step = 0;  // of weight_bytes_per_step: the routed experts' share
 };
 
 // {"attention": 0.123, ...}: milliseconds per step by part of the layer.
@@ -105,10 +106,13 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   const double wdt = c.expert_width(), f = c.moe.expert_ffn;
   const double dense_per_layer = (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.moe.num_experts +
                                  (c.moe.latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
-  const double expert_bytes = 3 * wdt * f * bf;
+  // MXFP4 experts: half a byte a weight and an E8M0 scale per 32.
+  const bool mxfp4 = c.quantization.quantized() && !c.quantization.groups.empty() &&
+                     c.quantization.groups[0].codes == ls::DType::kE2M1;
+  const double expert_bytes = 3 * wdt * f * (mxfp4 ? 0.5 + 1.0 / 32 : bf);
   const double head_bytes = static_cast<double>(c.vocab_size) * d *
                             WeightBytes(quantization == ls::QuantScheme::kInt4 ? ls::QuantScheme::kInt8 : quantization);
-  double touched = 0;
+  double touched = 0, expert_touched = 0;
   model.ResetExpertTokenCounts();
   ls::StepProfile profile;
   if (sync_parts) profile.wait_for = model.backend();
@@ -124,17 +128,18 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
     int active = 0;
     for (size_t e = 0; e < after.size(); ++e) active += after[e] != before[e];
     touched += dense_per_layer * bf * c.num_hidden_layers + active * expert_bytes + head_bytes;
+    expert_touched += active * expert_bytes;
     for (auto& q : seqs) q.start_pos += 1;
   }
   const double secs = Seconds(t0, Clock::now());
   model.SetProfile(nullptr);
   return {batch,   batch * steps / secs, 1e3 * secs / steps, touched / steps, touched / secs / 1e9,
-          batch * prefill_tokens / prefill_s, profile, steps};
+          batch * prefill_tokens / prefill_s, profile, steps, expert_touched / steps};
 }
 
 }  // namespace
 
-// decode_bench [--token0] [--large] [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]
+// decode_bench [--token0] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]
 //              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
@@ -145,7 +150,9 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 // (prefill_tokens_per_s: batch · N tokens in one step). --quantization quantizes the GEMM weights
 // at load as the server's flag does.
 int main(int argc, char** argv) {
-  bool token0 = false, large = false;
+  bool token0 = false, large = false, k3_moe = false, mxfp4 = false;
+  int k3_experts = 64;
+  std::string model_out;  // --model_out: where the random model is written and kept (reused when there)
   int repeat = 1;  // timed runs per batch, the fastest reported (--repeat)
   std::string kv_text = "float32";
   ls::BackendOptions options;
@@ -156,6 +163,14 @@ int main(int argc, char** argv) {
       token0 = true;
     } else if (a == "--large") {
       large = true;
+    } else if (a == "--k3_moe") {
+      k3_moe = true;
+    } else if (a == "--experts" && i + 1 < argc) {
+      k3_experts = std::max(16, std::atoi(argv[++i]));
+    } else if (a == "--mxfp4") {
+      mxfp4 = true;
+    } else if (a == "--model_out" && i + 1 < argc) {
+      model_out = argv[++i];
     } else if (a == "--kv_cache_dtype" && i + 1 < argc) {
       kv_text = argv[++i];
     } else if (a == "--prefill" && i + 1 < argc) {
@@ -177,8 +192,10 @@ int main(int argc, char** argv) {
   }
   options.threads = !args.empty() ? std::atoi(args[0].c_str()) : 0;
   const bool own_model = args.size() < 2 || args[1] == "-";
-  const std::string dir = own_model ? (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string()
-                                    : args[1];
+  const std::string dir =
+      !own_model ? args[1]
+                 : !model_out.empty() ? model_out
+                                      : (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string();
   const bool cpu = options.name == "cpu";
   std::vector<int> batches;
   for (size_t i = 2; i < args.size(); ++i) batches.push_back(std::atoi(args[i].c_str()));
@@ -191,7 +208,15 @@ int main(int argc, char** argv) {
     spec.d = 2048, spec.layers = 8, spec.heads = 32, spec.kv_heads = 8, spec.f = 1024, spec.d_lat = 512;
     spec.vocab = 32768;
   }
-  if (own_model) {
+  if (k3_moe) {
+    // One Kimi K3 MoE layer at its real sizes (d 7168, latent 3584, experts 3072 wide, top-16, two
+    // shared experts merged 6144 wide) behind a small GQA attention; --experts of K3's 896 (their
+    // weights must fit in memory: 66 MB each in BF16, 17.5 MB in MXFP4).
+    spec.d = 7168, spec.layers = 1, spec.heads = 56, spec.kv_heads = 8, spec.head_dim = 128, spec.vocab = 4096;
+    spec.experts = k3_experts, spec.top_k = 16, spec.f = 3072, spec.d_lat = 3584, spec.shared_f = 6144;
+  }
+  spec.mxfp4_experts = mxfp4;
+  if (own_model && !(!model_out.empty() && std::filesystem::exists(dir + "/config.json"))) {
     if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 1;
@@ -255,10 +280,11 @@ int main(int argc, char** argv) {
     const Result& r = results[i];
     std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
                 "\"prefill_tokens_per_s\": %.1f, "
-                "\"weight_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, \"weight_read_over_copy\": %.3f,\n"
+                "\"weight_mb_per_step\": %.1f, \"expert_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, "
+                "\"weight_read_over_copy\": %.3f,\n"
                 "     \"parts_ms_per_step\": %s}%s\n",
                 r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms, r.prefill_tokens_per_s,
-                r.weight_bytes_per_step / 1e6, r.weight_gbps, copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0,
+                r.weight_bytes_per_step / 1e6, r.expert_bytes_per_step / 1e6, r.weight_gbps, copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0,
                 PartsJson(r).c_str(), i + 1 < results.size() ? "," : "");
   }
   std::printf("  ]");
@@ -272,6 +298,6 @@ int main(int argc, char** argv) {
     std::printf("  ]");
   }
   std::printf("\n}\n");
-  if (own_model) std::filesystem::remove_all(dir);
+  if (own_model && model_out.empty()) std::filesystem::remove_all(dir);
   return 0;
 }

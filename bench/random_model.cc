@@ -2,6 +2,7 @@
 #include "bench/random_model.h"
 
 #include <cmath>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -17,11 +18,21 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   SafetensorsWriter w;
-  auto lin = [&](const std::string& name, int out, int in) {
+  std::function<void(const std::string&, int, int)> lin = [&](const std::string& name, int out, int in) {
     std::vector<float> v(static_cast<size_t>(out) * in);
     const float scale = 1.f / std::sqrt(static_cast<float>(in));
     for (auto& x : v) x = nd(rng) * scale;
     w.Add(name, {out, in}, v, DType::kBF16);
+  };
+  // `name` as weight_packed [out, in/2] (two E2M1 codes a byte) and weight_scale [out, in/32] (E8M0
+  // around 2^-5, so that values stay near the BF16 experts' 1/sqrt(in) scale).
+  std::function<void(const std::string&, int, int)> mxfp4 = [&](const std::string& name, int out, int in) {
+    const std::string module = name.substr(0, name.size() - std::string(".weight").size());
+    std::string codes(static_cast<size_t>(out) * in / 2, '\0'), scales(static_cast<size_t>(out) * in / 32, '\0');
+    for (auto& c : codes) c = static_cast<char>(rng());
+    for (auto& c : scales) c = static_cast<char>(118 + rng() % 4);
+    w.AddRaw(module + ".weight_packed", {out, in / 2}, DType::kU8, std::move(codes));
+    w.AddRaw(module + ".weight_scale", {out, in / 32}, DType::kU8, std::move(scales));
   };
   auto ones = [&](const std::string& name, int n) { w.Add(name, {n}, std::vector<float>(n, 1.f), DType::kBF16); };
   const int wd = s.d_lat > 0 ? s.d_lat : s.d;
@@ -75,9 +86,10 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
     if (s.expert_output_norm) ones(p + "mlp.latent_norm.weight", wd);
     for (int e = 0; e < s.experts; ++e) {
       const std::string q = absl::StrCat(moe, "experts.", e, ".");
-      lin(q + (s.kda ? "w1" : "gate_proj") + ".weight", s.f, wd);
-      lin(q + (s.kda ? "w3" : "up_proj") + ".weight", s.f, wd);
-      lin(q + (s.kda ? "w2" : "down_proj") + ".weight", wd, s.f);
+      auto expert = s.mxfp4_experts ? mxfp4 : lin;
+      expert(q + (s.kda ? "w1" : "gate_proj") + ".weight", s.f, wd);
+      expert(q + (s.kda ? "w3" : "up_proj") + ".weight", s.f, wd);
+      expert(q + (s.kda ? "w2" : "down_proj") + ".weight", wd, s.f);
     }
     if (s.shared_f > 0) {
       lin(moe + "shared_experts.gate_proj.weight", s.shared_f, s.d);
@@ -166,6 +178,21 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
          {"hidden_act", "silu"},
          {"eos_token_id", 2}};
   }
+  if (s.mxfp4_experts)
+    c["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"format", "mxfp4-pack-quantized"},
+        {"quantization_status", "compressed"},
+        {"config_groups",
+         {{"group_0",
+           {{"targets", {"re:.*experts\\.\\d+\\..*"}},
+            {"format", "mxfp4-pack-quantized"},
+            {"weights",
+             {{"num_bits", 4}, {"type", "float"}, {"symmetric", true}, {"group_size", 32}, {"strategy", "group"},
+              {"dynamic", false}, {"scale_dtype", "torch.uint8"}}},
+            {"input_activations", nullptr},
+            {"output_activations", nullptr}}}}},
+        {"ignore", {"lm_head"}}};
   std::ofstream(dir + "/config.json") << c.dump(1);
   return w.Write(dir + "/model.safetensors");
 }

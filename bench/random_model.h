@@ -20,6 +20,9 @@ struct RandomModelSpec {
   // KDA on every layer (a KimiLinearForCausalLM directory; plain MoE as for MLA): heads of
   // head_dim, a short convolution of 4.
   bool kda = false;
+  // The routed experts stored as compressed-tensors mxfp4-pack-quantized (random E2M1 codes, E8M0
+  // scales per 32), with its quantization_config; this project's format only.
+  bool mxfp4_experts = false;
 };
 
 absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& dir, unsigned seed);
