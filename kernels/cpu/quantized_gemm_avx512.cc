@@ -128,8 +128,8 @@ inline void Tile(const float* x, int64_t ldx, const Weights& w, int64_t panel, f
         for (int p = 0; p < NP; ++p)
           for (int h = 0; h < 2; ++h) {
             // 1/s = 2^(127 − e): exponent bits (254 − e) << 23.
-            const __m512 inv = _mm512_castsi512_ps(
-                _mm512_sub_epi32(_mm512_set1_epi32(254 << 23), _mm512_castps_si512(s[p][h])));
+            const __m512 inv =
+                _mm512_castsi512_ps(_mm512_sub_epi32(_mm512_set1_epi32(254 << 23), _mm512_castps_si512(s[p][h])));
             for (int m = 0; m < MR; ++m) acc[m][p][h] = _mm512_mul_ps(acc[m][p][h], inv);
           }
         for (int64_t k = k0; k < k1; ++k) {
