@@ -44,7 +44,7 @@ struct Result {
   int batch;
   double tokens_per_s, step_ms, weight_bytes_per_step, weight_gbps;
   double prefill_tokens_per_s;  // of the prefill before the timed steps (batch · prefill_tokens in one step)
-  ls::StepProfile profile;  // seconds per part over the timed steps
+  ls::StepProfile profile;      // seconds per part over the timed steps
   int steps;
   double expert_bytes_per_step = 0;  // of weight_bytes_per_step: the routed experts' share
 };
@@ -61,17 +61,22 @@ std::string PartsJson(const Result& r) {
   return out + "}";
 }
 
-int prefill_tokens = 64;  // prompt tokens per sequence before the timed decode steps (--prefill)
+int prefill_tokens = 64;               // prompt tokens per sequence before the timed decode steps (--prefill)
 ls::DType kv_dtype = ls::DType::kF32;  // --kv_cache_dtype, as the backend takes it
 ls::QuantScheme quantization = ls::QuantScheme::kNone;  // --quantization
 
 // Bytes one GEMM weight occupies as the kernels read it (scales included), for the bandwidth figures.
 double WeightBytes(ls::QuantScheme q) {
   switch (q) {
-    case ls::QuantScheme::kInt8: return 1.0;
-    case ls::QuantScheme::kFp8: return 1.0;
-    case ls::QuantScheme::kInt4: return 0.5 + 2.0 / 32;  // a BF16 scale per 32
-    default: return 2.0;
+    case ls::QuantScheme::kInt8:
+    case ls::QuantScheme::kInt8A8:
+    case ls::QuantScheme::kFp8:
+      return 1.0;
+    case ls::QuantScheme::kInt4:
+    case ls::QuantScheme::kInt4A8:
+      return 0.5 + 2.0 / 32;  // a BF16 scale per 32
+    default:
+      return 2.0;
   }
 }
 
@@ -104,14 +109,16 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   const double bf = WeightBytes(quantization);
   const double d = c.hidden_size, hd = c.attention.head_dim, H = c.attention.num_heads, Hkv = c.attention.num_kv_heads;
   const double wdt = c.expert_width(), f = c.moe.expert_ffn;
-  const double dense_per_layer = (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.moe.num_experts +
-                                 (c.moe.latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
+  const double dense_per_layer =
+      (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.moe.num_experts + (c.moe.latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
   // MXFP4 experts: half a byte a weight and an E8M0 scale per 32.
   const bool mxfp4 = c.quantization.quantized() && !c.quantization.groups.empty() &&
                      c.quantization.groups[0].codes == ls::DType::kE2M1;
   const double expert_bytes = 3 * wdt * f * (mxfp4 ? 0.5 + 1.0 / 32 : bf);
   const double head_bytes = static_cast<double>(c.vocab_size) * d *
-                            WeightBytes(quantization == ls::QuantScheme::kInt4 ? ls::QuantScheme::kInt8 : quantization);
+                            WeightBytes(quantization == ls::QuantScheme::kInt4     ? ls::QuantScheme::kInt8
+                                        : quantization == ls::QuantScheme::kInt4A8 ? ls::QuantScheme::kInt8A8
+                                                                                   : quantization);
   double touched = 0, expert_touched = 0;
   model.ResetExpertTokenCounts();
   ls::StepProfile profile;
@@ -133,13 +140,21 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   }
   const double secs = Seconds(t0, Clock::now());
   model.SetProfile(nullptr);
-  return {batch,   batch * steps / secs, 1e3 * secs / steps, touched / steps, touched / secs / 1e9,
-          batch * prefill_tokens / prefill_s, profile, steps, expert_touched / steps};
+  return {batch,
+          batch * steps / secs,
+          1e3 * secs / steps,
+          touched / steps,
+          touched / secs / 1e9,
+          batch * prefill_tokens / prefill_s,
+          profile,
+          steps,
+          expert_touched / steps};
 }
 
 }  // namespace
 
-// decode_bench [--token0] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]
+// decode_bench [--token0] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N] [--repeat R]
+// [--kv_cache_dtype auto|float32|bfloat16]
 //              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
@@ -153,7 +168,7 @@ int main(int argc, char** argv) {
   bool token0 = false, large = false, k3_moe = false, mxfp4 = false;
   int k3_experts = 64;
   std::string model_out;  // --model_out: where the random model is written and kept (reused when there)
-  int repeat = 1;  // timed runs per batch, the fastest reported (--repeat)
+  int repeat = 1;         // timed runs per batch, the fastest reported (--repeat)
   std::string kv_text = "float32";
   ls::BackendOptions options;
   std::vector<std::string> args;
@@ -192,16 +207,18 @@ int main(int argc, char** argv) {
   }
   options.threads = !args.empty() ? std::atoi(args[0].c_str()) : 0;
   const bool own_model = args.size() < 2 || args[1] == "-";
-  const std::string dir =
-      !own_model ? args[1]
-                 : !model_out.empty() ? model_out
-                                      : (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string();
+  const std::string dir = !own_model ? args[1]
+                          : !model_out.empty()
+                              ? model_out
+                              : (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string();
   const bool cpu = options.name == "cpu";
   std::vector<int> batches;
   for (size_t i = 2; i < args.size(); ++i) batches.push_back(std::atoi(args[i].c_str()));
   if (batches.empty()) {
-    if (!own_model) batches = {1, 8, 32};
-    else batches = cpu ? std::vector<int>{1, 16} : std::vector<int>{1, 8, 32, 128, 256};
+    if (!own_model)
+      batches = {1, 8, 32};
+    else
+      batches = cpu ? std::vector<int>{1, 16} : std::vector<int>{1, 8, 32, 128, 256};
   }
   ls::bench::RandomModelSpec spec;
   if (large) {
@@ -265,36 +282,39 @@ int main(int argc, char** argv) {
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   // The GPU's copy bandwidth is measured by bench/moe_kernels; here only the host's.
   const double copy = cpu ? CopyBandwidth(threads) : 0;
-  std::printf("{\n  \"benchmark\": \"decode\",\n  \"backend\": \"%s\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, "
-              "\"layers\": %d, \"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n"
-              "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
-              "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"quantization\": \"%s\",\n"
-              "  \"results\": [\n",
-              options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
-              c.num_hidden_layers, c.moe.num_experts, c.moe.top_k, static_cast<long long>(c.moe.latent_size),
-              static_cast<long long>(c.moe.expert_ffn), static_cast<long long>(c.vocab_size), threads,
-              ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
-              cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
-              ls::KvCacheDTypeName(kv_dtype).c_str(), ls::QuantSchemeName(quantization));
+  std::printf(
+      "{\n  \"benchmark\": \"decode\",\n  \"backend\": \"%s\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, "
+      "\"layers\": %d, \"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n"
+      "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
+      "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"quantization\": \"%s\",\n"
+      "  \"results\": [\n",
+      options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
+      c.num_hidden_layers, c.moe.num_experts, c.moe.top_k, static_cast<long long>(c.moe.latent_size),
+      static_cast<long long>(c.moe.expert_ffn), static_cast<long long>(c.vocab_size), threads,
+      ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
+      cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
+      ls::KvCacheDTypeName(kv_dtype).c_str(), ls::QuantSchemeName(quantization));
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
-                "\"prefill_tokens_per_s\": %.1f, "
-                "\"weight_mb_per_step\": %.1f, \"expert_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, "
-                "\"weight_read_over_copy\": %.3f,\n"
-                "     \"parts_ms_per_step\": %s}%s\n",
-                r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms, r.prefill_tokens_per_s,
-                r.weight_bytes_per_step / 1e6, r.expert_bytes_per_step / 1e6, r.weight_gbps, copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0,
-                PartsJson(r).c_str(), i + 1 < results.size() ? "," : "");
+    std::printf(
+        "    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f, "
+        "\"prefill_tokens_per_s\": %.1f, "
+        "\"weight_mb_per_step\": %.1f, \"expert_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, "
+        "\"weight_read_over_copy\": %.3f,\n"
+        "     \"parts_ms_per_step\": %s}%s\n",
+        r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms, r.prefill_tokens_per_s,
+        r.weight_bytes_per_step / 1e6, r.expert_bytes_per_step / 1e6, r.weight_gbps,
+        copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0, PartsJson(r).c_str(), i + 1 < results.size() ? "," : "");
   }
   std::printf("  ]");
   if (token0) {
     std::printf(",\n  \"token0_results\": [\n");
     for (size_t i = 0; i < same.size(); ++i)
-      std::printf("    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f,\n"
-                  "     \"parts_ms_per_step\": %s}%s\n",
-                  same[i].batch, same[i].tokens_per_s, same[i].tokens_per_s / same[0].tokens_per_s, same[i].step_ms,
-                  PartsJson(same[i]).c_str(), i + 1 < same.size() ? "," : "");
+      std::printf(
+          "    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f,\n"
+          "     \"parts_ms_per_step\": %s}%s\n",
+          same[i].batch, same[i].tokens_per_s, same[i].tokens_per_s / same[0].tokens_per_s, same[i].step_ms,
+          PartsJson(same[i]).c_str(), i + 1 < same.size() ? "," : "");
     std::printf("  ]");
   }
   std::printf("\n}\n");

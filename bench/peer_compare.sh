@@ -11,6 +11,8 @@
 # once per round, in the same order, and the figures are medians over the rounds. Prints the
 # per-round figures, then one JSON object with the medians and our ratios to the peer.
 #   bench/peer_compare.sh PEER_CHECKOUT MODEL_OUTDIR [ROUNDS (default 5)]
+# With PEER_COMPARE_TARGETS=1 a round runs only the headline pairs, so rounds are short: BF16 with BF16,
+# w8a8 with Q8_0 -rtr, w4a8 with Q4_K_M -rtr, and the 512-token prefill against the peer's BF16.
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
 # bin/llama-bench, bin/llama-quantize, src/libllama.so; ../shared/tools/README.md's build, with
 # -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none of those kernels); MODEL_OUTDIR holds peer.gguf and
@@ -84,6 +86,17 @@ PY
 
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  if [ "${PEER_COMPARE_TARGETS:-0}" = 1 ]; then  # only the pairs the targets name, so rounds are short
+    peer_decode peer_bf16 "$model/peer.gguf"
+    ours ours_bf16 none
+    peer_decode peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr
+    ours ours_w8a8 w8a8
+    peer_decode peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr
+    ours ours_w4a8 w4a8
+    peer_prefill peer_bf16 "$model/peer.gguf"
+    grep -P "\t$round\t" "$log" | awk -F'\t' '{ printf "%s %s %.1f\n", $1, $3, $4 }' | paste -sd' ' | fold -w 160
+    continue
+  fi
   peer_decode peer_bf16 "$model/peer.gguf"
   ours ours_bf16 none
   peer_decode peer_q8_0 "$model/peer-q8_0.gguf"
