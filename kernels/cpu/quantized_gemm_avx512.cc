@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/quantized_gemm.h"
 
@@ -114,6 +115,29 @@ inline void Tile(const float* x, int64_t ldx, const Weights& w, int64_t panel, f
         z[p][1] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.zeros + at + 16)));
       }
     }
+    // The group's fused multiply-add chains; with `scaled` each widened weight is multiplied by
+    // its scale first.
+    auto chain = [&](auto scaled) {
+      for (int64_t k = k0; k < k1; ++k) {
+        __m512 lo[NP], hi[NP];
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* c = w.codes + ((panel + p) * K + k) * F::kStepBytes;
+          _mm_prefetch(reinterpret_cast<const char*>(c + kAheadBytes), _MM_HINT_T0);
+          Decode<F>(c, z[p], lo[p], hi[p]);
+          if constexpr (decltype(scaled)::value) {
+            lo[p] = _mm512_mul_ps(lo[p], s[p][0]);
+            hi[p] = _mm512_mul_ps(hi[p], s[p][1]);
+          }
+        }
+        for (int m = 0; m < MR; ++m) {
+          const __m512 xb = _mm512_set1_ps(x[m * ldx + k]);
+          for (int p = 0; p < NP; ++p) {
+            acc[m][p][0] = _mm512_fmadd_ps(xb, lo[p], acc[m][p][0]);
+            acc[m][p][1] = _mm512_fmadd_ps(xb, hi[p], acc[m][p][1]);
+          }
+        }
+      }
+    };
     if constexpr (F::kScales == DType::kE8M0) {
       // Power-of-two scales: multiplying the weight by s inside fma(x, w·s, acc) equals running the
       // group's chain on acc/s with the bare weight and multiplying by s after, bit for bit, while
@@ -132,46 +156,14 @@ inline void Tile(const float* x, int64_t ldx, const Weights& w, int64_t panel, f
                 _mm512_castsi512_ps(_mm512_sub_epi32(_mm512_set1_epi32(254 << 23), _mm512_castps_si512(s[p][h])));
             for (int m = 0; m < MR; ++m) acc[m][p][h] = _mm512_mul_ps(acc[m][p][h], inv);
           }
-        for (int64_t k = k0; k < k1; ++k) {
-          __m512 lo[NP], hi[NP];
-          for (int p = 0; p < NP; ++p) {
-            const uint8_t* c = w.codes + ((panel + p) * K + k) * F::kStepBytes;
-            _mm_prefetch(reinterpret_cast<const char*>(c + kAheadBytes), _MM_HINT_T0);
-            Decode<F>(c, z[p], lo[p], hi[p]);
-          }
-          for (int m = 0; m < MR; ++m) {
-            const __m512 xb = _mm512_set1_ps(x[m * ldx + k]);
-            for (int p = 0; p < NP; ++p) {
-              acc[m][p][0] = _mm512_fmadd_ps(xb, lo[p], acc[m][p][0]);
-              acc[m][p][1] = _mm512_fmadd_ps(xb, hi[p], acc[m][p][1]);
-            }
-          }
-        }
+        chain(std::false_type{});
         for (int m = 0; m < MR; ++m)
           for (int p = 0; p < NP; ++p)
             for (int h = 0; h < 2; ++h) acc[m][p][h] = _mm512_mul_ps(acc[m][p][h], s[p][h]);
         continue;
       }
     }
-    for (int64_t k = k0; k < k1; ++k) {
-      __m512 lo[NP], hi[NP];
-      for (int p = 0; p < NP; ++p) {
-        const uint8_t* c = w.codes + ((panel + p) * K + k) * F::kStepBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(c + kAheadBytes), _MM_HINT_T0);
-        Decode<F>(c, z[p], lo[p], hi[p]);
-        if constexpr (!F::kScaleAfterSum) {
-          lo[p] = _mm512_mul_ps(lo[p], s[p][0]);
-          hi[p] = _mm512_mul_ps(hi[p], s[p][1]);
-        }
-      }
-      for (int m = 0; m < MR; ++m) {
-        const __m512 xb = _mm512_set1_ps(x[m * ldx + k]);
-        for (int p = 0; p < NP; ++p) {
-          acc[m][p][0] = _mm512_fmadd_ps(xb, lo[p], acc[m][p][0]);
-          acc[m][p][1] = _mm512_fmadd_ps(xb, hi[p], acc[m][p][1]);
-        }
-      }
-    }
+    chain(std::bool_constant<!F::kScaleAfterSum>{});
   }
   if constexpr (F::kScaleAfterSum) {
     for (int p = 0; p < NP; ++p) {

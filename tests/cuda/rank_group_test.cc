@@ -17,6 +17,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/bf16_activations_backend.h"
+#include "tests/dist/mpi_test_main.h"
 #include "tests/test_util.h"
 
 namespace ls {
@@ -132,15 +133,5 @@ TEST(CudaRankGroup, TinyModelServedByTheGroupAgreesWithTheCpu) {
 }  // namespace ls
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = ls::dist::Communicator::Init(&argc, &argv);
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(comm.status().message()).c_str());
-    return 1;
-  }
-  (*comm)->set_timeout(std::chrono::seconds(60));
-  ls::g_comm = comm->get();
-  const int result = RUN_ALL_TESTS();
-  comm->reset();
-  return result;
+  return ls::dist::RunMpiTests(argc, argv, std::chrono::seconds(60), &ls::g_comm);
 }

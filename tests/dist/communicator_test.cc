@@ -11,6 +11,8 @@
 #include <numeric>
 #include <thread>
 
+#include "tests/dist/mpi_test_main.h"
+
 namespace ls::dist {
 namespace {
 
@@ -130,15 +132,5 @@ TEST(Communicator, MissingRankFailsTheOthersWithinTheDeadline) {
 }  // namespace ls::dist
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = ls::dist::Communicator::Init(&argc, &argv);
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(comm.status().message()).c_str());
-    return 1;
-  }
-  (*comm)->set_timeout(std::chrono::seconds(20));
-  ls::dist::g_comm = comm->get();
-  const int result = RUN_ALL_TESTS();
-  comm->reset();  // MPI_Finalize
-  return result;
+  return ls::dist::RunMpiTests(argc, argv, std::chrono::seconds(20), &ls::dist::g_comm);
 }

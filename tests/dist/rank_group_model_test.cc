@@ -13,6 +13,7 @@
 #include "engine/expert_planner.h"
 #include "engine/rank_group.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "tests/dist/mpi_test_main.h"
 #include "tests/test_util.h"
 
 namespace ls::dist {
@@ -200,15 +201,5 @@ TEST(RankGroupModel, EachRankHoldsOnlyItsDevicesExpertsAndCountsItsReplicas) {
 }  // namespace ls::dist
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = ls::dist::Communicator::Init(&argc, &argv);
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(comm.status().message()).c_str());
-    return 1;
-  }
-  (*comm)->set_timeout(std::chrono::seconds(30));
-  ls::dist::g_comm = comm->get();
-  const int result = RUN_ALL_TESTS();
-  comm->reset();
-  return result;
+  return ls::dist::RunMpiTests(argc, argv, std::chrono::seconds(30), &ls::dist::g_comm);
 }
