@@ -238,6 +238,18 @@ def test_kimi_k3_chat_is_rendered_and_read_as_xtml():
             assert whole.usage.prompt_tokens == tok["count"]
             chunks = [c for c in client.chat.completions.create(**args, stream=True) if c.choices]
             assert "".join(c.choices[0].delta.content or "" for c in chunks) == (whole.choices[0].message.content or "")
+        # The prompt leaves the model in the think channel: with the structural ids banned, all it
+        # writes is reasoning_content, streamed as reasoning deltas, and content stays empty.
+        with open(os.path.join(ROOT, "tests", "data", "k3", "k3_tiny_bf16", "tokenizer_config.json")) as f:
+            names = {v["content"]: int(k) for k, v in json.load(f)["added_tokens_decoder"].items()}
+        ban = {str(names[m]): -100 for m in ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>")}
+        args = dict(model=k3.ready["model"], messages=[ASK], max_tokens=6, temperature=0, logit_bias=ban)
+        thought = client.chat.completions.create(**args).choices[0]
+        reasoning = thought.message.model_extra.get("reasoning_content")
+        assert thought.finish_reason == "length" and reasoning and not thought.message.content, thought
+        streamed = [c.choices[0].delta for c in client.chat.completions.create(**args, stream=True) if c.choices]
+        assert "".join(d.model_extra.get("reasoning_content") or "" for d in streamed) == reasoning
+        assert not "".join(d.content or "" for d in streamed)
         # Generation ends at <|end_of_msg|>: a bias that makes it the first token ends the reply there.
         r = client.chat.completions.create(model=k3.ready["model"], messages=[ASK], max_tokens=8, temperature=0,
                                            logit_bias={str(end_of_msg): 100})
