@@ -168,7 +168,7 @@ struct LayerWeights {
   Tensor router, latent_down, latent_up, shared_gate, shared_up, shared_down, latent_norm;
   float* bias = nullptr;
   uint16_t *expert_gate = nullptr, *expert_up = nullptr, *expert_down = nullptr;  // [N, ...] each
-  const uint16_t** table = nullptr;                                               // device [3N]
+  ExpertWeight* table = nullptr;                                                  // device [3N]
   ExpertTable experts;
   std::vector<void*> memory;
 
@@ -193,16 +193,17 @@ struct LayerWeights {
     expert_up = RandomBf16(kExperts * kF * lat, 1.f / std::sqrt(static_cast<float>(lat)));
     expert_down = RandomBf16(kExperts * lat * kF, 1.f / std::sqrt(static_cast<float>(kF)));
     memory.insert(memory.end(), {expert_gate, expert_up, expert_down});
-    std::vector<const uint16_t*> host(3 * kExperts);
+    std::vector<ExpertWeight> host(3 * kExperts);
     for (int64_t e = 0; e < kExperts; ++e) {
-      host[e] = expert_gate + e * kF * lat;
-      host[kExperts + e] = expert_up + e * kF * lat;
-      host[2 * kExperts + e] = expert_down + e * lat * kF;
+      host[e].data = expert_gate + e * kF * lat;
+      host[kExperts + e].data = expert_up + e * kF * lat;
+      host[2 * kExperts + e].data = expert_down + e * lat * kF;
     }
-    table = Alloc<const uint16_t*>(3 * kExperts);
+    table = Alloc<ExpertWeight>(3 * kExperts);
     memory.push_back(table);
-    LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
-    experts = ExpertTable{table, table + kExperts, table + 2 * kExperts, kF};
+    LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(ExpertWeight), cudaMemcpyHostToDevice));
+    experts =
+        ExpertTable{{table, DType::kBF16}, {table + kExperts, DType::kBF16}, {table + 2 * kExperts, DType::kBF16}, kF};
     LS_CUDA_CHECK(cudaDeviceSynchronize());  // the fills ran on the default stream
   }
   ~LayerWeights() {
