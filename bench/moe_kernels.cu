@@ -5,7 +5,10 @@
 // 256 tokens and a 4096-token prefill. Each case is timed with CUDA events (warm-up, median of
 // repeats, rotating over input sets so that the routed experts and activations are not left in
 // L2) and set beside two ceilings measured in the same run: a large device-to-device copy (HBM
-// bandwidth) and a cuBLASLt dense BF16 GEMM of the same FLOPs. Prints one JSON document.
+// bandwidth) and a cuBLASLt dense BF16 GEMM of the same FLOPs. Then Kimi K3's routed experts at
+// their real shape (d_lat 3584, f 3072, top-16 of up to 896) in BF16 and in MXFP4 (E2M1 codes,
+// E8M0 scales per 32, widened in the grouped GEMMs' load stage): the grouped GEMMs' time and
+// weight bytes read for each, and whether the two give the same bits. Prints one JSON document.
 // Exits with code 77 when there is no CUDA device.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -13,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +26,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemm_cublaslt.h"
 #include "kernels/cuda/moe_scratch.h"
+#include "kernels/cuda/weight_codes.cuh"
 
 namespace ls::cuda {
 namespace {
@@ -168,7 +174,7 @@ struct LayerWeights {
   Tensor router, latent_down, latent_up, shared_gate, shared_up, shared_down, latent_norm;
   float* bias = nullptr;
   uint16_t *expert_gate = nullptr, *expert_up = nullptr, *expert_down = nullptr;  // [N, ...] each
-  const uint16_t** table = nullptr;                                               // device [3N]
+  ExpertWeight* table = nullptr;                                                  // device [3N]
   ExpertTable experts;
   std::vector<void*> memory;
 
@@ -193,16 +199,17 @@ struct LayerWeights {
     expert_up = RandomBf16(kExperts * kF * lat, 1.f / std::sqrt(static_cast<float>(lat)));
     expert_down = RandomBf16(kExperts * lat * kF, 1.f / std::sqrt(static_cast<float>(kF)));
     memory.insert(memory.end(), {expert_gate, expert_up, expert_down});
-    std::vector<const uint16_t*> host(3 * kExperts);
+    std::vector<ExpertWeight> host(3 * kExperts);
     for (int64_t e = 0; e < kExperts; ++e) {
-      host[e] = expert_gate + e * kF * lat;
-      host[kExperts + e] = expert_up + e * kF * lat;
-      host[2 * kExperts + e] = expert_down + e * lat * kF;
+      host[e].data = expert_gate + e * kF * lat;
+      host[kExperts + e].data = expert_up + e * kF * lat;
+      host[2 * kExperts + e].data = expert_down + e * lat * kF;
     }
-    table = Alloc<const uint16_t*>(3 * kExperts);
+    table = Alloc<ExpertWeight>(3 * kExperts);
     memory.push_back(table);
-    LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
-    experts = ExpertTable{table, table + kExperts, table + 2 * kExperts, kF};
+    LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(ExpertWeight), cudaMemcpyHostToDevice));
+    experts =
+        ExpertTable{{table, DType::kBF16}, {table + kExperts, DType::kBF16}, {table + 2 * kExperts, DType::kBF16}, kF};
     LS_CUDA_CHECK(cudaDeviceSynchronize());  // the fills ran on the default stream
   }
   ~LayerWeights() {
@@ -323,6 +330,191 @@ struct Layer {
   }
 };
 
+// --- Kimi K3's routed experts: BF16 against MXFP4 ---------------------------------------------
+
+// K3's expert shape: GLUs of width 3072 in the 3584-wide latent, top-16 of 896.
+constexpr int64_t kK3Latent = 3584, kK3F = 3072, kK3Experts = 896, kMxfp4Group = 32;
+
+__global__ void FillBytes(uint8_t* p, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<uint8_t>((Uniform(seed, i) + 1.f) * 128.f);
+}
+// E8M0 exponents 2^-10 .. 2^-8: with random E2M1 codes (RMS 2.9), weights of RMS about 0.006.
+__global__ void FillE8M0(uint8_t* p, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[i] = static_cast<uint8_t>(117 + static_cast<int>((Uniform(seed, i) + 1.f) * 1.5f));
+}
+// The BF16 of MXFP4 weights [rows, cols], with the arithmetic of the grouped GEMMs' load stage.
+__global__ void DequantizeMxfp4(const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
+                                uint16_t* out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < rows * cols;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / cols, c = i % cols;
+    const uint32_t code = (codes[i / 2] >> (4 * (c & 1))) & 15u;
+    const float scale = ScaleValue(scales, DType::kE8M0, r * (cols / kMxfp4Group) + c / kMxfp4Group);
+    out[i] = static_cast<uint16_t>(WeightBf16<DType::kE2M1>(code, 0, scale));
+  }
+}
+
+// Every expert's gate, up and down twice: MXFP4 (codes, E8M0 scales per 32) and the BF16 they
+// dequantize to, with a grouped-GEMM table for each.
+struct K3Experts {
+  int64_t n = 0;
+  ExpertTable bf16, mxfp4;
+  std::vector<void*> memory;
+
+  static double Bf16Bytes() { return 2.0 * 3 * kK3F * kK3Latent; }
+  static double Mxfp4Bytes() { return 3.0 * kK3F * kK3Latent * (0.5 + 1.0 / kMxfp4Group); }
+
+  explicit K3Experts(int64_t experts) : n(experts) {
+    const int64_t weights = kK3F * kK3Latent;  // of one matrix (gate, up: [f, d_lat]; down: [d_lat, f])
+    std::vector<ExpertWeight> host_bf16(3 * n), host_mxfp4(3 * n);
+    for (int64_t m = 0; m < 3; ++m) {
+      const int64_t rows = m < 2 ? kK3F : kK3Latent, cols = weights / rows;
+      auto* codes = Alloc<uint8_t>(n * weights / 2);
+      auto* scales = Alloc<uint8_t>(n * weights / kMxfp4Group);
+      auto* values = Alloc<uint16_t>(n * weights);
+      memory.insert(memory.end(), {codes, scales, values});
+      FillBytes<<<1024, 256>>>(codes, n * weights / 2, NextSeed());
+      FillE8M0<<<1024, 256>>>(scales, n * weights / kMxfp4Group, NextSeed());
+      LS_CUDA_CHECK_LAUNCH();
+      for (int64_t e = 0; e < n; ++e) {
+        const uint8_t* c = codes + e * weights / 2;
+        const uint8_t* sc = scales + e * weights / kMxfp4Group;
+        DequantizeMxfp4<<<1024, 256>>>(c, sc, rows, cols, values + e * weights);
+        host_bf16[m * n + e].data = values + e * weights;
+        ExpertWeight& q = host_mxfp4[m * n + e];
+        q.data = c;
+        q.scale = sc;
+        q.scale_dtype = DType::kE8M0;
+        q.block_rows = 1;
+        q.block_cols = kMxfp4Group;
+      }
+      LS_CUDA_CHECK_LAUNCH();
+    }
+    bf16 = Upload(host_bf16, DType::kBF16);
+    mxfp4 = Upload(host_mxfp4, DType::kE2M1);
+    LS_CUDA_CHECK(cudaDeviceSynchronize());  // the fills ran on the default stream
+  }
+  ~K3Experts() {
+    for (void* p : memory) cudaFree(p);
+  }
+  ExpertTable Upload(const std::vector<ExpertWeight>& host, DType codes) {
+    auto* table = Alloc<ExpertWeight>(3 * n);
+    memory.push_back(table);
+    LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(ExpertWeight), cudaMemcpyHostToDevice));
+    return ExpertTable{{table, codes}, {table + n, codes}, {table + 2 * n, codes}, kK3F};
+  }
+};
+
+// Distinct experts of each of T tokens (top-16 of n), from a seeded generator.
+std::vector<int32_t> RandomExpertIds(int64_t T, int64_t n, std::mt19937& rng) {
+  std::vector<int32_t> ids(T * kTopK), all(n);
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(all.begin(), all.end(), 0);
+    for (int k = 0; k < kTopK; ++k) {
+      std::uniform_int_distribution<int64_t> pick(k, n - 1);
+      std::swap(all[k], all[pick(rng)]);
+      ids[t * kTopK + k] = all[k];
+    }
+  }
+  return ids;
+}
+
+// The grouped expert GEMMs (gate and up with the GLU, then down) of K3's shape over BF16 and over
+// MXFP4 weights, on the same routed rows: time, weight bytes read, and whether the outputs are the
+// same bits. Prints the "k3_mxfp4" member of the document; false when the outputs differ.
+bool K3Mxfp4(cudaStream_t s, double copy_gbps) {
+  size_t free_bytes = 0, total_bytes = 0;
+  LS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // K3's 896 experts where 60% of the free memory holds both copies, fewer otherwise.
+  const double per_expert = K3Experts::Bf16Bytes() + K3Experts::Mxfp4Bytes();
+  const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(0.6 * free_bytes / per_expert), kTopK, kK3Experts);
+  K3Experts w(n);
+  MoeScratch scratch;
+  std::mt19937 rng(3);
+  std::printf(
+      ",\n  \"k3_mxfp4\": {\"d_lat\": %lld, \"f\": %lld, \"top_k\": %d, \"experts\": %lld, "
+      "\"bytes_per_expert\": {\"bf16\": %.0f, \"mxfp4\": %.0f},\n"
+      "    \"timing\": \"grouped GEMMs only (gate+up with the GLU, then down), median over repeats after %d "
+      "warm-ups, the two formats alternating on the same routed rows, %d routings cycled\",\n    \"cases\": [\n",
+      static_cast<long long>(kK3Latent), static_cast<long long>(kK3F), kTopK, static_cast<long long>(n),
+      K3Experts::Bf16Bytes(), K3Experts::Mxfp4Bytes(), kWarmup, kRotations);
+  bool first = true, all_identical = true;
+  for (const int64_t T : {int64_t{1}, int64_t{8}, int64_t{64}, int64_t{256}, int64_t{4096}}) {
+    float* z = RandomF32(T * kK3Latent, 1.f);
+    float* weights = RandomF32(T * kTopK, 0.1f, 0.1f);
+    float* out = Alloc<float>(T * kK3Latent);
+    std::vector<int32_t*> ids;
+    double active = 0;
+    for (int r = 0; r < kRotations; ++r) {
+      const std::vector<int32_t> host = RandomExpertIds(T, n, rng);
+      active += static_cast<double>(std::set<int32_t>(host.begin(), host.end()).size()) / kRotations;
+      ids.push_back(Alloc<int32_t>(T * kTopK));
+      LS_CUDA_CHECK(cudaMemcpy(ids.back(), host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    }
+    LS_CUDA_CHECK(cudaDeviceSynchronize());
+    MoeParams p;
+    p.z = z;
+    p.num_tokens = T;
+    p.in_width = kK3Latent;
+    p.out_width = kK3Latent;
+    p.topk_weights = weights;
+    p.top_k = kTopK;
+    p.num_experts = static_cast<int32_t>(n);
+    p.act = GluAct{Activation::kSiTU, 4.f, 25.f};
+    p.out = out;
+    EventTimer timer;
+    std::vector<double> ms[2];
+    const int reps = T >= 4096 ? 6 : 20;
+    bool identical = true;
+    for (int i = 0; i < kWarmup + reps; ++i) {
+      p.topk_ids = ids[i % kRotations];
+      MoePermute(p, scratch, s);
+      for (int j = 0; j < 2; ++j) {
+        const int f = (i + j) % 2;  // 0: BF16, 1: MXFP4; the order alternates
+        timer.Start(s);
+        MoeGroupedGemms(p, f == 0 ? w.bf16 : w.mxfp4, scratch, s);
+        timer.Stop(s);
+        const double t = timer.Ms();
+        if (i >= kWarmup) ms[f].push_back(t);
+      }
+      if (i == kWarmup && T <= 256) {  // the two formats' expert outputs, bit for bit
+        const size_t bytes = static_cast<size_t>(T * kTopK * kK3Latent) * sizeof(float);
+        std::vector<uint8_t> y[2];
+        for (int f = 0; f < 2; ++f) {
+          MoeGroupedGemms(p, f == 0 ? w.bf16 : w.mxfp4, scratch, s);
+          y[f].resize(bytes);
+          LS_CUDA_CHECK(cudaMemcpyAsync(y[f].data(), scratch.y, bytes, cudaMemcpyDeviceToHost, s));
+          LS_CUDA_CHECK(cudaStreamSynchronize(s));
+        }
+        identical = y[0] == y[1];
+      }
+    }
+    const double bf16_ms = Median(ms[0]), mxfp4_ms = Median(ms[1]);
+    const double bf16_bytes = active * K3Experts::Bf16Bytes(), mxfp4_bytes = active * K3Experts::Mxfp4Bytes();
+    std::printf(
+        "%s      {\"tokens\": %lld, \"active_experts\": %.1f, \"bf16_ms\": %.4f, \"mxfp4_ms\": %.4f, "
+        "\"mxfp4_over_bf16_time\": %.3f, \"bf16_weight_bytes\": %.4g, \"mxfp4_weight_bytes\": %.4g, "
+        "\"bf16_weight_gbps\": %.1f, \"mxfp4_weight_gbps\": %.1f, \"mxfp4_gbps_fraction_of_copy\": %.3f, "
+        "\"outputs_bit_identical\": %s}",
+        first ? "" : ",\n", static_cast<long long>(T), active, bf16_ms, mxfp4_ms, mxfp4_ms / bf16_ms, bf16_bytes,
+        mxfp4_bytes, bf16_bytes / (bf16_ms * 1e-3) / 1e9, mxfp4_bytes / (mxfp4_ms * 1e-3) / 1e9,
+        mxfp4_bytes / (mxfp4_ms * 1e-3) / 1e9 / copy_gbps, T > 256 ? "null" : (identical ? "true" : "false"));
+    std::fflush(stdout);
+    first = false;
+    all_identical &= identical;
+    std::fprintf(stderr, "moe_kernels: K3 experts, T %lld: BF16 %.3f ms, MXFP4 %.3f ms%s\n", static_cast<long long>(T),
+                 bf16_ms, mxfp4_ms, T > 256 || identical ? "" : " (outputs DIFFER)");
+    for (void* q : std::vector<void*>{z, weights, out}) LS_CUDA_CHECK(cudaFree(q));
+    for (int32_t* q : ids) LS_CUDA_CHECK(cudaFree(q));
+  }
+  std::printf("\n    ]\n  }");
+  return all_identical;
+}
+
 std::string DeviceName() {
   cudaDeviceProp prop{};
   LS_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -418,9 +610,12 @@ int Main() {
                    static_cast<long long>(lat), static_cast<long long>(T), t_ms, g_ms);
     }
   }
-  std::printf("\n  ]\n}\n");
+  std::printf("\n  ]");
+  const bool identical = K3Mxfp4(s, copy_gbps);
+  std::printf("\n}\n");
   LS_CUDA_CHECK(cudaStreamDestroy(s));
-  return 0;
+  if (!identical) std::fprintf(stderr, "moe_kernels: the grouped GEMMs over MXFP4 and over its BF16 differ\n");
+  return identical ? 0 : 1;
 }
 
 }  // namespace

@@ -20,7 +20,9 @@ namespace ls {
 // What a weight is read by, which decides the layout and memory a backend keeps it in (and what
 // online quantization does with it).
 enum class WeightUse : uint8_t {
-  kMatmul,        // the right operand of Gemm and MoeExperts
+  kMatmul,        // the right operand of Gemm
+  kMatmulExpert,  // a routed expert's gate, up or down matrix, read by MoeExperts only (a backend may
+                  // keep it in a form its grouped GEMMs read, e.g. quantized codes and scales)
   kMatmulRouter,  // a Gemm operand online quantization leaves as stored: routers and gates, whose
                   // few outputs decide which experts run
   kMatmulHead,    // the LM head, a Gemm operand online quantization keeps at 8 bits

@@ -85,6 +85,7 @@ size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
 QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
   switch (use) {
     case WeightUse::kMatmul:
+    case WeightUse::kMatmulExpert:
       return online;
     case WeightUse::kMatmulHead:
       if (online == QuantScheme::kInt4) return QuantScheme::kInt8;

@@ -53,7 +53,7 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
   // A weight's bytes in a slot: its prepared form when preparing and the backend converts it
   // (64-byte aligned, as Model does), else the copy of its every part.
   auto prepared_bytes = [&](const Tensor& t) -> size_t {
-    return prepare ? backend->PreparedWeightBytes(t, WeightUse::kMatmul) : 0;
+    return prepare ? backend->PreparedWeightBytes(t, WeightUse::kMatmulExpert) : 0;
   };
   auto stored = [&](const Tensor& t) {
     const size_t n = prepared_bytes(t);
@@ -86,7 +86,7 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
     if (const size_t n = prepared_bytes(t); n > 0) {
       auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
       used[d] += Aligned(n);
-      return backend->PrepareWeight(t, WeightUse::kMatmul, dst);
+      return backend->PrepareWeight(t, WeightUse::kMatmulExpert, dst);
     }
     auto part = [&](const void* src, size_t n) {
       auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];

@@ -6,7 +6,8 @@
 # $OUT (default /tmp/gpu-check-out), at most 8 files:
 #   gpu_check.log    this script's whole output      build.log          configure and build
 #   cuda_tests.log   ctest output                    cuda_tests.xml     ctest results as JUnit XML
-#   moe_kernels.json benchmark results               moe_kernels.log    benchmark progress
+#   moe_kernels.json benchmark results (a K3-like MoE layer; K3's routed experts, BF16 against
+#                    MXFP4)                          moe_kernels.log    benchmark progress
 #   memcheck.log     compute-sanitizer on the tests that failed (only when some did)
 #   decode_bench.json the model's decode step on the CUDA backend, batches 1 to 256, on a random
 #                    d=1024 and a d=2048 model after 64 prompt tokens, and the d=2048 model at
@@ -102,7 +103,7 @@ if [ -x "$BUILD/bin/cuda_test" ] || [ -x "$BUILD/bin/cuda_model_test" ]; then
 fi
 if [ -x "$BUILD/bin/moe_kernels" ]; then
   step "MoE kernel benchmark"
-  timeout 100 "$BUILD/bin/moe_kernels" >"$OUT/moe_kernels.json" 2>"$OUT/moe_kernels.log" || status=1
+  timeout 150 "$BUILD/bin/moe_kernels" >"$OUT/moe_kernels.json" 2>"$OUT/moe_kernels.log" || status=1
   tail -12 "$OUT/moe_kernels.log"
 fi
 
@@ -160,6 +161,17 @@ for c in bench["cases"]:
     print(f"{c['d_lat']:>5} {c['tokens']:>6} {c['time_ms']:>8.3f} {c['eager_time_ms']:>8.3f} "
           f"{c['grouped_gemm_share']:>7.0%} {c['gbps']:>7.0f} {c['gbps_fraction_of_copy']:>7.0%} "
           f"{c['tflops']:>8.1f} {c['tflops_fraction_of_dense']:>8.0%}")
+k3 = bench.get("k3_mxfp4")
+if k3:
+    print(f"K3 routed experts, grouped GEMMs (d_lat {k3['d_lat']}, f {k3['f']}, top-{k3['top_k']} of "
+          f"{k3['experts']}): BF16 against MXFP4")
+    print(f"{'tokens':>6} {'active':>6} {'BF16 ms':>8} {'MXFP4 ms':>8} {'ratio':>6} {'BF16 GB/s':>9} "
+          f"{'MXFP4 GB/s':>10} {'same bits':>9}")
+    for c in k3["cases"]:
+        same = {True: "yes", False: "NO", None: "-"}[c["outputs_bit_identical"]]
+        print(f"{c['tokens']:>6} {c['active_experts']:>6.0f} {c['bf16_ms']:>8.3f} {c['mxfp4_ms']:>8.3f} "
+              f"{c['mxfp4_over_bf16_time']:>6.2f} {c['bf16_weight_gbps']:>9.0f} {c['mxfp4_weight_gbps']:>10.0f} "
+              f"{same:>9}")
 PY
 echo "gpu_check: $((SECONDS - start)) s, status $status"
 return $status

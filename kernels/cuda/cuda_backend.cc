@@ -28,6 +28,44 @@ void SetError(std::string* error, std::string message) {
   if (error) *error = std::move(message);
 }
 
+size_t Aligned64(size_t n) { return (n + 63) / 64 * 64; }
+
+// Whether the grouped GEMMs read this quantized weight as it is (kernels/cuda/grouped_gemm.h).
+bool GroupedGemmFormat(const Tensor& w) {
+  if (!w.quantized() || w.layout != Layout::kRowMajor || w.quant.block_rows < 1 || w.quant.block_cols < 1) return false;
+  const DType s = w.quant.scale_dtype;
+  const bool float_scales = s == DType::kF32 || s == DType::kBF16 || s == DType::kF16;
+  switch (w.dtype) {
+    case DType::kE2M1:
+      return s == DType::kE8M0 && !w.quant.zero && w.cols % 2 == 0;
+    case DType::kU4:
+      return float_scales && w.cols % 2 == 0;
+    case DType::kF8E4M3:
+      return float_scales && !w.quant.zero;
+    default:
+      return false;
+  }
+}
+
+// How the grouped GEMMs read a prepared expert weight (BF16 values, or codes and scales).
+cuda::ExpertWeight DescribeExpertWeight(const Tensor& t) {
+  cuda::ExpertWeight w;
+  w.data = t.data;
+  if (t.quantized()) {
+    w.scale = t.quant.scale;
+    w.zero = static_cast<const uint8_t*>(t.quant.zero);
+    w.scale_dtype = t.quant.scale_dtype;
+    w.block_rows = t.quant.block_rows;
+    w.block_cols = t.quant.block_cols;
+  }
+  return w;
+}
+
+bool SameWeight(const cuda::ExpertWeight& a, const cuda::ExpertWeight& b) {
+  return a.data == b.data && a.scale == b.scale && a.zero == b.zero && a.scale_dtype == b.scale_dtype &&
+         a.block_rows == b.block_rows && a.block_cols == b.block_cols;
+}
+
 }  // namespace
 
 std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error) {
@@ -166,16 +204,40 @@ void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
   AddPendingCounts();
 }
 
+bool CudaBackend::KeepsCodes(const Tensor& w, WeightUse use) const {
+  return packed_experts_ && use == WeightUse::kMatmulExpert && GroupedGemmFormat(w);
+}
+
 size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
+  if (KeepsCodes(w, use)) return Aligned64(w.bytes()) + Aligned64(w.scale_bytes()) + w.zero_bytes();
   return IsMatmul(use) ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
 }
 
 Tensor CudaBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   LS_CUDA_REQUIRE(w.layout == Layout::kRowMajor, "PrepareWeight: host weights must be row-major");
   LS_CUDA_REQUIRE(IsMatmul(use) || !w.quantized(), "PrepareWeight: only matrix weights may be quantized");
+  if (KeepsCodes(w, use)) {
+    // A routed expert's codes and scales as they are: the grouped GEMMs widen them in their load
+    // stage to the BF16 the dequantization below would give.
+    auto* codes = static_cast<unsigned char*>(dst);
+    unsigned char* scales = codes + Aligned64(w.bytes());
+    unsigned char* zeros = scales + Aligned64(w.scale_bytes());
+    Tensor t = w;
+    CopyToDevice(codes, w.data, w.bytes());
+    CopyToDevice(scales, w.quant.scale, w.scale_bytes());
+    t.data = codes;
+    t.quant.scale = scales;
+    if (w.quant.zero) {
+      CopyToDevice(zeros, w.quant.zero, w.zero_bytes());
+      t.quant.zero = zeros;
+    }
+    return t;
+  }
   if (IsMatmul(use) && (w.dtype != DType::kBF16 || w.quantized())) {
     // Quantized weights (FP8 blocks, int8, int4, MXFP4) are dequantized here, row by row, to the
-    // BF16 the GEMMs read: the values are the CPU kernels' float32 ones, rounded once.
+    // BF16 the GEMMs read: the values are the CPU kernels' float32 ones, rounded once. The dense
+    // GEMMs (cuBLASLt) read BF16 only, so every quantized weight but the routed experts' (above)
+    // is kept this way.
     std::vector<uint16_t> bf16(static_cast<size_t>(w.numel()));
     std::vector<float> row(static_cast<size_t>(w.cols));
     for (int64_t r = 0; r < w.rows; ++r) {
@@ -329,11 +391,11 @@ void CudaBackend::Router(const RouterParams& p) {
 
 const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
   const int32_t N = p.num_experts;
-  std::vector<const void*> host(static_cast<size_t>(3 * N));
+  std::vector<cuda::ExpertWeight> host(static_cast<size_t>(3 * N));
   for (int32_t e = 0; e < N; ++e) {
-    host[e] = p.gate[e].data;
-    host[N + e] = p.up[e].data;
-    host[2 * N + e] = p.down[e].data;
+    host[e] = DescribeExpertWeight(p.gate[e]);
+    host[N + e] = DescribeExpertWeight(p.up[e]);
+    host[2 * N + e] = DescribeExpertWeight(p.down[e]);
   }
   const auto key = std::make_tuple(p.gate, p.up, p.down, N);
   if (expert_tables_.size() >= kMaxExpertTables && !expert_tables_.count(key)) {
@@ -343,28 +405,42 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
     expert_tables_.clear();
   }
   ExpertTableEntry& entry = expert_tables_[key];
-  if (entry.device && entry.host == host) return entry.table;
+  if (entry.device && std::equal(entry.host.begin(), entry.host.end(), host.begin(), host.end(), SameWeight))
+    return entry.table;
 
-  // New or changed array: check every expert, then upload its pointers.
+  // New or changed array: check every expert, then upload its descriptions.
   int64_t width = 0;
   for (int32_t e = 0; e < N && width == 0; ++e)
     if (p.gate[e].data) width = p.gate[e].rows;
+  // The format of each matrix (BF16 or the codes), the same for every expert.
+  DType codes[3] = {DType::kBF16, DType::kBF16, DType::kBF16};
+  bool first = true;
   for (int32_t e = 0; e < N; ++e) {
     if (!p.gate[e].data) continue;  // an empty slot: never routed to
-    for (const Tensor* t : {&p.gate[e], &p.up[e], &p.down[e]})
-      LS_CUDA_REQUIRE(t->dtype == DType::kBF16 && t->layout == Layout::kRowMajor && t->data,
-                      "MoeExperts: expert weights must be prepared for WeightUse::kMatmul");
+    const Tensor* mats[3] = {&p.gate[e], &p.up[e], &p.down[e]};
+    for (int i = 0; i < 3; ++i) {
+      const Tensor& t = *mats[i];
+      LS_CUDA_REQUIRE(t.data && t.layout == Layout::kRowMajor &&
+                          ((t.dtype == DType::kBF16 && !t.quantized()) || GroupedGemmFormat(t)),
+                      "MoeExperts: expert weights must be prepared for WeightUse::kMatmulExpert");
+      if (first) codes[i] = t.dtype;
+      LS_CUDA_REQUIRE(t.dtype == codes[i], "MoeExperts: the experts of one array must share each matrix's format");
+    }
+    first = false;
     LS_CUDA_REQUIRE(p.gate[e].rows == width && p.gate[e].cols == p.in_width && p.up[e].rows == width &&
                         p.up[e].cols == p.in_width && p.down[e].rows == p.out_width && p.down[e].cols == width,
                     "MoeExperts: expert weight shapes disagree with each other or with in_width/out_width");
   }
-  if (!entry.device) LS_CUDA_CHECK(cudaMalloc(&entry.device, std::max<size_t>(host.size() * sizeof(void*), 1)));
-  LS_CUDA_CHECK(
-      cudaMemcpyAsync(entry.device, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice, stream_));
+  LS_CUDA_REQUIRE(codes[0] == codes[1], "MoeExperts: gate and up weights must share one format");
+  if (!entry.device) {
+    LS_CUDA_CHECK(cudaMalloc(&entry.device, std::max<size_t>(host.size() * sizeof(cuda::ExpertWeight), 1)));
+  }
+  LS_CUDA_CHECK(cudaMemcpyAsync(entry.device, host.data(), host.size() * sizeof(cuda::ExpertWeight),
+                                cudaMemcpyHostToDevice, stream_));
   LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // rare: at first use and when the array changes
   entry.host = std::move(host);
-  const auto* table = static_cast<const uint16_t* const*>(entry.device);
-  entry.table = cuda::ExpertTable{table, table + N, table + 2 * N, width};
+  const auto* table = static_cast<const cuda::ExpertWeight*>(entry.device);
+  entry.table = cuda::ExpertTable{{table, codes[0]}, {table + N, codes[1]}, {table + 2 * N, codes[2]}, width};
   return entry.table;
 }
 

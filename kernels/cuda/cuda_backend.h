@@ -4,7 +4,9 @@
 // pinned staging buffers. Ops are queued on the stream without waiting, except CopyToDevice,
 // CopyToHost, Free and Synchronize, which wait for it; MoeExperts' per-expert counts come back
 // through pinned buffers and are added to the host counters at the next of those. Matmul weights are
-// kept as BF16 row-major; the GEMMs use BF16 operands with FP32 accumulation.
+// kept as BF16 row-major, except the routed experts' quantized ones (MXFP4, INT4, FP8 blocks), which
+// stay codes and scales that the grouped GEMMs widen to the same BF16; the GEMMs use BF16
+// operands with FP32 accumulation.
 // Plain C++ (no CUDA headers). Used by one thread at a time.
 #pragma once
 
@@ -45,9 +47,16 @@ class CudaBackend final : public Backend {
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
 
   // Matmul uses: BF16 row-major (F32 and F16 weights are converted on the host, quantized ones
-  // dequantized there); kOther: as stored.
+  // dequantized there), except that kMatmulExpert keeps a quantized weight the grouped GEMMs read
+  // (E2M1 + E8M0, U4 + F32/BF16/F16 with or without zero points, F8_E4M3 + F32/BF16/F16 blocks)
+  // row-major as it is: codes, then scales, then zero points, each 64-byte aligned. kOther: as
+  // stored.
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
+  // Off: quantized routed experts are dequantized to BF16 at PrepareWeight as the other matmul
+  // weights (the same GEMM results, four times the memory for 4-bit codes). On by default; applies
+  // to the weights prepared after the call.
+  void set_packed_experts(bool on) { packed_experts_ = on; }
 
   void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
   void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
@@ -91,11 +100,13 @@ class CudaBackend final : public Backend {
   friend std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);
   CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::CublasLtGemm> gemm);
 
-  // The device pointer tables of one expert array (MoeParams gate/up/down), uploaded on first use
-  // and again whenever the array holds other pointers than last time.
+  // Whether PrepareWeight keeps w (for `use`) in its quantized form.
+  bool KeepsCodes(const Tensor& w, WeightUse use) const;
+  // The device weight descriptions of one expert array (MoeParams gate/up/down), uploaded on
+  // first use and again whenever the array describes other weights than last time.
   struct ExpertTableEntry {
-    std::vector<const void*> host;  // [3N]: gate pointers, up pointers, down pointers
-    void* device = nullptr;         // the same [3N] in device memory
+    std::vector<cuda::ExpertWeight> host;  // [3N]: gate, up, down descriptions
+    void* device = nullptr;                // the same [3N] in device memory
     cuda::ExpertTable table;
   };
   const cuda::ExpertTable& ExpertTableFor(const MoeParams& p);
@@ -111,6 +122,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
   std::unique_ptr<cuda::HostUploader> uploader_;
   std::unique_ptr<cuda::MoeScratch> moe_;
+  bool packed_experts_ = true;
   std::map<std::tuple<const Tensor*, const Tensor*, const Tensor*, int32_t>, ExpertTableEntry> expert_tables_;
   std::vector<cuda::AttentionToken> attention_tokens_;
   std::vector<cuda::RecurrentSeq> recurrent_seqs_;

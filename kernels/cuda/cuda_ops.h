@@ -1,6 +1,7 @@
 // The CUDA backend's ops, twins of the kernels/cpu ops (same parameter meaning). Every pointer is
 // device memory unless marked host, and every op is queued on `stream` without waiting for it.
-// Weights read by GEMMs are BF16 row-major; other weights may be F32, BF16 or F16.
+// Weights read by the cuBLASLt GEMMs are BF16 row-major, the routed experts' BF16 or quantized
+// (grouped_gemm.h); other weights may be F32, BF16 or F16.
 // This header is plain C++ so host code and tests compile without nvcc.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/device_scratch.h"
+#include "kernels/cuda/grouped_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
 
@@ -123,13 +125,13 @@ void GatherHeadRowsBf16(const float* x, RowStrides xs, int64_t T, int32_t heads,
 void ScatterHeadRows(const float* in, int64_t T, int32_t heads, int64_t width, float* y, RowStrides ys,
                      cudaStream_t stream);
 
-// One MoE layer's expert weights as the grouped GEMMs read them: device arrays of N device
-// pointers, each to a BF16 row-major matrix.
+// One MoE layer's expert weights as the grouped GEMMs read them (grouped_gemm.h): for each of
+// gate, up and down, a device array of N descriptions (BF16 or codes and scales, row-major).
 struct ExpertTable {
-  const uint16_t* const* gate = nullptr;  // [N] → [width, in_width]
-  const uint16_t* const* up = nullptr;    // [N] → [width, in_width]
-  const uint16_t* const* down = nullptr;  // [N] → [out_width, width]
-  int64_t width = 0;                      // f, the experts' intermediate width
+  ExpertMatrices gate;  // [N] → [width, in_width]
+  ExpertMatrices up;    // [N] → [width, in_width]
+  ExpertMatrices down;  // [N] → [out_width, width]
+  int64_t width = 0;    // f, the experts' intermediate width
 };
 
 // Routed experts (MoeParams.gate/up/down and tokens_per_expert are not read; experts gives the

@@ -1,18 +1,23 @@
-// Grouped BF16 GEMMs of the routed experts on the tensor cores (see grouped_gemm.h).
+// Grouped GEMMs of the routed experts on the tensor cores (see grouped_gemm.h).
 // One block computes a 64 × 64 output tile of one expert's rows: the block finds its expert by a
 // binary search over the tile offsets, streams 64-wide slices of K through shared memory (the
 // next slice is loaded into registers while the current one is multiplied) and issues
 // mma.sync.m16n8k16 with FP32 accumulators, four warps of 32 × 32 each. The GLU variant keeps a
-// gate and an up accumulator per element and applies the activation in the epilogue.
+// gate and an up accumulator per element and applies the activation in the epilogue. Quantized
+// weights are loaded as codes and scales (8 codes and one scale per thread and chunk: 4 bytes for
+// E2M1 and U4, 8 for FP8) and widened to BF16 as they are stored to shared memory, so that the
+// load of the next slice overlaps the multiplication of this one as for BF16 weights.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grouped_gemm.h"
+#include "kernels/cuda/weight_codes.cuh"
 
 namespace ls::cuda {
 namespace {
@@ -55,14 +60,131 @@ __device__ inline uint4 LoadChunk(const uint16_t* row, int64_t col, int64_t k, b
   return u.v;
 }
 
+// One expert matrix as a block reads it: BF16 values or codes, and the scale grid.
+struct WeightView {
+  const unsigned char* data = nullptr;  // row 0
+  const void* scale = nullptr;
+  const uint8_t* zero = nullptr;
+  DType scale_dtype = DType::kF32;
+  int32_t block_rows = 1, block_cols = 1;
+  int64_t scale_cols = 0;
+  int32_t default_zero = 0;
+  bool vec = false;  // chunks inside the row are read as one aligned word, under one scale
+};
+
+// The registers of one 8-element weight chunk between its load and its store: BF16 values, or
+// the codes with the scale (and zero point) of their block.
+struct CodesChunk {
+  uint2 codes;  // 4-bit: codes.x, element j in bits 4j..4j+3; FP8: codes.x, codes.y, element j in byte j
+  float scale;
+  int32_t zero;
+};
+template <DType kCodes>
+using WeightChunk = std::conditional_t<kCodes == DType::kBF16, uint4, CodesChunk>;
+
+// Where a chunk's row of a quantized matrix is: its codes (null for a row past n) and the offset
+// of its block row in the scale grid.
+struct CodesRow {
+  const unsigned char* codes = nullptr;
+  int64_t grid = 0;
+};
+
+template <DType kCodes>
+__device__ inline WeightView ViewOf(const ExpertWeight& w, int64_t k) {
+  WeightView v;
+  v.data = static_cast<const unsigned char*>(w.data);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(w.data);
+  if constexpr (kCodes == DType::kBF16) {
+    v.vec = k % 8 == 0 && (addr & 15u) == 0;
+  } else {
+    v.scale = w.scale;
+    v.zero = w.zero;
+    v.scale_dtype = w.scale_dtype;
+    v.block_rows = w.block_rows;
+    v.block_cols = w.block_cols;
+    v.scale_cols = (k + w.block_cols - 1) / w.block_cols;
+    v.default_zero = kCodes == DType::kU4 ? 8 : 0;
+    const uintptr_t word = kCodes == DType::kF8E4M3 ? 7u : 3u;
+    v.vec = k % 8 == 0 && w.block_cols % 8 == 0 && (addr & word) == 0;
+  }
+  return v;
+}
+
+// Byte offset of element col in a row of codes.
+template <DType kCodes>
+__device__ inline int64_t CodeByte(int64_t col) {
+  return kCodes == DType::kF8E4M3 ? col : col / 2;
+}
+
+// Code of element col of a row (4-bit: its nibble; FP8: its byte).
+template <DType kCodes>
+__device__ inline uint32_t CodeAt(const unsigned char* row, int64_t col) {
+  const uint32_t b = row[CodeByte<kCodes>(col)];
+  if constexpr (kCodes == DType::kF8E4M3) {
+    return b;
+  } else {
+    return (col & 1) ? b >> 4 : b & 15u;
+  }
+}
+
+// The loads of a quantized chunk whose codes are one aligned word under one scale (view.vec,
+// col + 8 <= k); other chunks are read element by element when stored (WidenChunk).
+template <DType kCodes>
+__device__ inline CodesChunk LoadCodes(const WeightView& v, const CodesRow& row, int64_t col, int64_t k) {
+  CodesChunk c{make_uint2(0, 0), 0.f, 0};
+  if (row.codes == nullptr || !v.vec || col + 8 > k) return c;
+  if constexpr (kCodes == DType::kF8E4M3) {
+    c.codes = __ldg(reinterpret_cast<const uint2*>(row.codes + col));
+  } else {
+    c.codes.x = __ldg(reinterpret_cast<const uint32_t*>(row.codes + col / 2));
+  }
+  const int64_t block = row.grid + col / v.block_cols;
+  c.scale = ScaleValue(v.scale, v.scale_dtype, block);
+  c.zero = v.zero ? static_cast<int32_t>(__ldg(v.zero + block)) : v.default_zero;
+  return c;
+}
+
+// The eight BF16 weights of a chunk, lower element in the lower half of each word.
+template <DType kCodes>
+__device__ inline uint4 WidenChunk(const WeightView& v, const CodesRow& row, int64_t col, int64_t k,
+                                   const CodesChunk& c) {
+  uint32_t h[8];
+  if (row.codes != nullptr && v.vec && col + 8 <= k) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      uint32_t code;
+      if constexpr (kCodes == DType::kF8E4M3) {
+        code = ((j < 4 ? c.codes.x : c.codes.y) >> (8 * (j % 4))) & 0xffu;
+      } else {
+        code = (c.codes.x >> (4 * j)) & 15u;
+      }
+      h[j] = WeightBf16<kCodes>(code, c.zero, c.scale);
+    }
+  } else {
+    // Edge or unaligned chunk: each element with its own block's scale; zeros past k or n.
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int64_t e = col + j;
+      h[j] = 0;
+      if (row.codes == nullptr || e >= k) continue;
+      const int64_t block = row.grid + e / v.block_cols;
+      const int32_t zero = v.zero ? static_cast<int32_t>(v.zero[block]) : v.default_zero;
+      h[j] = WeightBf16<kCodes>(CodeAt<kCodes>(row.codes, e), zero, ScaleValue(v.scale, v.scale_dtype, block));
+    }
+  }
+  return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+}
+
 // Grid: (row tiles, ceil(n / kBN)); blocks past the last row tile exit at once.
-// kGlu: out is BF16 act(a · w0ᵀ) · (a · w1ᵀ); else out is float32 a · w0ᵀ.
-template <bool kGlu>
+// kGlu: out is BF16 act(a · w0ᵀ) · (a · w1ᵀ); else out is float32 a · w0ᵀ. kCodes: the weights'
+// format (w0 and w1 alike).
+template <bool kGlu, DType kCodes>
 __global__ void __launch_bounds__(kThreads)
-    GroupedGemmKernel(const uint16_t* __restrict__ a, const uint16_t* const* __restrict__ w0,
-                      const uint16_t* const* __restrict__ w1, int64_t n, int64_t k, ExpertRows rows, GluAct act,
+    GroupedGemmKernel(const uint16_t* __restrict__ a, const ExpertWeight* __restrict__ w0,
+                      const ExpertWeight* __restrict__ w1, int64_t n, int64_t k, ExpertRows rows, GluAct act,
                       void* __restrict__ out) {
   constexpr int kMats = kGlu ? 2 : 1;
+  constexpr bool kQuantized = kCodes != DType::kBF16;
   __shared__ __align__(16) uint16_t sa[kBM * kLd];
   __shared__ __align__(16) uint16_t sb[kMats][kBN * kLd];
 
@@ -84,44 +206,65 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row0 = static_cast<int64_t>(rows.offsets[e]) + m0;
   const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kBN;
 
-  const uint16_t* w[kMats];
-  w[0] = w0[e];
-  if constexpr (kGlu) w[1] = w1[e];
+  WeightView w[kMats];
+  w[0] = ViewOf<kCodes>(w0[e], k);
+  if constexpr (kGlu) w[1] = ViewOf<kCodes>(w1[e], k);
 
   // This thread's chunks: rows r0 + 16 i of a slice, columns c8 .. c8 + 7.
   const int r0 = threadIdx.x / kChunksPerRow;
   const int c8 = (threadIdx.x % kChunksPerRow) * 8;
   constexpr int kRowStep = kThreads / kChunksPerRow;
   const bool vec_a = k % 8 == 0 && Aligned16(a);
-  bool vec_w[kMats];
   const uint16_t* a_row[kChunks];
-  const uint16_t* w_row[kMats][kChunks];
+  // BF16: the row's values; quantized: its codes and block row.
+  std::conditional_t<kQuantized, CodesRow, const uint16_t*> w_row[kMats][kChunks];
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
     const int r = r0 + i * kRowStep;
     a_row[i] = r < valid_rows ? a + (row0 + r) * k : nullptr;
 #pragma unroll
-    for (int m = 0; m < kMats; ++m) w_row[m][i] = n0 + r < n ? w[m] + (n0 + r) * k : nullptr;
+    for (int m = 0; m < kMats; ++m) {
+      const bool in = n0 + r < n;
+      if constexpr (kQuantized) {
+        w_row[m][i].codes = in ? w[m].data + (n0 + r) * CodeByte<kCodes>(k) : nullptr;
+        w_row[m][i].grid = in ? (n0 + r) / w[m].block_rows * w[m].scale_cols : 0;
+      } else {
+        w_row[m][i] = in ? reinterpret_cast<const uint16_t*>(w[m].data) + (n0 + r) * k : nullptr;
+      }
+    }
   }
-#pragma unroll
-  for (int m = 0; m < kMats; ++m) vec_w[m] = k % 8 == 0 && Aligned16(w[m]);
 
-  uint4 ra[kChunks], rw[kMats][kChunks];
+  uint4 ra[kChunks];
+  WeightChunk<kCodes> rw[kMats][kChunks];
   auto load = [&](int64_t k0) {
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) {
       ra[i] = LoadChunk(a_row[i], k0 + c8, k, vec_a);
 #pragma unroll
-      for (int m = 0; m < kMats; ++m) rw[m][i] = LoadChunk(w_row[m][i], k0 + c8, k, vec_w[m]);
+      for (int m = 0; m < kMats; ++m) {
+        if constexpr (kQuantized) {
+          rw[m][i] = LoadCodes<kCodes>(w[m], w_row[m][i], k0 + c8, k);
+        } else {
+          rw[m][i] = LoadChunk(w_row[m][i], k0 + c8, k, w[m].vec);
+        }
+      }
     }
   };
-  auto store = [&]() {
+  auto store = [&](int64_t k0) {
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) {
       const int r = r0 + i * kRowStep;
       *reinterpret_cast<uint4*>(&sa[r * kLd + c8]) = ra[i];
 #pragma unroll
-      for (int m = 0; m < kMats; ++m) *reinterpret_cast<uint4*>(&sb[m][r * kLd + c8]) = rw[m][i];
+      for (int m = 0; m < kMats; ++m) {
+        uint4 v;
+        if constexpr (kQuantized) {
+          v = WidenChunk<kCodes>(w[m], w_row[m][i], k0 + c8, k, rw[m][i]);
+        } else {
+          v = rw[m][i];
+        }
+        *reinterpret_cast<uint4*>(&sb[m][r * kLd + c8]) = v;
+      }
     }
   };
 
@@ -133,7 +276,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int64_t k_tiles = (k + kBK - 1) / kBK;
   load(0);
-  store();
+  store(0);
   __syncthreads();
   for (int64_t kt = 0; kt < k_tiles; ++kt) {
     if (kt + 1 < k_tiles) load((kt + 1) * kBK);
@@ -161,7 +304,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (kt + 1 < k_tiles) {
-      store();
+      store((kt + 1) * kBK);
       __syncthreads();
     }
   }
@@ -195,26 +338,47 @@ unsigned MaxRowTiles(const ExpertRows& rows) {
   return static_cast<unsigned>(tiles);
 }
 
+template <bool kGlu, DType kCodes>
+void LaunchAs(const uint16_t* a, const ExpertWeight* w0, const ExpertWeight* w1, int64_t n, int64_t k,
+              const ExpertRows& rows, GluAct act, void* out, cudaStream_t stream) {
+  const dim3 grid(MaxRowTiles(rows), static_cast<unsigned>((n + kBN - 1) / kBN));
+  GroupedGemmKernel<kGlu, kCodes><<<grid, kThreads, 0, stream>>>(a, w0, w1, n, k, rows, act, out);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
 template <bool kGlu>
-void Launch(const uint16_t* a, const uint16_t* const* w0, const uint16_t* const* w1, int64_t n, int64_t k,
+void Launch(const uint16_t* a, const ExpertMatrices& w0, const ExpertMatrices& w1, int64_t n, int64_t k,
             const ExpertRows& rows, GluAct act, void* out, cudaStream_t stream) {
   if (rows.num_rows == 0 || n == 0) return;
   LS_CUDA_REQUIRE((n + kBN - 1) / kBN <= 65535, "GroupedGemm: output width too large");
-  const dim3 grid(MaxRowTiles(rows), static_cast<unsigned>((n + kBN - 1) / kBN));
-  GroupedGemmKernel<kGlu><<<grid, kThreads, 0, stream>>>(a, w0, w1, n, k, rows, act, out);
-  LS_CUDA_CHECK_LAUNCH();
+  LS_CUDA_REQUIRE(w0.codes == w1.codes, "GroupedGemmGlu: gate and up weights must share one format");
+  LS_CUDA_REQUIRE((w0.codes != DType::kE2M1 && w0.codes != DType::kU4) || k % 2 == 0,
+                  "GroupedGemm: rows of 4-bit codes need an even k");
+  switch (w0.codes) {
+    case DType::kBF16:
+      return LaunchAs<kGlu, DType::kBF16>(a, w0.experts, w1.experts, n, k, rows, act, out, stream);
+    case DType::kE2M1:
+      return LaunchAs<kGlu, DType::kE2M1>(a, w0.experts, w1.experts, n, k, rows, act, out, stream);
+    case DType::kU4:
+      return LaunchAs<kGlu, DType::kU4>(a, w0.experts, w1.experts, n, k, rows, act, out, stream);
+    case DType::kF8E4M3:
+      return LaunchAs<kGlu, DType::kF8E4M3>(a, w0.experts, w1.experts, n, k, rows, act, out, stream);
+    default:
+      LS_CUDA_REQUIRE(GroupedGemmReadsCodes(w0.codes), "GroupedGemm: weights must be BF16, E2M1, U4 or F8_E4M3");
+      return;
+  }
 }
 
 }  // namespace
 
-void GroupedGemmGlu(const uint16_t* a, const uint16_t* const* gate, const uint16_t* const* up, int64_t n, int64_t k,
+void GroupedGemmGlu(const uint16_t* a, const ExpertMatrices& gate, const ExpertMatrices& up, int64_t n, int64_t k,
                     const ExpertRows& rows, GluAct act, uint16_t* out, cudaStream_t stream) {
   Launch<true>(a, gate, up, n, k, rows, act, out, stream);
 }
 
-void GroupedGemm(const uint16_t* a, const uint16_t* const* w, int64_t n, int64_t k, const ExpertRows& rows, float* out,
+void GroupedGemm(const uint16_t* a, const ExpertMatrices& w, int64_t n, int64_t k, const ExpertRows& rows, float* out,
                  cudaStream_t stream) {
-  Launch<false>(a, w, nullptr, n, k, rows, Activation::kSiTU, out, stream);
+  Launch<false>(a, w, w, n, k, rows, Activation::kSiTU, out, stream);
 }
 
 }  // namespace ls::cuda

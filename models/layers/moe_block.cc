@@ -52,7 +52,7 @@ void MoeBlock::ForEachWeight(const WeightFn& fn) {
   for (Tensor* t : {&router_bias_view_, &latent_norm_})
     if (!t->empty()) fn(*t, WeightUse::kOther);
   for (auto* list : {&experts_.gate, &experts_.up, &experts_.down})
-    for (Tensor& t : *list) fn(t, WeightUse::kMatmul);
+    for (Tensor& t : *list) fn(t, WeightUse::kMatmulExpert);
   if (shared_) shared_->ForEachWeight(fn);
 }
 

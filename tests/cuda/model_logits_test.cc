@@ -1,15 +1,18 @@
-// The CUDA backend end to end: on every fixture (ours and those transformers wrote), the logits of a chunked prefill and 16 decode
-// steps agree with the CPU backend under the GPU's rounding (BF16 weights, GEMM inputs rounded to
-// BF16: tests/bf16_activations_backend.h) up to accumulation order, and pick the PyTorch
-// goldens' top token; on the tiny model, a batch of sequences decoding together through the paged
-// KV cache agrees with that reference step by step, also with its experts placed on two device
-// workers. (The plain CPU backend keeps float32 activations; on the fixtures with q/k norms,
-// rounding them alone moves a row's logits by up to 41%, so it is no reference for the GPU's
-// arithmetic.) Each comparison prints its figures. Reports SKIPPED without a device.
+// The CUDA backend end to end: on every fixture (ours and those transformers wrote), the logits of
+// a chunked prefill and 16 decode steps agree with the CPU backend under the GPU's rounding (BF16
+// weights, GEMM inputs rounded to BF16: tests/bf16_activations_backend.h) up to accumulation
+// order, and pick the PyTorch goldens' top token; on the tiny model, a batch of sequences decoding
+// together through the paged KV cache agrees with that reference step by step, also with its
+// experts placed on two device workers; on the quantized fixtures, the routed experts read as
+// codes give the logits of the same experts dequantized to BF16 at load, in less memory. (The
+// plain CPU backend keeps float32 activations; on the fixtures with q/k norms, rounding them alone
+// moves a row's logits by up to 41%, so it is no reference for the GPU's arithmetic.) Each
+// comparison prints its figures. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -198,6 +201,93 @@ TEST(CudaTinyModel, PlacedExpertsOnOneGpuMatchUnplaced) {
     (*model)->SetPlacedExperts(nullptr);
   }
 }
+
+// Quantized fixtures with their routed experts kept as codes (the CUDA backend's default) against
+// the same model with them dequantized to BF16 at load (set_packed_experts(false)): the grouped
+// GEMMs read the same BF16 either way, so the logits agree to float32 rounding (1e-5 leaves room
+// only for run-to-run order in other ops' float atomics), and the experts take less device memory:
+// on the MXFP4 fixtures exactly 16 − 4.25 bits a routed weight less (copies 64-byte aligned), and
+// so do their copies placed on device workers.
+struct QuantizedFixture {
+  const char* dir;
+  bool mxfp4;  // every routed expert MXFP4 (E2M1 codes, one E8M0 scale per 32)
+};
+class CudaQuantizedFixture : public ::testing::TestWithParam<QuantizedFixture> {};
+
+size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
+
+TEST_P(CudaQuantizedFixture, ExpertsKeptAsCodesGiveTheLogitsOfLoadTimeBf16InLessMemory) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = testing::FixtureParamDir(GetParam().dir);
+  std::string error;
+  auto packed_gpu = CreateCudaBackend(0, &error);
+  ASSERT_TRUE(packed_gpu) << error;
+  auto bf16_gpu = CreateCudaBackend(0, &error);
+  ASSERT_TRUE(bf16_gpu) << error;
+  bf16_gpu->set_packed_experts(false);
+  auto packed = LoadModel(dir, packed_gpu.get());
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  auto bf16 = LoadModel(dir, bf16_gpu.get());
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+
+  const size_t packed_bytes = (*packed)->prepared_weight_bytes(), bf16_bytes = (*bf16)->prepared_weight_bytes();
+  std::printf("%s: prepared weights %zu bytes with the experts as codes, %zu as BF16\n", GetParam().dir, packed_bytes,
+              bf16_bytes);
+  EXPECT_LT(packed_bytes, bf16_bytes);
+  if (GetParam().mxfp4) {
+    const ModelConfig& c = (*packed)->config();
+    const size_t f = static_cast<size_t>(c.moe.expert_ffn), w = static_cast<size_t>(c.expert_width());
+    size_t saved = 0;
+    for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
+      if (!c.is_moe_layer(l)) continue;
+      for (const auto& [rows, cols] : {std::pair{f, w}, std::pair{f, w}, std::pair{w, f}}) {
+        const size_t codes = Aligned(Aligned(rows * cols / 2) + Aligned(rows * ((cols + 31) / 32)));
+        saved += static_cast<size_t>(c.moe.num_experts) * (Aligned(rows * cols * 2) - codes);
+      }
+    }
+    EXPECT_EQ(bf16_bytes - packed_bytes, saved);
+  }
+
+  const testing::Golden g = testing::LoadGolden(dir);
+  const std::vector<int> chunks = {5, 11, 16};
+  const std::vector<float> want = testing::RunGolden(**bf16, g, chunks), got = testing::RunGolden(**packed, g, chunks);
+  ASSERT_EQ(got.size(), want.size());
+  const Agreement a = CompareLogits(got, want, g.vocab);
+  size_t same = 0;
+  for (size_t i = 0; i < got.size(); ++i) same += std::memcmp(&got[i], &want[i], sizeof(float)) == 0;
+  std::printf("%s: experts as codes vs as BF16: worst row %.3g, %zu of %zu logits the same bits\n", GetParam().dir,
+              a.worst_relative_error, same, got.size());
+  EXPECT_LE(a.worst_relative_error, 1e-5);
+  EXPECT_EQ(a.top_agreement, 1.0);
+
+  // Placed on two device workers, the experts are copied with their scales and zero points: the
+  // logits of the unplaced model up to rounding, in less memory than the BF16 copies.
+  const ModelConfig& c = (*packed)->config();
+  std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+  for (int32_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.is_moe_layer(l)) placements.emplace_back(l, SpreadExperts(c.moe.num_experts, 2));
+  auto placed = (*packed)->BuildPlacedExperts(placements);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  auto placed_bf16 = (*bf16)->BuildPlacedExperts(placements);
+  ASSERT_TRUE(placed_bf16.ok()) << placed_bf16.status();
+  EXPECT_LT((*placed)->rank_bytes(), (*placed_bf16)->rank_bytes());
+  (*packed)->SetPlacedExperts(*placed);
+  const Agreement p = CompareLogits(testing::RunGolden(**packed, g, chunks), got, g.vocab);
+  EXPECT_LE(p.worst_relative_error, 1e-3);
+  EXPECT_EQ(p.top_agreement, 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Quantized, CudaQuantizedFixture,
+                         ::testing::Values(QuantizedFixture{"hf/qwen3_moe_mxfp4", true},
+                                           QuantizedFixture{"k3/k3_tiny_mxfp4", true},
+                                           QuantizedFixture{"hf/glm4_moe_int4", false},
+                                           QuantizedFixture{"hf/qwen3_moe_int4_asym_f32", false},
+                                           QuantizedFixture{"hf/qwen3_moe_fp8", false},
+                                           QuantizedFixture{"hf/glm4_moe_fp8_block32", false}),
+                         [](const auto& info) {
+                           const std::string dir = info.param.dir;
+                           return dir.substr(dir.find('/') + 1);
+                         });
 
 }  // namespace
 }  // namespace ls
