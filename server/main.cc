@@ -88,7 +88,7 @@ ABSL_FLAG(std::string, chat_template, "",
           "Jinja chat template file replacing the model's (default: the model's own, else ChatML)");
 ABSL_FLAG(std::string, tool_call_parser, "auto",
           "how tool calls are read from chat replies: auto (the model family's), none, hermes (or qwen), deepseek_v3, "
-          "kimi_k2, xtml (Kimi K3)");
+          "kimi_k2, glm45, xtml (Kimi K3)");
 ABSL_FLAG(std::string, reasoning_parser, "auto",
           "how reasoning is split from chat replies: auto (think when the chat template writes </think>), none, think");
 ABSL_FLAG(std::string, generation_config, "auto",

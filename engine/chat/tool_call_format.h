@@ -1,7 +1,7 @@
 // ToolCallFormat: one model family's way of writing tool calls in its output — the syntax its
 // ToolCallParser reads, the marker strings a decoder may hide, and the text that opens a call, with
 // which the server forces one (tool_choice "required" or a named function). The formats are
-// constants (hermes_tool_parser, deepseek_v3_tool_parser, kimi_k2_tool_parser), found by the
+// constants (hermes_tool_parser, deepseek_v3_tool_parser, kimi_k2_tool_parser, glm45_tool_parser), found by the
 // --tool_call_parser name; each family has a default.
 #pragma once
 
@@ -26,7 +26,7 @@ struct ToolCallFormat {
   std::unique_ptr<ChatOutputParser> NewParser(ToolParserOptions options) const;
 };
 
-// "hermes" (also "qwen"), "deepseek_v3" or "kimi_k2"; nullptr for another name.
+// "hermes" (also "qwen"), "deepseek_v3", "kimi_k2" or "glm45"; nullptr for another name.
 const ToolCallFormat* FindToolCallFormat(std::string_view name);
 std::vector<std::string> ToolCallFormatNames();
 // The format a model family writes (ModelConfig family and model_type); empty when none of ours.
@@ -35,5 +35,6 @@ std::string DefaultToolCallFormat(std::string_view family, std::string_view mode
 const ToolCallFormat& HermesToolCallFormat();
 const ToolCallFormat& DeepSeekV3ToolCallFormat();
 const ToolCallFormat& KimiK2ToolCallFormat();
+const ToolCallFormat& Glm45ToolCallFormat();
 
 }  // namespace ls::chat

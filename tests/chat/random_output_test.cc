@@ -56,6 +56,9 @@ std::vector<std::string> RandomOutput(const ToolCallFormat& f, const tok::Tokeni
   // A whole well-formed call of the format, which the fragments around it may break or leave alone.
   if (f.name == "hermes") {
     fragments.push_back("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+  } else if (f.name == "glm45") {
+    fragments.push_back("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>");
+    for (const char* tag : {"<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"}) fragments.push_back(tag);
   } else {
     fragments.push_back(
         f.syntax.section_begin + f.syntax.call_begin +
@@ -104,7 +107,8 @@ TEST(RandomOutputTest, AnyOutputParsesOrFallsBackCleanly) {
   std::mt19937 rng(20260721);
   int calls = 0, fallbacks = 0;
   for (int round = 0; round < 1500; ++round) {
-    for (const ToolCallFormat* f : {&HermesToolCallFormat(), &DeepSeekV3ToolCallFormat(), &KimiK2ToolCallFormat()}) {
+    for (const ToolCallFormat* f :
+         {&HermesToolCallFormat(), &DeepSeekV3ToolCallFormat(), &KimiK2ToolCallFormat(), &Glm45ToolCallFormat()}) {
       const std::vector<std::string> pieces = RandomOutput(*f, *tiny, &rng);
       const std::string text = Join(pieces);
       const bool think = round % 2 == 1;
@@ -125,8 +129,9 @@ TEST(RandomOutputTest, AnyOutputParsesOrFallsBackCleanly) {
       }
       for (const std::string* s : {&as_generated.delta.content, &as_generated.delta.reasoning})
         EXPECT_EQ(tok::FindInvalidUtf8(*s), std::string::npos) << what;
-      if (!think && as_generated.delta.tool_calls.empty())
+      if (!think && as_generated.delta.tool_calls.empty()) {
         EXPECT_EQ(as_generated.delta.content, text) << "no call read: the output comes back as written";
+      }
       calls += static_cast<int>(as_generated.delta.tool_calls.size());
       fallbacks += !as_generated.warning.empty();
     }

@@ -46,7 +46,7 @@ void CheckReply(const ojson& c, const Reply& r, const std::string& how) {
 
 TEST(ToolCallParserTest, GoldensReadTheSameWholeByteByByteAndInRandomPieces) {
   const ojson cases = Goldens();
-  ASSERT_GE(cases.size(), 30u);
+  ASSERT_GE(cases.size(), 40u);
   std::mt19937 rng(7);
   for (const ojson& c : cases) {
     const ToolCallFormat* f = FindToolCallFormat(c["format"].get<std::string>());
@@ -80,7 +80,8 @@ TEST(ToolCallParserTest, ContentBeforeACallStreamsBeforeTheCallEnds) {
 TEST(ToolCallParserTest, TextWithoutCallsComesBackExactly) {
   for (const std::string text : {"Plain answer.  ", "a < b and <tool and </tool_call> too", "\n\n", "<tool_call",
                                  "x <|tool_calls_section_begin", "ends with <"}) {
-    for (const ToolCallFormat* f : {&HermesToolCallFormat(), &DeepSeekV3ToolCallFormat(), &KimiK2ToolCallFormat()}) {
+    for (const ToolCallFormat* f :
+         {&HermesToolCallFormat(), &DeepSeekV3ToolCallFormat(), &KimiK2ToolCallFormat(), &Glm45ToolCallFormat()}) {
       const Reply whole = Parse(f->NewParser(CountingIds()), {text});
       const Reply bytes = Parse(f->NewParser(CountingIds()), Bytes(text));
       EXPECT_TRUE(whole.delta.tool_calls.empty());
@@ -128,6 +129,7 @@ TEST(ToolCallParserTest, ForcedPrefixesOpenACallTheParserCompletes) {
       {&HermesToolCallFormat(), "{\"city\": \"Lima\"}}\n</tool_call>"},
       {&DeepSeekV3ToolCallFormat(), "{\"city\": \"Lima\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {&KimiK2ToolCallFormat(), "{\"city\": \"Lima\"}<|tool_call_end|><|tool_calls_section_end|>"},
+      {&Glm45ToolCallFormat(), "<arg_key>city</arg_key>\n<arg_value>Lima</arg_value>\n</tool_call>"},
   };
   for (const Case& c : cases) {
     auto p = c.format->NewParser(CountingIds());
@@ -153,7 +155,7 @@ TEST(ToolCallParserTest, EachFamilyHasItsDefaultFormat) {
   EXPECT_EQ(DefaultToolCallFormat("DeepSeek-V3", "deepseek_v3"), "deepseek_v3");
   EXPECT_EQ(DefaultToolCallFormat("DeepSeek-V3", "kimi_k2"), "kimi_k2");
   EXPECT_EQ(DefaultToolCallFormat("Kimi-Linear", "kimi_linear"), "kimi_k2");
-  EXPECT_EQ(DefaultToolCallFormat("GLM-4-MoE", "glm4_moe"), "");
+  EXPECT_EQ(DefaultToolCallFormat("GLM-4-MoE", "glm4_moe"), "glm45");
   EXPECT_EQ(DefaultToolCallFormat("Mixtral", "mixtral"), "");
   EXPECT_EQ(FindToolCallFormat("nope"), nullptr);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tool_call_goldens.json: model outputs in the Hermes, DeepSeek-V3 and Kimi-K2 tool-call
-formats, each with the reply an OpenAI client must get back from it.
+"""Writes tool_call_goldens.json: model outputs in the Hermes, DeepSeek-V3, Kimi-K2 and GLM-4.5
+tool-call formats, each with the reply an OpenAI client must get back from it.
 
 Well-formed outputs are written by the formats' own chat templates (the test templates in
 ../chat_templates/templates/, which write assistant tool calls as Qwen/Hermes, DeepSeek-V3 and
@@ -29,7 +29,12 @@ FORMATS = {
     "hermes": ("hermes_style.jinja", "<|im_end|>"),
     "deepseek_v3": ("deepseek_v3_style.jinja", "<｜end▁of▁sentence｜>"),
     "kimi_k2": ("kimi_k2_style.jinja", "<|im_end|>"),
+    # GLM-4.5 ends a turn by starting the next one; a tool result follows the calls here.
+    "glm45": ("glm45_style.jinja", "<|observation|>"),
 }
+# GLM-4.5's template opens every assistant turn with a think block; the reasoning parser takes it
+# before the tool-call parser reads the rest.
+THINK_PREFIX = {"glm45": "\n<think></think>\n"}
 
 TOOLS = [{"type": "function", "function": {"name": n, "description": d, "parameters": {
     "type": "object", "properties": {"city": {"type": "string", "description": "a city"}}}}}
@@ -78,6 +83,12 @@ MALFORMED = {
         ("left_open", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
                       '<|tool_call_argument_begin|>{"city": '),
     ],
+    "glm45": [
+        ("no_name", "<tool_call>\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"),
+        ("key_without_value", "<tool_call>get_weather\n<arg_key>city</arg_key>\n</tool_call>"),
+        ("unclosed_value", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris\n</tool_call>"),
+        ("left_open", "Checking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"),
+    ],
 }
 
 # A good call followed by a malformed one: the first is a call, the second comes back as text.
@@ -95,6 +106,9 @@ MIXED = {
                 "[1]<|tool_call_end|><|tool_calls_section_end|>",
                 [("search", {"query": "x"}, "functions.search:0")],
                 "<|tool_call_begin|>functions.search:1<|tool_call_argument_begin|>[1]<|tool_call_end|>"),
+    "glm45": ("<tool_call>search\n<arg_key>query</arg_key>\n<arg_value>x</arg_value>\n</tool_call>\n"
+              "<tool_call>search\nnot pairs\n</tool_call>",
+              [("search", {"query": "x"}, None)], "<tool_call>search\nnot pairs\n</tool_call>"),
 }
 
 
@@ -112,7 +126,8 @@ def assistant_output(source, end, content, calls):
 
     before = render([user], False)
     generation_prompt = render([user], True)[len(before):]
-    full = render([user, {"role": "assistant", "content": content, "tool_calls": calls}], False)
+    result = {"role": "tool", "tool_call_id": "call_0", "content": "ok"}
+    full = render([user, {"role": "assistant", "content": content, "tool_calls": calls}, result], False)
     assert full.startswith(before)
     # Some templates indent between turns; the assistant's turn starts with the generation prompt.
     turn = full[len(before):].lstrip(" \n")
@@ -128,6 +143,9 @@ def main():
         source = read(os.path.join(TEMPLATES, "templates", template))
         for name, content, calls in TURNS:
             output = assistant_output(source, end, content, calls)
+            if fmt in THINK_PREFIX:
+                assert output.startswith(THINK_PREFIX[fmt]), output
+                output = output[len(THINK_PREFIX[fmt]):]
             # hermes_style writes no content beside calls; the others write it before them.
             expected_content = content if content and content in output else ""
             expected = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in calls]
