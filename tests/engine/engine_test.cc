@@ -62,6 +62,14 @@ class EngineTest : public ::testing::Test {
     }
     return out;
   }
+  // Re-plans run in the background and switch in before a later step: on a slow host a run can end
+  // before the first one is ready, so keep the engine stepping (a short request at a time, at most
+  // 200) until one has switched in.
+  static void KeepRunningUntilReplanned(Engine& engine) {
+    std::mt19937 rng(99);
+    for (int i = 0; i < 200 && engine.Metrics().replans == 0; ++i)
+      RunAll(engine, {Req(absl::StrCat("more", i), Prompt(rng, 4), 8)});
+  }
   CpuBackend backend_{2};
   std::unique_ptr<Model> model_;
 };
@@ -447,6 +455,7 @@ TEST_F(EngineTest, ReplanningSwitchesPlacementWithoutChangingTokens) {
   cfg.scheduler.max_num_seqs = 4;  // many steps, so several re-plans happen mid-stream
   auto engine = MakeEngine(cfg);
   EXPECT_EQ(RunAll(*engine, reqs), expected);
+  KeepRunningUntilReplanned(*engine);
   const MetricsSnapshot m = engine->Metrics();
   EXPECT_GT(m.replans, 0u);
   EXPECT_GT(m.longest_switch_step_seconds, 0.0);
@@ -469,6 +478,7 @@ TEST_F(EngineTest, ReplanSwitchesAreRememberedWithTheirTimeStepAndExpectedBalanc
   const double before_run = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto engine = MakeEngine(cfg);
   RunAll(*engine, reqs);
+  KeepRunningUntilReplanned(*engine);
   const MetricsSnapshot m = engine->Metrics();
   ASSERT_GT(m.replans, 0u);
   ASSERT_EQ(m.replan_events.size(), std::min<size_t>(m.replans, MetricsSnapshot::kMaxReplanEvents));

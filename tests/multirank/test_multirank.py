@@ -75,6 +75,11 @@ def test_rank_group_serves_the_single_process_greedy_text(ranks, expected, grpc_
         assert s.ready["ranks"] == ranks and len(s.worker_pids) == ranks - 1
         assert len(s.ready["rank_expert_slot_bytes"]) == ranks and min(s.ready["rank_expert_slot_bytes"]) > 0
         assert all_texts(s, grpc_stubs) == expected
+        # Re-plans switch in before a later step; a slow host may finish the requests first.
+        for _ in range(20):
+            if s.metric("latentserve_expert_replans_total") >= 1:
+                break
+            assert all_texts(s, grpc_stubs) == expected
         assert s.metric("latentserve_expert_replans_total") >= 1, "a re-plan switched in mid-run"
         assert all_texts(s, grpc_stubs) == expected, "the same after re-planning"
         assert s.metric("latentserve_ranks") == ranks
@@ -107,6 +112,10 @@ def test_kimi_linear_over_ranks_gives_the_single_process_tokens(ranks, kimi_expe
                         "4", model=KIMI)
     try:
         assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
+        for _ in range(20):  # until a re-plan has switched in (a slow host may finish first)
+            if s.metric("latentserve_expert_replans_total") >= 1:
+                break
+            assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
         assert s.metric("latentserve_expert_replans_total") >= 1
         assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
     finally:
