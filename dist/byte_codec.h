@@ -24,7 +24,7 @@ class ByteWriter {
   void PutArray(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     Put<uint64_t>(v.size());
-    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    if (!v.empty()) out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
   }
   void PutString(std::string_view s) {
     Put<uint64_t>(s.size());
@@ -58,7 +58,7 @@ class ByteReader {
       return v;
     }
     v.resize(n);
-    std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));  // an empty vector's data() may be null
     pos_ += n * sizeof(T);
     return v;
   }
