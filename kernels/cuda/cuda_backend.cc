@@ -298,38 +298,42 @@ void CudaBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float*
   cuda::MulSigmoid(x, rows, width, gate, gate_width, stream_);
 }
 
+CudaBackend::UploadedSeqs CudaBackend::UploadAttentionSeqs(const AttentionParams& p) {
+  UploadedSeqs u;
+  u.max_context = cuda::FlattenAttentionSeqs(p, &attention_tokens_, &attention_tables_);
+  u.num_tokens = static_cast<int32_t>(attention_tokens_.size());
+  if (u.num_tokens == 0) return u;
+  u.tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
+  u.tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
+  return u;
+}
+
+CudaBackend::UploadedSeqs CudaBackend::UploadAttentionSeqs(const LatentAttentionParams& p) {
+  AttentionParams seqs;
+  seqs.seqs = p.seqs;
+  seqs.num_seqs = p.num_seqs;
+  return UploadAttentionSeqs(seqs);
+}
+
 void CudaBackend::PagedAttention(const AttentionParams& p) {
   Activate();
-  const int32_t max_context = cuda::FlattenAttentionSeqs(p, &attention_tokens_, &attention_tables_);
-  if (attention_tokens_.empty()) return;
-  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
-  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
-  cuda::PagedAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, max_context,
-                       &attention_split_, stream_);
+  const UploadedSeqs u = UploadAttentionSeqs(p);
+  if (u.num_tokens == 0) return;
+  cuda::PagedAttention(p, u.tokens, u.num_tokens, u.tables, u.max_context, &attention_split_, stream_);
 }
 
 void CudaBackend::PagedLatentAttention(const LatentAttentionParams& p) {
   Activate();
-  AttentionParams seqs;
-  seqs.seqs = p.seqs;
-  seqs.num_seqs = p.num_seqs;
-  cuda::FlattenAttentionSeqs(seqs, &attention_tokens_, &attention_tables_);
-  if (attention_tokens_.empty()) return;
-  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
-  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
-  cuda::PagedLatentAttention(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+  const UploadedSeqs u = UploadAttentionSeqs(p);
+  if (u.num_tokens == 0) return;
+  cuda::PagedLatentAttention(p, u.tokens, u.num_tokens, u.tables, stream_);
 }
 
 void CudaBackend::StoreLatentRows(const LatentAttentionParams& p) {
   Activate();
-  AttentionParams seqs;
-  seqs.seqs = p.seqs;
-  seqs.num_seqs = p.num_seqs;
-  cuda::FlattenAttentionSeqs(seqs, &attention_tokens_, &attention_tables_);
-  if (attention_tokens_.empty()) return;
-  const auto* d_tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
-  const int32_t* d_tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
-  cuda::StoreLatentRows(p, d_tokens, static_cast<int32_t>(attention_tokens_.size()), d_tables, stream_);
+  const UploadedSeqs u = UploadAttentionSeqs(p);
+  if (u.num_tokens == 0) return;
+  cuda::StoreLatentRows(p, u.tokens, u.num_tokens, u.tables, stream_);
 }
 
 void CudaBackend::LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,

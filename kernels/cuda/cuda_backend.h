@@ -74,8 +74,7 @@ class CudaBackend final : public Backend {
   void KdaAttention(const KdaParams& p) override;
   void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
                 RowStrides ys) override;
-  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act,
-                     float* out) override;
+  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act, float* out) override;
   void Router(const RouterParams& p) override;
   // With p.tokens_per_expert (host memory), the per-expert counts are copied back without a
   // wait and added at the next synchronization.
@@ -124,11 +123,22 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::MoeScratch> moe_;
   bool packed_experts_ = true;
   std::map<std::tuple<const Tensor*, const Tensor*, const Tensor*, int32_t>, ExpertTableEntry> expert_tables_;
+  // The step's attention sequences flattened (attention_tokens_, attention_tables_) and uploaded;
+  // the device pointers are valid until the uploader's next step.
+  struct UploadedSeqs {
+    const cuda::AttentionToken* tokens = nullptr;
+    const int32_t* tables = nullptr;
+    int32_t num_tokens = 0;
+    int32_t max_context = 0;
+  };
+  UploadedSeqs UploadAttentionSeqs(const AttentionParams& p);
+  UploadedSeqs UploadAttentionSeqs(const LatentAttentionParams& p);
+
   std::vector<cuda::AttentionToken> attention_tokens_;
   std::vector<cuda::RecurrentSeq> recurrent_seqs_;
   std::vector<cuda::RecurrentToken> recurrent_tokens_;
   std::vector<int32_t> attention_tables_;
-  cuda::DeviceScratch attention_split_;  // partial softmaxes of split contexts
+  cuda::DeviceScratch attention_split_;     // partial softmaxes of split contexts
   cuda::DeviceScratch head_in_, head_out_;  // HeadGemm's gathered operands and per-head results
   // The RoPE frequency tables seen so far: host values and their device copy.
   std::vector<std::pair<std::vector<float>, float*>> rope_tables_;
@@ -140,9 +150,9 @@ class CudaBackend final : public Backend {
   std::vector<int32_t*> counts_buffers_;  // pinned, counts_capacity_ each
   size_t counts_capacity_ = 0;
   std::vector<PendingCounts> pending_counts_;
-  ncclComm_t expert_comm_ = nullptr;  // one rank on this GPU, made on first use (builds with NCCL)
-  RankTransport* group_ = nullptr;    // the rank group joined (several processes), or null
-  ncclComm_t group_comm_ = nullptr;   // one rank per process of the group (non-blocking)
+  ncclComm_t expert_comm_ = nullptr;     // one rank on this GPU, made on first use (builds with NCCL)
+  RankTransport* group_ = nullptr;       // the rank group joined (several processes), or null
+  ncclComm_t group_comm_ = nullptr;      // one rank per process of the group (non-blocking)
   cudaEvent_t exchange_done_ = nullptr;  // recorded after each group all-to-all
 };
 
