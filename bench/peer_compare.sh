@@ -5,14 +5,18 @@
 # prompts and 32 generated tokens, 2 threads, every position feeding token 0; decode_bench --token0
 # on the same weights in our format) and the 512-token prefill (llama-bench -p 512; decode_bench
 # --prefill 512), for each weight format: the peer's BF16, Q8_0 and Q4_K_M (each with and without
-# -rtr, its run-time repacking) and ours in BF16 and with --quantization int8, w8a8, int4 and w4a8
-# (w8a8/w4a8: activations rounded to int8 per row, as the peer's quantized types do). Host
+# -rtr, its run-time repacking) and ours in BF16 (with float32 activations, and with
+# --activation_dtype bfloat16: rounded to BF16 per element, as the peer's BF16 type does) and with
+# --quantization int8, w8a8, int4 and w4a8 (w8a8/w4a8: activations rounded to int8 per row, as the
+# peer's quantized types do). Host
 # memory bandwidth jumps between two levels within tens of seconds, so every configuration runs
 # once per round, in the same order, and the figures are medians over the rounds. Prints the
 # per-round figures, then one JSON object with the medians and our ratios to the peer.
 #   bench/peer_compare.sh PEER_CHECKOUT MODEL_OUTDIR [ROUNDS (default 5)]
 # With PEER_COMPARE_TARGETS=1 a round runs only the headline pairs, so rounds are short: BF16 with BF16,
 # w8a8 with Q8_0 -rtr, w4a8 with Q4_K_M -rtr, and the 512-token prefill against the peer's BF16.
+# Each round also records the host's copy bandwidth (decode_bench's, GB/s) beside the figures.
+# PEER_COMPARE_BIN: where our binaries are (default build/bin).
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
 # bin/llama-bench, bin/llama-quantize, src/libllama.so; ../shared/tools/README.md's build, with
 # -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none of those kernels); MODEL_OUTDIR holds peer.gguf and
@@ -25,6 +29,7 @@ rounds=${3:-5}
 threads=2
 peer=$src/build
 here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${PEER_COMPARE_BIN:-$here/build/bin}
 work=$(mktemp -d)
 cd "$work"  # the peer writes its log file into the working directory
 greedy=$work/peer_greedy
@@ -35,7 +40,7 @@ for prompt in 1,100,2000,345,7000,12,999 1,5,6,7,8,9,10,11,12,13,14,15,16,17,18,
   theirs=$("$greedy" "$model/peer.gguf" 32 ${prompt//,/ } 2>/dev/null)
   # A float32 KV cache: nearest to the peer's F16 one (with auto, a BF16 checkpoint gets a BF16
   # cache, whose rounding moves this random model's nearly flat logits enough to change a token).
-  ours=$("$here/build/bin/latentserve-generate" --model "$model/latentserve" --prompt-ids "$prompt" --max-tokens 32 \
+  ours=$("$bin/latentserve-generate" --model "$model/latentserve" --prompt-ids "$prompt" --max-tokens 32 \
     --kv_cache_dtype float32)
   same=0
   IFS=, read -ra a <<<"$theirs"
@@ -67,16 +72,18 @@ peer_prefill() {  # name gguf [extra flags]
     python3 -c 'import csv, sys; rows = list(csv.DictReader(sys.stdin)); print(rows[-1]["avg_ts"])' |
     sed "s/^/$name\t$round\tprefill_512\t/" >>"$log"
 }
-ours() {  # name quantization
+ours() {  # name quantization [extra flags]
   local name=$1 q=$2 out
-  out=$("$here/build/bin/decode_bench" --token0 --quantization "$q" $threads "$model/latentserve" 1 8 32)
+  shift 2
+  out=$("$bin/decode_bench" --token0 --quantization "$q" "$@" $threads "$model/latentserve" 1 8 32)
   python3 - "$out" "$name" "$round" >>"$log" <<'PY'
 import json, sys
 d = json.loads(sys.argv[1])
 for r in d["token0_results"]:
     print("%s\t%s\tdecode_%d\t%s" % (sys.argv[2], sys.argv[3], r["batch"], r["tokens_per_s"]))
+print("host\t%s\tcopy_gbps\t%s" % (sys.argv[3], d["copy_bandwidth_gbps"]))
 PY
-  out=$("$here/build/bin/decode_bench" --prefill 512 --quantization "$q" $threads "$model/latentserve" 1)
+  out=$("$bin/decode_bench" --prefill 512 --quantization "$q" "$@" $threads "$model/latentserve" 1)
   python3 - "$out" "$name" "$round" >>"$log" <<'PY'
 import json, sys
 d = json.loads(sys.argv[1])
@@ -89,6 +96,7 @@ for round in $(seq 1 "$rounds"); do
   if [ "${PEER_COMPARE_TARGETS:-0}" = 1 ]; then  # only the pairs the targets name, so rounds are short
     peer_decode peer_bf16 "$model/peer.gguf"
     ours ours_bf16 none
+    ours ours_bf16_bf16act none --activation_dtype bfloat16
     peer_decode peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr
     ours ours_w8a8 w8a8
     peer_decode peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr
@@ -99,6 +107,7 @@ for round in $(seq 1 "$rounds"); do
   fi
   peer_decode peer_bf16 "$model/peer.gguf"
   ours ours_bf16 none
+  ours ours_bf16_bf16act none --activation_dtype bfloat16
   peer_decode peer_q8_0 "$model/peer-q8_0.gguf"
   peer_decode peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr
   ours ours_int8 int8
@@ -124,12 +133,12 @@ def ratio(a, b, metric):
     x, y = med.get(f"{a} {metric}"), med.get(f"{b} {metric}")
     return round(x / y, 2) if x and y else None
 ratios = {}
-for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_int8", "peer_q8_0_rtr"), ("ours_w8a8", "peer_q8_0_rtr"),
+for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_bf16_bf16act", "peer_bf16"), ("ours_int8", "peer_q8_0_rtr"), ("ours_w8a8", "peer_q8_0_rtr"),
                    ("ours_w8a8", "peer_q8_0"), ("ours_int4", "peer_q4_k_m_rtr"), ("ours_w4a8", "peer_q4_k_m_rtr"),
                    ("ours_w4a8", "peer_q4_k_m")]:
     for n in (1, 8, 32):
         ratios[f"{ours}/{peer} decode_{n}"] = ratio(ours, peer, f"decode_{n}")
-for ours in ("ours_bf16", "ours_int8", "ours_w8a8", "ours_int4", "ours_w4a8"):
+for ours in ("ours_bf16", "ours_bf16_bf16act", "ours_int8", "ours_w8a8", "ours_int4", "ours_w4a8"):
     ratios[f"{ours}/peer_bf16 prefill_512"] = ratio(ours, "peer_bf16", "prefill_512")
 print(json.dumps({"benchmark": "peer_compare", "threads": 2, "rounds": int(sys.argv[2]),
                   "statistic": "median over alternating rounds", "medians_tokens_per_s": med, "ratios": ratios},

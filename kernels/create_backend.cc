@@ -16,15 +16,29 @@ std::vector<std::string> AvailableBackends() {
 #endif
 }
 
+std::string ActivationDtypeName(const BackendOptions& options) {
+  if (options.activation_dtype != "auto") return options.activation_dtype;
+  return options.name == "cuda" ? "bfloat16" : "float32";
+}
+
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options, std::string* error) {
+  const std::string& act = options.activation_dtype;
+  if (act != "auto" && act != "float32" && act != "bfloat16") {
+    *error = "unknown --activation_dtype '" + act + "' (expected auto, float32 or bfloat16)";
+    return nullptr;
+  }
   if (options.name == "cpu") {
     if (options.threads < 0) {
       *error = "--threads must not be negative, got " + std::to_string(options.threads);
       return nullptr;
     }
-    return std::make_unique<CpuBackend>(options.threads);
+    return std::make_unique<CpuBackend>(options.threads, act == "bfloat16" ? DType::kBF16 : DType::kF32);
   }
   if (options.name == "cuda") {
+    if (act == "float32") {
+      *error = "--activation_dtype float32 is not available on --backend cuda (its GEMMs take bfloat16 activations)";
+      return nullptr;
+    }
 #if defined(LS_HAVE_CUDA)
     auto backend = CreateCudaBackend(options.cuda_device, error);
     if (!backend) *error = "--backend cuda: " + *error;

@@ -14,7 +14,13 @@ struct BackendOptions {
   std::string name = "cpu";
   int threads = 0;      // CPU worker threads (0: one per hardware thread)
   int cuda_device = 0;  // CUDA device index
+  // The GEMMs' activation type (--activation_dtype): "auto" (the CPU float32, CUDA bfloat16),
+  // "float32" (CPU only) or "bfloat16" (the CPU rounds the input rows of BF16 weights' GEMMs).
+  std::string activation_dtype = "auto";
 };
+
+// The activation type the options give ("auto" resolved for the backend named).
+std::string ActivationDtypeName(const BackendOptions& options);
 
 // The backends this build can create.
 std::vector<std::string> AvailableBackends();

@@ -21,6 +21,9 @@ enum class Layout : uint8_t {
   // The int8-activation GEMM's packed weights (kernels/cpu/int8_dot_gemm.h): panels of kPanelRows
   // rows, k in quads (padded to a multiple of four), each row's four codes of a quad together.
   kPanelsInt8Dot,
+  // The BF16-activation GEMM's packed weights (kernels/cpu/bf16_dot_gemm.h): panels of kPanelRows
+  // rows, k in pairs (padded to an even count), each row's two values of a pair together.
+  kPanelsBf16Dot,
 };
 inline constexpr int64_t kPanelRows = 32;
 
@@ -54,8 +57,10 @@ struct Tensor {
   int64_t stored_rows() const {
     return layout == Layout::kRowMajor ? rows : (rows + kPanelRows - 1) / kPanelRows * kPanelRows;
   }
-  // Columns as stored (padded to whole k quads in Layout::kPanelsInt8Dot).
-  int64_t stored_cols() const { return layout == Layout::kPanelsInt8Dot ? (cols + 3) / 4 * 4 : cols; }
+  // Columns as stored (padded to whole k quads in Layout::kPanelsInt8Dot, k pairs in kPanelsBf16Dot).
+  int64_t stored_cols() const {
+    return layout == Layout::kPanelsInt8Dot ? (cols + 3) / 4 * 4 : layout == Layout::kPanelsBf16Dot ? (cols + 1) / 2 * 2 : cols;
+  }
   // Bytes of one stored row (4-bit codes: cols is even).
   size_t row_bytes() const { return DTypeBytes(dtype, stored_cols()); }
   // Bytes of the values or codes (not the scales).

@@ -43,6 +43,9 @@ ABSL_FLAG(int32_t, grpc_port, 50051, "gRPC port");
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, cuda_device, 0, "CUDA device index for --backend cuda");
 ABSL_FLAG(int32_t, threads, 0, "CPU backend threads (0: one per hardware thread)");
+ABSL_FLAG(std::string, activation_dtype, "auto",
+          "GEMM activations: auto (cpu float32, cuda bfloat16), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 "
+          "weights' GEMMs are rounded to bfloat16 and multiplied with AVX512-BF16 dot products; faster, less exact)");
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");
@@ -100,7 +103,7 @@ namespace {
 // --help: the flags by topic.
 const std::vector<ls::server::FlagTopic>& FlagTopics() {
   static const std::vector<ls::server::FlagTopic> topics = {
-      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "quantization", "max_model_len", "warmup"}},
+      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "activation_dtype", "quantization", "max_model_len", "warmup"}},
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
@@ -222,9 +225,10 @@ int main(int argc, char** argv) {
     return Fail(msg);
   };
   std::string backend_error;
-  std::unique_ptr<ls::Backend> backend = ls::CreateBackend(
-      {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_cuda_device) + local_rank},
-      &backend_error);
+  const ls::BackendOptions backend_options{absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads),
+                                           absl::GetFlag(FLAGS_cuda_device) + local_rank,
+                                           absl::GetFlag(FLAGS_activation_dtype)};
+  std::unique_ptr<ls::Backend> backend = ls::CreateBackend(backend_options, &backend_error);
   if (!backend) return fail(backend_error);
   auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
   if (!quantization.ok()) return fail(std::string(quantization.status().message()));
@@ -350,6 +354,7 @@ int main(int argc, char** argv) {
                                 {"state_slots", (*engine)->num_state_slots()},
                                 {"prefix_caching", (*engine)->prefix_caching()},
                                 {"backend", std::string(backend->name())},
+                                {"activation_dtype", ls::ActivationDtypeName(backend_options)},
                                 {"ranks", (*engine)->num_ranks()},
                                 {"pid", static_cast<int64_t>(getpid())},
                                 {"workers", nlohmann::json::parse(*group ? (*group)->workers_json() : "{}")},

@@ -6,14 +6,16 @@
 #include <new>
 #include <thread>
 
+#include "kernels/cpu/bf16_dot_gemm.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 
 namespace ls {
 
-CpuBackend::CpuBackend(int num_threads)
-    : pool_(num_threads > 0 ? num_threads : std::max(1u, std::thread::hardware_concurrency())) {}
+CpuBackend::CpuBackend(int num_threads, DType activation_dtype)
+    : pool_(num_threads > 0 ? num_threads : std::max(1u, std::thread::hardware_concurrency())),
+      activation_dtype_(activation_dtype) {}
 
 void* CpuBackend::Allocate(size_t bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -24,11 +26,19 @@ void CpuBackend::Free(void* p) { std::free(p); }
 void CpuBackend::CopyToDevice(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuBackend::CopyToHost(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
+namespace {
+bool TakesBf16Rows(const Tensor& w, DType activation_dtype) {
+  return activation_dtype == DType::kBF16 && w.dtype == DType::kBF16 && !w.quantized();
+}
+}  // namespace
+
 size_t CpuBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
-  return IsMatmul(use) && w.layout == Layout::kRowMajor ? cpu::PackedWeightBytes(w) : 0;
+  if (!IsMatmul(use) || w.layout != Layout::kRowMajor) return 0;
+  return TakesBf16Rows(w, activation_dtype_) ? cpu::Bf16DotPackedBytes(w) : cpu::PackedWeightBytes(w);
 }
 Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
-  return PreparedWeightBytes(w, use) == 0 ? w : cpu::PackWeight(w, dst);
+  if (PreparedWeightBytes(w, use) == 0) return w;
+  return TakesBf16Rows(w, activation_dtype_) ? cpu::PackBf16DotWeight(w, dst) : cpu::PackWeight(w, dst);
 }
 
 void CpuBackend::Embedding(const int32_t* ids, int64_t n, const Tensor& table, float* out) {

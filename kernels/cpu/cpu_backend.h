@@ -12,11 +12,14 @@ namespace ls {
 
 class CpuBackend : public Backend {
  public:
-  // num_threads <= 0: one per hardware thread.
-  explicit CpuBackend(int num_threads = 0);
+  // num_threads <= 0: one per hardware thread. activation_dtype kBF16: BF16 GEMM weights are packed
+  // for the BF16-activation GEMM (kernels/cpu/bf16_dot_gemm.h), which rounds their input rows to
+  // BF16; other weights, and kF32 (the default), keep float32 activations.
+  explicit CpuBackend(int num_threads = 0, DType activation_dtype = DType::kF32);
 
   std::string_view name() const override { return "cpu"; }
   ThreadPool& pool() { return pool_; }
+  DType activation_dtype() const { return activation_dtype_; }
 
   void* Allocate(size_t bytes) override;
   void Free(void* p) override;
@@ -64,6 +67,7 @@ class CpuBackend : public Backend {
 
  private:
   ThreadPool pool_;
+  DType activation_dtype_;
   RankTransport* group_ = nullptr;  // the rank group joined, or null (this process alone)
 };
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantized_gemm.h"
 
@@ -41,12 +40,42 @@ void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t 
     PackedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else if (w.layout == Layout::kPanelsInt8Dot) {
     Int8DotGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (w.layout == Layout::kPanelsBf16Dot) {
+    thread_local std::vector<uint16_t> rounded;
+    Bf16DotGemmRange(RoundRowsToBf16(x, ldx, M, w.cols, &rounded), w, n_begin, n_end, y, ldy, accumulate);
   } else if (w.quantized()) {
     internal::RowMajorQuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else if (kUseAvx512) {
     internal::GemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else {
     internal::GemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  }
+}
+
+GemmRows PrepareRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, GemmRowsStorage* storage) {
+  GemmRows r;
+  r.x = x;
+  r.ldx = ldx;
+  r.rows = M;
+  if (w.layout == Layout::kPanelsInt8Dot) {
+    r.layout = w.layout;
+    r.i8 = internal::QuantizeRows(x, ldx, M, w.cols, internal::RowGroup(w), &storage->i8);
+    r.i8_group = internal::RowGroup(w);
+  } else if (w.layout == Layout::kPanelsBf16Dot) {
+    r.layout = w.layout;
+    r.bf16 = RoundRowsToBf16(x, ldx, M, w.cols, &storage->bf16);
+  }
+  return r;
+}
+
+void GemmRange(const GemmRows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
+               bool accumulate) {
+  if (w.layout == Layout::kPanelsInt8Dot && x.layout == w.layout && x.i8_group == internal::RowGroup(w)) {
+    Int8DotGemmRange(x.i8, w, n_begin, n_end, y, ldy, accumulate);
+  } else if (w.layout == Layout::kPanelsBf16Dot && x.layout == w.layout) {
+    Bf16DotGemmRange(x.bf16, w, n_begin, n_end, y, ldy, accumulate);
+  } else {
+    GemmRange(x.x, x.ldx, x.rows, w, n_begin, n_end, y, ldy, accumulate);
   }
 }
 
@@ -85,26 +114,24 @@ void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* out
     chunk[i] = ColumnChunk(pool, M, *outs[i].w);
     tasks += (outs[i].w->rows + chunk[i] - 1) / chunk[i];
   }
-  // Weights with int8 activations: x is rounded once for all their tasks (with the first such
-  // weight's k groups; another grouping rounds per task).
-  thread_local Int8RowsStorage storage;
-  Int8Rows rounded;
-  int64_t rounded_group = -1;
-  for (int32_t i = 0; i < n && rounded_group < 0; ++i) {
-    if (outs[i].w->layout != Layout::kPanelsInt8Dot) continue;
-    rounded = QuantizeRows(x, outs[i].w->cols, M, *outs[i].w, &storage);
-    rounded_group = internal::RowGroup(*outs[i].w);
+  // Weights with int8 or BF16 activations: x is rounded once for all their tasks (in the first
+  // such weight's form; another form rounds per task).
+  thread_local GemmRowsStorage storage;
+  const Tensor* form = outs[0].w;
+  for (int32_t i = 0; i < n; ++i) {
+    const Layout l = outs[i].w->layout;
+    if (l == Layout::kPanelsInt8Dot || l == Layout::kPanelsBf16Dot) {
+      form = outs[i].w;
+      break;
+    }
   }
+  const GemmRows rows = PrepareRows(x, form->cols, M, *form, &storage);
   pool.ParallelFor(tasks, [&](int64_t t) {
     int32_t i = n - 1;
     while (first[i] > t) --i;
     const Tensor& w = *outs[i].w;
     const int64_t n0 = (t - first[i]) * chunk[i], n1 = std::min(w.rows, n0 + chunk[i]);
-    if (w.layout == Layout::kPanelsInt8Dot && internal::RowGroup(w) == rounded_group) {
-      Int8DotGemmRange(rounded, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
-    } else {
-      GemmRange(x, w.cols, M, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
-    }
+    GemmRange(rows, w, n0, n1, outs[i].y + n0, w.rows, outs[i].accumulate);
   });
 }
 

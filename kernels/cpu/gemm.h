@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "kernels/cpu/bf16_dot_gemm.h"
+#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
 #include "kernels/thread_pool.h"
@@ -18,6 +21,34 @@ namespace ls::cpu {
 // (y points at the first output column of the range; packed weights: n_begin on a panel boundary.)
 void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                int64_t n_end, float* y, int64_t ldy, bool accumulate);
+
+// Activation rows in the form a weight's GEMM reads them: rounded once, for every task over them,
+// to int8 (weights in Layout::kPanelsInt8Dot) or BF16 (kPanelsBf16Dot); else the float rows.
+struct GemmRows {
+  Layout layout = Layout::kRowMajor;  // what they were prepared for (int8, BF16, or anything else: float)
+  const float* x = nullptr;
+  int64_t ldx = 0, rows = 0;
+  Int8Rows i8;
+  int64_t i8_group = 0;  // the k grouping of the int8 rows' sums
+  Bf16Rows bf16;
+  GemmRows Slice(int64_t r0, int64_t n) const {
+    GemmRows r = *this;
+    r.x = x + r0 * ldx;
+    r.rows = n;
+    if (layout == Layout::kPanelsInt8Dot) r.i8 = i8.Slice(r0, n);
+    if (layout == Layout::kPanelsBf16Dot) r.bf16 = bf16.Slice(r0, n);
+    return r;
+  }
+};
+struct GemmRowsStorage {
+  Int8RowsStorage i8;
+  std::vector<uint16_t> bf16;
+};
+// x [M, w.cols] prepared for w's GEMM (and for any weight of the same layout and k grouping).
+GemmRows PrepareRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, GemmRowsStorage* storage);
+// GemmRange over prepared rows; rows prepared for another kind of weight are re-rounded for w.
+void GemmRange(const GemmRows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
+               bool accumulate);
 
 // y[M, N] (+)= x[M, K] · w[N, K]ᵀ, split over the pool by output columns.
 void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y,

