@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/quantized_weight.h"
 
 namespace ls::cpu {
@@ -91,6 +92,7 @@ Tensor PackInt8DotWeight(const Tensor& w, void* dst) {
 namespace internal {
 
 Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t group, Int8RowsStorage* st) {
+  static const bool vector = CpuHasAvx512();
   Int8Rows r;
   r.rows = M;
   r.kp = (K + 3) / 4 * 4;
@@ -103,20 +105,27 @@ Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * ldx;
     float amax = 0.f;
-    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+    if (vector) {
+      amax = RowAbsMaxAvx512(xr, K);
+    } else {
+      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+    }
     const float inv = amax > 0.f ? 127.f / amax : 0.f;
     st->scale[m] = amax / 127.f;
     int8_t* q = st->q.data() + m * r.kp;
     uint8_t* u = st->u.data() + m * r.kp;
+    int32_t* sums = st->sums.data() + m * r.groups;
+    if (vector && RoundRowAvx512(xr, K, inv, group, q, u, sums)) continue;
     for (int64_t k = 0; k < K; ++k) {
       // Round to nearest even: |x · inv| <= 127 (plus rounding), far below 2^22, where adding and
       // subtracting 1.5 · 2^23 leaves the nearest integer (nearbyint's result, without its call).
+      // A NaN (or an infinite row's 0 · inf) becomes -127, as the vector rounding makes it.
       const float v = std::min(127.f, std::max(-127.f, (xr[k] * inv + 12582912.f) - 12582912.f));
       q[k] = static_cast<int8_t>(v);
       u[k] = static_cast<uint8_t>(q[k] + 128);
     }
     if (group > 0)
-      for (int64_t k = 0; k < K; ++k) st->sums[m * r.groups + k / group] += q[k];
+      for (int64_t k = 0; k < K; ++k) sums[k / group] += q[k];
   }
   r.q = st->q.data();
   r.u = st->u.data();

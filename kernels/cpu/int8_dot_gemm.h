@@ -60,8 +60,13 @@ void Int8DotGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, i
 namespace internal {
 // The group size the rows of x need for `w`: 0 when no sums are needed (I8 codes).
 inline int64_t RowGroup(const Tensor& w) { return w.dtype == DType::kU4 ? w.quant.block_cols : 0; }
-// Rounds x [M, K] with k groups of `group` (0: no sums).
+// Rounds x [M, K] with k groups of `group` (0: no sums): the AVX-512 rounding where the CPU has it,
+// else the portable one; both give the same bits.
 Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t group, Int8RowsStorage* storage);
+// Row m's codes, unsigned codes and group sums from its scale's inverse (storage already sized and
+// filled with the padding values); false when the CPU lacks AVX-512BW.
+bool RoundRowAvx512(const float* x, int64_t K, float inv, int64_t group, int8_t* q, uint8_t* u, int32_t* sums);
+float RowAbsMaxAvx512(const float* x, int64_t K);
 void Int8DotRangeScalar(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                         bool accumulate);
 // False when the CPU lacks AVX-512 VNNI.

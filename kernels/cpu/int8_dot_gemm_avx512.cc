@@ -203,6 +203,37 @@ void Range(const Int8Rows& x, const Weights& w, int64_t n_begin, int64_t n_end, 
 
 }  // namespace
 
+// Row rounding for the int8 kernels, the same bits as the portable loop (int8_dot_gemm.cc): the
+// largest |x| (a NaN skipped, as std::max skips it), x · inv rounded to nearest even by the
+// conversion (the default rounding mode), a NaN's integer indefinite clamped to -127 as the
+// portable clamp makes it; the group sums from the 32-bit codes where a group is whole vectors.
+float RowAbsMaxAvx512(const float* x, int64_t K) {
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 16) {
+    const __mmask16 mask = ColumnMask(K - k);
+    // vmaxps returns its second operand when either is a NaN: the running maximum.
+    amax = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(mask, x + k)), amax);
+  }
+  return _mm512_reduce_max_ps(amax);
+}
+
+bool RoundRowAvx512(const float* x, int64_t K, float inv, int64_t group, int8_t* q, uint8_t* u, int32_t* sums) {
+  static const bool has_bw = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  if (!has_bw || (group > 0 && group % 16 != 0)) return false;
+  const __m512 scale = _mm512_set1_ps(inv);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  for (int64_t k = 0; k < K; k += 16) {
+    const __mmask16 mask = ColumnMask(K - k);
+    __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + k), scale));
+    v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+    const __m128i b = _mm512_cvtepi32_epi8(v);
+    _mm_mask_storeu_epi8(q + k, mask, b);
+    _mm_mask_storeu_epi8(u + k, mask, _mm_xor_si128(b, _mm_set1_epi8(static_cast<char>(0x80))));
+    if (group > 0) sums[k / group] += _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(mask, v));
+  }
+  return true;
+}
+
 bool Int8DotRangeAvx512(const Int8Rows& x, const Tensor& t, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                         bool accumulate) {
   if (!kHasVnni) return false;

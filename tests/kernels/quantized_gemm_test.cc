@@ -9,7 +9,9 @@
 
 #include <array>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -269,6 +271,48 @@ TEST_P(Int8ActivationGemm, MatchesRoundedActivationsReference) {
     std::vector<float> one(N);
     Gemm(pool, x.data() + m * K, 1, p.t, one.data(), false);
     for (int n = 0; n < N; ++n) ASSERT_EQ(one[n], y[m * N + n]) << f.name << " m=" << m << " n=" << n;
+  }
+}
+
+// The int8 row rounding (vectorized where the CPU has AVX-512BW) gives, for every row, the codes,
+// unsigned codes, scale and group sums of its definition: s = amax / 127 over the finite and
+// infinite |x| (NaNs skipped), q = round-to-nearest-even(x · 127 / amax) clamped to ±127 (a NaN,
+// or x · 0 for an infinite amax's infinities, to -127), the padding 0 (unsigned 128).
+TEST(Int8Rows, RoundingFollowsItsDefinitionForEveryShape) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  for (int64_t K : {1, 7, 16, 31, 64, 100, 1024}) {
+    for (int64_t group : {0, 16, 32}) {
+      const int64_t M = 4;
+      std::vector<float> x(M * (K + 3));
+      for (auto& v : x) v = nd(rng) * 3;
+      const int64_t ld = K + 3;
+      x[1 * ld + K / 2] = std::nanf("");                            // row 1: a NaN among values
+      x[2 * ld + 0] = std::numeric_limits<float>::infinity();       // row 2: an infinite row
+      for (int64_t k = 0; k < K; ++k) x[3 * ld + k] = 0.5f * (k % 5) - 1.f;  // row 3: exact halves
+      Int8RowsStorage st;
+      const Int8Rows r = internal::QuantizeRows(x.data(), ld, M, K, group, &st);
+      ASSERT_EQ(r.kp, (K + 3) / 4 * 4);
+      for (int64_t m = 0; m < M; ++m) {
+        float amax = 0.f;
+        for (int64_t k = 0; k < K; ++k)
+          if (!std::isnan(x[m * ld + k])) amax = std::max(amax, std::fabs(x[m * ld + k]));
+        const float inv = amax > 0.f ? 127.f / amax : 0.f;
+        ASSERT_EQ(r.scale[m], amax / 127.f) << "K=" << K << " m=" << m;
+        std::vector<int32_t> sums(r.groups, 0);
+        for (int64_t k = 0; k < r.kp; ++k) {
+          int32_t want = 0;
+          if (k < K) {
+            const float v = x[m * ld + k] * inv;
+            want = std::isnan(v) ? -127 : static_cast<int32_t>(std::clamp(std::nearbyint(v), -127.f, 127.f));
+            if (group > 0) sums[k / group] += want;
+          }
+          ASSERT_EQ(r.q[m * r.kp + k], want) << "K=" << K << " group=" << group << " m=" << m << " k=" << k;
+          ASSERT_EQ(r.u[m * r.kp + k], want + 128) << "K=" << K << " m=" << m << " k=" << k;
+        }
+        for (int64_t g = 0; g < r.groups; ++g) ASSERT_EQ(r.sums[m * r.groups + g], sums[g]) << "K=" << K << " g=" << g;
+      }
+    }
   }
 }
 
