@@ -9,16 +9,13 @@
 #include <type_traits>
 
 #include "kernels/cpu/bf16_dot_gemm.h"
+#include "kernels/cpu/avx512_tile_store.h"
 
 namespace ls::cpu::internal {
 namespace {
 
 constexpr int64_t P = kPanelRows;
 constexpr int64_t kStep = 2 * P;  // BF16 values per panel and k pair
-
-inline __mmask16 ColumnMask(int64_t valid) {
-  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
-}
 
 inline __m512bh Broadcast(const uint16_t* pair) {
   int32_t v;
@@ -55,19 +52,7 @@ void Tile(const Bf16Rows& x, int64_t m0, const uint16_t* w, int64_t pairs, int64
       }
     }
   }
-  for (int m = 0; m < MR; ++m) {
-    for (int p = 0; p < NP; ++p) {
-      for (int h = 0; h < 2; ++h) {
-        const int64_t col = p * P + h * 16;
-        if (col >= valid) continue;
-        const __mmask16 mask = ColumnMask(valid - col);
-        float* out = y + m * ldy + col;
-        __m512 v = acc[m][p][h];
-        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v);
-        _mm512_mask_storeu_ps(out, mask, v);
-      }
-    }
-  }
+  StoreTile<MR, NP>(acc, y, ldy, valid, accumulate);
 }
 
 // Panels per tile: as many as keep the accumulators and loaded weights within 32 registers.

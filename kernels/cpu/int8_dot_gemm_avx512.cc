@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/cpu/int8_dot_gemm.h"
+#include "kernels/cpu/avx512_tile_store.h"
 
 namespace ls::cpu::internal {
 namespace {
@@ -25,16 +26,6 @@ inline int32_t Quad(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-inline __mmask16 ColumnMask(int64_t valid) {
-  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
-}
-
-inline void Store(float* out, __m512 v, int64_t valid, bool accumulate) {
-  const __mmask16 mask = ColumnMask(valid);
-  if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v);
-  _mm512_mask_storeu_ps(out, mask, v);
 }
 
 struct Weights {
@@ -81,7 +72,7 @@ void TileI8(const Int8Rows& x, int64_t m0, const Weights& w, int64_t panel, floa
       for (int m = 0; m < MR; ++m) {
         const __m512 c = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[m][p][h], offset));
         const __m512 v = _mm512_mul_ps(_mm512_mul_ps(c, _mm512_set1_ps(x.scale[m0 + m])), sw);
-        Store(y + m * ldy + col, v, valid - col, accumulate);
+        StoreColumns(y + m * ldy + col, v, valid - col, accumulate);
       }
     }
   }
@@ -135,7 +126,7 @@ void TileU4(const Int8Rows& x, int64_t m0, const Weights& w, int64_t panel, floa
     for (int p = 0; p < NP; ++p)
       for (int h = 0; h < 2; ++h) {
         const int64_t col = p * P + h * 16;
-        if (col < valid) Store(y + m * ldy + col, _mm512_mul_ps(out[m][p][h], sx), valid - col, accumulate);
+        if (col < valid) StoreColumns(y + m * ldy + col, _mm512_mul_ps(out[m][p][h], sx), valid - col, accumulate);
       }
   }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/avx512_tile_store.h"
 
 namespace ls::cpu::internal {
 namespace {
@@ -43,10 +44,6 @@ inline void PrefetchStep(const void* w, int64_t i) {
   if constexpr (T == DType::kF32) _mm_prefetch(at + 64, _MM_HINT_T0);
 }
 
-inline __mmask16 ColumnMask(int64_t valid) {
-  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
-}
-
 // y[m, c] (+)= tile result for c < valid (columns counted from the tile's first panel).
 template <DType T, int MR, int NP>
 inline void Tile(const float* x, int64_t ldx, const void* w, int64_t K, int64_t panel, float* y,
@@ -66,19 +63,7 @@ inline void Tile(const float* x, int64_t ldx, const void* w, int64_t K, int64_t 
       }
     }
   }
-  for (int m = 0; m < MR; ++m) {
-    for (int p = 0; p < NP; ++p) {
-      for (int h = 0; h < 2; ++h) {
-        const int64_t col = p * P + h * 16;
-        if (col >= valid) continue;
-        const __mmask16 mask = ColumnMask(valid - col);
-        float* out = y + m * ldy + col;
-        __m512 v = acc[m][p][h];
-        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v);
-        _mm512_mask_storeu_ps(out, mask, v);
-      }
-    }
-  }
+  StoreTile<MR, NP>(acc, y, ldy, valid, accumulate);
 }
 
 // Panels per tile for a tile of MR rows: as many as keep accumulators and widened weights within

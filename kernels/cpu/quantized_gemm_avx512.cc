@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/quantized_gemm.h"
+#include "kernels/cpu/avx512_tile_store.h"
 
 namespace ls::cpu::internal {
 namespace {
@@ -76,10 +77,6 @@ inline void Decode(const uint8_t* c, const __m512i* zero, __m512& lo, __m512& hi
       hi = _mm512_permutexvar_ps(h, table);
     }
   }
-}
-
-inline __mmask16 ColumnMask(int64_t valid) {
-  return valid >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
 }
 
 constexpr int64_t kAheadBytes = 1024;  // prefetch distance in a panel's stream of codes
@@ -176,19 +173,7 @@ inline void Tile(const float* x, int64_t ldx, const Weights& w, int64_t panel, f
       }
     }
   }
-  for (int m = 0; m < MR; ++m) {
-    for (int p = 0; p < NP; ++p) {
-      for (int h = 0; h < 2; ++h) {
-        const int64_t col = p * P + h * 16;
-        if (col >= valid) continue;
-        const __mmask16 mask = ColumnMask(valid - col);
-        float* out = y + m * ldy + col;
-        __m512 v = acc[m][p][h];
-        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v);
-        _mm512_mask_storeu_ps(out, mask, v);
-      }
-    }
-  }
+  StoreTile<MR, NP>(acc, y, ldy, valid, accumulate);
 }
 
 constexpr int PanelsFor(int MR) { return MR <= 2 ? 4 : MR <= 4 ? 3 : MR <= 6 ? 2 : 1; }
