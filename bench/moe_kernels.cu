@@ -410,14 +410,14 @@ struct K3Experts {
 };
 
 // Distinct experts of each of T tokens (top-16 of n), from a seeded generator.
-std::vector<int32_t> RandomExpertIds(int64_t T, int64_t n, std::mt19937& rng) {
-  std::vector<int32_t> ids(T * kTopK), all(n);
+std::vector<int32_t> RandomExpertIds(int64_t T, int64_t n, std::mt19937& rng, int top_k = kTopK) {
+  std::vector<int32_t> ids(T * top_k), all(n);
   for (int64_t t = 0; t < T; ++t) {
     std::iota(all.begin(), all.end(), 0);
-    for (int k = 0; k < kTopK; ++k) {
+    for (int k = 0; k < top_k; ++k) {
       std::uniform_int_distribution<int64_t> pick(k, n - 1);
       std::swap(all[k], all[pick(rng)]);
-      ids[t * kTopK + k] = all[k];
+      ids[t * top_k + k] = all[k];
     }
   }
   return ids;
@@ -513,6 +513,123 @@ bool K3Mxfp4(cudaStream_t s, double copy_gbps) {
   }
   std::printf("\n    ]\n  }");
   return all_identical;
+}
+
+// FP8 e4m3 codes, never the NaN codes 0x7f and 0xff.
+__global__ void FillE4M3(uint8_t* p, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint8_t b = static_cast<uint8_t>((Uniform(seed, i) + 1.f) * 127.5f);
+    p[i] = (b & 0x7fu) == 0x7fu ? static_cast<uint8_t>(b ^ 1u) : b;
+  }
+}
+
+// DeepSeek-V3's routed experts (d 7168, f 2048, top-8) in FP8 with 128 × 128 block scales: the
+// grouped GEMMs widening the codes to BF16 in their load stage (BF16 tensor cores) against the FP8
+// tensor-core GEMMs over activations rounded to e4m3 per 128 values, on the same routed rows: time,
+// weight bytes read, and the relative difference of the outputs (the FP8 rounding of the
+// activations). Prints the "fp8_experts" member of the document.
+void Fp8Experts(cudaStream_t s, double copy_gbps) {
+  constexpr int64_t d = 7168, f = 2048, top_k = 8, max_experts = 256;
+  size_t free_bytes = 0, total_bytes = 0;
+  LS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const double per_expert = 3.0 * d * f * (1.0 + 1.0 / (128 * 128 / 4));
+  const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(0.5 * free_bytes / per_expert), top_k, max_experts);
+  std::vector<void*> memory;
+  std::vector<ExpertWeight> host(3 * n);
+  for (int64_t m = 0; m < 3; ++m) {
+    const int64_t rows = m < 2 ? f : d, cols = d * f / rows, blocks = (rows / 128) * (cols / 128);
+    auto* codes = Alloc<uint8_t>(n * d * f);
+    float* scales = RandomF32(n * blocks, 0.5f / 448, 1.f / 448);
+    memory.insert(memory.end(), {codes, scales});
+    FillE4M3<<<1024, 256>>>(codes, n * d * f, NextSeed());
+    LS_CUDA_CHECK_LAUNCH();
+    for (int64_t e = 0; e < n; ++e) {
+      ExpertWeight& w = host[m * n + e];
+      w.data = codes + e * d * f;
+      w.scale = scales + e * blocks;
+      w.scale_dtype = DType::kF32;
+      w.block_rows = w.block_cols = 128;
+    }
+  }
+  auto* table = Alloc<ExpertWeight>(3 * n);
+  memory.push_back(table);
+  LS_CUDA_CHECK(cudaMemcpy(table, host.data(), host.size() * sizeof(ExpertWeight), cudaMemcpyHostToDevice));
+  ExpertTable widened{{table, DType::kF8E4M3}, {table + n, DType::kF8E4M3}, {table + 2 * n, DType::kF8E4M3}, f};
+  widened.fp8_blocks = true;
+  ExpertTable fp8 = widened;
+  fp8.fp8 = true;
+  MoeScratch scratch;
+  std::mt19937 rng(5);
+  std::printf(
+      ",\n  \"fp8_experts\": {\"d\": %lld, \"f\": %lld, \"top_k\": %lld, \"experts\": %lld, "
+      "\"bytes_per_expert\": %.0f,\n    \"timing\": \"grouped GEMMs only (gate+up with the GLU, then down), median "
+      "over repeats after %d warm-ups, the two paths alternating on the same routed rows\",\n    \"cases\": [\n",
+      static_cast<long long>(d), static_cast<long long>(f), static_cast<long long>(top_k), static_cast<long long>(n),
+      per_expert, kWarmup);
+  bool first = true;
+  for (const int64_t T : {int64_t{1}, int64_t{64}, int64_t{512}, int64_t{4096}}) {
+    float* z = RandomF32(T * d, 1.f);
+    float* weights = RandomF32(T * top_k, 0.1f, 0.1f);
+    float* out = Alloc<float>(T * d);
+    const std::vector<int32_t> host_ids = RandomExpertIds(T, n, rng, top_k);
+    const double active = static_cast<double>(std::set<int32_t>(host_ids.begin(), host_ids.end()).size());
+    int32_t* ids = Alloc<int32_t>(T * top_k);
+    LS_CUDA_CHECK(cudaMemcpy(ids, host_ids.data(), host_ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    MoeParams p;
+    p.z = z;
+    p.num_tokens = T;
+    p.in_width = d;
+    p.out_width = d;
+    p.topk_ids = ids;
+    p.topk_weights = weights;
+    p.top_k = static_cast<int32_t>(top_k);
+    p.num_experts = static_cast<int32_t>(n);
+    p.act = GluAct{Activation::kSiLU};
+    p.out = out;
+    MoePermute(p, scratch, s);
+    EventTimer timer;
+    std::vector<double> ms[2];
+    const int reps = T >= 4096 ? 6 : 20;
+    for (int i = 0; i < kWarmup + reps; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const int path = (i + j) % 2;  // 0: codes widened to BF16, 1: FP8 tensor cores
+        timer.Start(s);
+        MoeGroupedGemms(p, path == 0 ? widened : fp8, scratch, s);
+        timer.Stop(s);
+        if (i >= kWarmup) ms[path].push_back(timer.Ms());
+      }
+    }
+    // The outputs of the two paths: relative L2 difference over all rows.
+    const size_t count = static_cast<size_t>(T * top_k * d);
+    std::vector<float> y[2];
+    for (int path = 0; path < 2; ++path) {
+      MoeGroupedGemms(p, path == 0 ? widened : fp8, scratch, s);
+      y[path].resize(count);
+      LS_CUDA_CHECK(cudaMemcpyAsync(y[path].data(), scratch.y, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+      LS_CUDA_CHECK(cudaStreamSynchronize(s));
+    }
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < count; ++i) {
+      diff += (static_cast<double>(y[1][i]) - y[0][i]) * (static_cast<double>(y[1][i]) - y[0][i]);
+      norm += static_cast<double>(y[0][i]) * y[0][i];
+    }
+    const double widened_ms = Median(ms[0]), fp8_ms = Median(ms[1]), bytes = active * per_expert;
+    std::printf(
+        "%s      {\"tokens\": %lld, \"active_experts\": %.0f, \"widened_bf16_ms\": %.4f, \"fp8_ms\": %.4f, "
+        "\"fp8_over_widened_time\": %.3f, \"weight_bytes\": %.4g, \"fp8_weight_gbps\": %.1f, "
+        "\"fp8_gbps_fraction_of_copy\": %.3f, \"fp8_tflops\": %.1f, \"relative_l2_difference\": %.3g}",
+        first ? "" : ",\n", static_cast<long long>(T), active, widened_ms, fp8_ms, fp8_ms / widened_ms, bytes,
+        bytes / (fp8_ms * 1e-3) / 1e9, bytes / (fp8_ms * 1e-3) / 1e9 / copy_gbps,
+        2.0 * 3 * d * f * T * top_k / (fp8_ms * 1e-3) / 1e12, std::sqrt(diff / std::max(norm, 1e-30)));
+    std::fflush(stdout);
+    first = false;
+    std::fprintf(stderr, "moe_kernels: FP8 experts, T %lld: widened %.3f ms, FP8 %.3f ms\n", static_cast<long long>(T),
+                 widened_ms, fp8_ms);
+    for (void* q : std::vector<void*>{z, weights, out, ids}) LS_CUDA_CHECK(cudaFree(q));
+  }
+  std::printf("\n    ]\n  }");
+  for (void* q : memory) LS_CUDA_CHECK(cudaFree(q));
 }
 
 std::string DeviceName() {
@@ -612,6 +729,7 @@ int Main() {
   }
   std::printf("\n  ]");
   const bool identical = K3Mxfp4(s, copy_gbps);
+  Fp8Experts(s, copy_gbps);
   std::printf("\n}\n");
   LS_CUDA_CHECK(cudaStreamDestroy(s));
   if (!identical) std::fprintf(stderr, "moe_kernels: the grouped GEMMs over MXFP4 and over its BF16 differ\n");

@@ -41,7 +41,12 @@ std::unique_ptr<Backend> CreateBackend(const BackendOptions& options, std::strin
     }
 #if defined(LS_HAVE_CUDA)
     auto backend = CreateCudaBackend(options.cuda_device, error);
-    if (!backend) *error = "--backend cuda: " + *error;
+    if (!backend) {
+      *error = "--backend cuda: " + *error;
+      return nullptr;
+    }
+    // bfloat16 asked for: FP8 checkpoints' dense weights dequantized to BF16 like the others.
+    if (act == "bfloat16") backend->set_fp8_gemms(false);
     return backend;
 #else
     *error = "--backend cuda is not available: this build has no CUDA kernels (configure with -DLATENTSERVE_CUDA=ON)";

@@ -14,8 +14,10 @@ struct BackendOptions {
   std::string name = "cpu";
   int threads = 0;      // CPU worker threads (0: one per hardware thread)
   int cuda_device = 0;  // CUDA device index
-  // The GEMMs' activation type (--activation_dtype): "auto" (the CPU float32, CUDA bfloat16),
-  // "float32" (CPU only) or "bfloat16" (the CPU rounds the input rows of BF16 weights' GEMMs).
+  // The GEMMs' activation type (--activation_dtype): "auto" (the CPU float32; CUDA bfloat16, and
+  // FP8 block-scaled checkpoints' dense GEMMs in FP8 where the device runs them), "float32" (CPU
+  // only) or "bfloat16" (the CPU rounds the input rows of BF16 weights' GEMMs; CUDA runs every
+  // dense GEMM in BF16).
   std::string activation_dtype = "auto";
 };
 

@@ -44,8 +44,9 @@ ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds 
 ABSL_FLAG(int32_t, cuda_device, 0, "CUDA device index for --backend cuda");
 ABSL_FLAG(int32_t, threads, 0, "CPU backend threads (0: one per hardware thread)");
 ABSL_FLAG(std::string, activation_dtype, "auto",
-          "GEMM activations: auto (cpu float32, cuda bfloat16), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 "
-          "weights' GEMMs are rounded to bfloat16 and multiplied with AVX512-BF16 dot products; faster, less exact)");
+          "GEMM activations: auto (cpu float32; cuda bfloat16, with FP8 block-scaled checkpoints' dense GEMMs in FP8 on "
+          "Hopper), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
+          "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16)");
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");

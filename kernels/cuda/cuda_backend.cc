@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/expert_all_to_all.h"
 #endif
+#include "kernels/cuda/fp8_blocks.h"
 #include "kernels/cuda/gemm_cublaslt.h"
 #include "kernels/cuda/host_uploader.h"
 #include "kernels/cuda/moe_scratch.h"
@@ -105,7 +106,11 @@ std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error) {
     SetError(error, gemm_error);
     return nullptr;
   }
-  return std::unique_ptr<CudaBackend>(new CudaBackend(device, stream, std::move(gemm)));
+  const bool fp8 = gemm->SupportsFp8Blocks();
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(device, stream, std::move(gemm)));
+  backend->fp8_gemms_supported_ = fp8;
+  backend->fp8_gemms_ = fp8;
+  return backend;
 }
 
 CudaBackend::CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::CublasLtGemm> gemm)
@@ -208,8 +213,13 @@ bool CudaBackend::KeepsCodes(const Tensor& w, WeightUse use) const {
   return packed_experts_ && use == WeightUse::kMatmulExpert && GroupedGemmFormat(w);
 }
 
+bool CudaBackend::KeepsFp8(const Tensor& w, WeightUse use) const {
+  return fp8_gemms_ && use == WeightUse::kMatmul && cuda::Fp8GemmFormat(w);
+}
+
 size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
   if (KeepsCodes(w, use)) return Aligned64(w.bytes()) + Aligned64(w.scale_bytes()) + w.zero_bytes();
+  if (KeepsFp8(w, use)) return Aligned64(w.bytes()) + cuda::Fp8WeightScales(w).size() * sizeof(float);
   return IsMatmul(use) ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
 }
 
@@ -231,6 +241,18 @@ Tensor CudaBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
       CopyToDevice(zeros, w.quant.zero, w.zero_bytes());
       t.quant.zero = zeros;
     }
+    return t;
+  }
+  if (KeepsFp8(w, use)) {
+    // An FP8 block-scaled weight for the FP8 GEMMs: its codes, then its scales as cuBLASLt reads them.
+    const std::vector<float> scales = cuda::Fp8WeightScales(w);
+    auto* codes = static_cast<unsigned char*>(dst);
+    auto* d_scales = codes + Aligned64(w.bytes());
+    CopyToDevice(codes, w.data, w.bytes());
+    CopyToDevice(d_scales, scales.data(), scales.size() * sizeof(float));
+    Tensor t{codes, DType::kF8E4M3, w.rows, w.cols, Layout::kRowMajor};
+    t.quant = QuantScales{d_scales, nullptr, DType::kF32, static_cast<int32_t>(cuda::kFp8Block),
+                          static_cast<int32_t>(cuda::kFp8Block)};
     return t;
   }
   if (IsMatmul(use) && (w.dtype != DType::kBF16 || w.quantized())) {
@@ -266,7 +288,11 @@ void CudaBackend::RmsNorm(const float* x, int64_t rows, const Tensor& w, float e
 
 void CudaBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
   Activate();
-  gemm_->Run(x, M, w, y, accumulate, stream_);
+  if (w.dtype == DType::kF8E4M3) {
+    gemm_->RunFp8(x, M, w, y, accumulate, stream_);
+  } else {
+    gemm_->Run(x, M, w, y, accumulate, stream_);
+  }
 }
 
 void CudaBackend::Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) {
@@ -436,6 +462,13 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
                     "MoeExperts: expert weight shapes disagree with each other or with in_width/out_width");
   }
   LS_CUDA_REQUIRE(codes[0] == codes[1], "MoeExperts: gate and up weights must share one format");
+  bool fp8_blocks = !first && width % 16 == 0 && p.in_width % 16 == 0 && p.out_width % 16 == 0;
+  for (int32_t e = 0; e < N && fp8_blocks; ++e) {
+    if (!p.gate[e].data) continue;
+    for (const Tensor* t : {&p.gate[e], &p.up[e], &p.down[e]})
+      fp8_blocks = fp8_blocks && t->dtype == DType::kF8E4M3 && !t->quant.zero && t->quant.block_rows == 128 &&
+                   t->quant.block_cols == 128;
+  }
   if (!entry.device) {
     LS_CUDA_CHECK(cudaMalloc(&entry.device, std::max<size_t>(host.size() * sizeof(cuda::ExpertWeight), 1)));
   }
@@ -445,13 +478,15 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
   entry.host = std::move(host);
   const auto* table = static_cast<const cuda::ExpertWeight*>(entry.device);
   entry.table = cuda::ExpertTable{{table, codes[0]}, {table + N, codes[1]}, {table + 2 * N, codes[2]}, width};
+  entry.table.fp8_blocks = fp8_blocks;
   return entry.table;
 }
 
 void CudaBackend::MoeExperts(const MoeParams& p) {
   if (p.num_tokens == 0) return;
   Activate();
-  const cuda::ExpertTable& table = ExpertTableFor(p);
+  cuda::ExpertTable table = ExpertTableFor(p);
+  table.fp8 = table.fp8_blocks && fp8_gemms_;
   cuda::MoePermute(p, *moe_, stream_);
   if (p.tokens_per_expert) {
     const size_t n = static_cast<size_t>(p.num_experts);

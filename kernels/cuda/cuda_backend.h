@@ -49,14 +49,22 @@ class CudaBackend final : public Backend {
   // Matmul uses: BF16 row-major (F32 and F16 weights are converted on the host, quantized ones
   // dequantized there), except that kMatmulExpert keeps a quantized weight the grouped GEMMs read
   // (E2M1 + E8M0, U4 + F32/BF16/F16 with or without zero points, F8_E4M3 + F32/BF16/F16 blocks)
-  // row-major as it is: codes, then scales, then zero points, each 64-byte aligned. kOther: as
-  // stored.
+  // row-major as it is: codes, then scales, then zero points, each 64-byte aligned; and, with FP8
+  // GEMMs on, kMatmul keeps an FP8 128 × 128 block-scaled weight (cuda/fp8_blocks.h) as its e4m3
+  // codes and its block scales in cuBLASLt's layout (float32). kOther: as stored.
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
   // Off: quantized routed experts are dequantized to BF16 at PrepareWeight as the other matmul
   // weights (the same GEMM results, four times the memory for 4-bit codes). On by default; applies
   // to the weights prepared after the call.
   void set_packed_experts(bool on) { packed_experts_ = on; }
+  // FP8 block-scaled dense GEMMs (cuda/fp8_blocks.h: activations rounded to e4m3 per 128 values,
+  // DeepSeek-V3's recipe) for FP8 checkpoints' kMatmul weights. On by default where the device and
+  // cuBLASLt run them (fp8_gemms_supported); off (--activation_dtype bfloat16): those weights are
+  // dequantized to BF16 as the others. Applies to the weights prepared after the call.
+  void set_fp8_gemms(bool on) { fp8_gemms_ = on && fp8_gemms_supported_; }
+  bool fp8_gemms() const { return fp8_gemms_; }
+  bool fp8_gemms_supported() const { return fp8_gemms_supported_; }
 
   void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
   void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
@@ -122,6 +130,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::HostUploader> uploader_;
   std::unique_ptr<cuda::MoeScratch> moe_;
   bool packed_experts_ = true;
+  bool fp8_gemms_supported_ = false;
+  bool fp8_gemms_ = false;
+  bool KeepsFp8(const Tensor& w, WeightUse use) const;
   std::map<std::tuple<const Tensor*, const Tensor*, const Tensor*, int32_t>, ExpertTableEntry> expert_tables_;
   // The step's attention sequences flattened (attention_tokens_, attention_tables_) and uploaded;
   // the device pointers are valid until the uploader's next step.

@@ -132,6 +132,10 @@ struct ExpertTable {
   ExpertMatrices up;    // [N] → [width, in_width]
   ExpertMatrices down;  // [N] → [out_width, width]
   int64_t width = 0;    // f, the experts' intermediate width
+  // Every matrix F8_E4M3 in 128 × 128 blocks with widths multiples of 16: MoeGroupedGemms may run
+  // the FP8 grouped GEMMs (the inputs rounded to e4m3 per 128 values) when fp8 is set.
+  bool fp8_blocks = false;
+  bool fp8 = false;
 };
 
 // Routed experts (MoeParams.gate/up/down and tokens_per_expert are not read; experts gives the
@@ -140,7 +144,8 @@ struct ExpertTable {
 // 1. Counts and offsets per expert, the permutation (pairs grouped by expert, token order inside
 //    a group) and the permuted inputs in BF16.
 void MoePermute(const MoeParams& p, MoeScratch& scratch, cudaStream_t stream);
-// 2. Per active expert: act = GLU(z·gateᵀ, z·upᵀ) in one grouped GEMM, then y = act·downᵀ.
+// 2. Per active expert: act = GLU(z·gateᵀ, z·upᵀ) in one grouped GEMM, then y = act·downᵀ
+//    (experts.fp8: z and act rounded to e4m3 per row and 128 columns, the FP8 grouped GEMMs).
 void MoeGroupedGemms(const MoeParams& p, const ExpertTable& experts, MoeScratch& scratch, cudaStream_t stream);
 // 3. out[t] = Σ_k w[t, k] · y[slot of (t, k)] in k order.
 void MoeCombine(const MoeParams& p, MoeScratch& scratch, cudaStream_t stream);

@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_scratch.h"
+#include "kernels/cuda/fp8_blocks.h"
 
 #define LS_CUBLAS_CHECK(expr)                                                          \
   do {                                                                                 \
@@ -48,16 +49,19 @@ struct Plan {
   }
 };
 
-// M, N, K and the alignments of w, x and y.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
+enum class Kind : int { kBf16, kFp8Blocks };
+
+// The kind, M, N, K and the alignments of w, x and y.
+using PlanKey = std::tuple<Kind, int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
 
 }  // namespace
 
 struct CublasLtGemm::Impl {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
-  DeviceScratch x_bf16;
+  DeviceScratch x_bf16, x_fp8, x_fp8_scales;
   std::map<PlanKey, Plan> plans;
+  int fp8_supported = -1;  // unknown until asked
 
   ~Impl() {
     for (auto& [key, plan] : plans) plan.Destroy();
@@ -65,23 +69,42 @@ struct CublasLtGemm::Impl {
     if (handle) cublasLtDestroy(handle);
   }
 
-  const Plan& GetPlan(int64_t M, int64_t N, int64_t K, const void* w, const void* x, const void* y) {
-    const PlanKey key{M, N, K, AlignmentOf(w), AlignmentOf(x), AlignmentOf(y)};
+  const Plan& GetPlan(Kind kind, int64_t M, int64_t N, int64_t K, const void* w, const void* x, const void* y) {
+    const PlanKey key{kind, M, N, K, AlignmentOf(w), AlignmentOf(x), AlignmentOf(y)};
     if (auto it = plans.find(key); it != plans.end()) return it->second;
     if (plans.size() >= kMaxPlans) {
       for (auto& [k, plan] : plans) plan.Destroy();
       plans.clear();
     }
     Plan plan;
+    LS_CUDA_REQUIRE(MakePlan(key, &plan), kind == Kind::kBf16 ? "cuBLASLt has no algorithm for this BF16 GEMM shape"
+                                                              : "cuBLASLt has no algorithm for this FP8 GEMM shape");
+    return plans.emplace(key, plan).first->second;
+  }
+
+  // False (nothing kept) when the heuristic offers no algorithm.
+  bool MakePlan(const PlanKey& key, Plan* out) {
+    const auto [kind, M, N, K, align_w, align_x, align_y] = key;
+    const cudaDataType_t in_type = kind == Kind::kBf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
+    Plan plan;
     LS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
     LS_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     LS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)));
+    if (kind == Kind::kFp8Blocks) {
+      // The weight (cuBLASLt's A) has a scale per 128 × 128 block, the activations (B) one per
+      // 128 values of a row; the pointers are set per call.
+      const int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+      LS_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)));
+      LS_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)));
+    }
     LS_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&plan.w, CUDA_R_16BF, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
+        cublasLtMatrixLayoutCreate(&plan.w, in_type, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
     LS_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(&plan.x, CUDA_R_16BF, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K));
+        cublasLtMatrixLayoutCreate(&plan.x, in_type, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K));
     LS_CUBLAS_CHECK(
         cublasLtMatrixLayoutCreate(&plan.y, CUDA_R_32F, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
 
@@ -90,7 +113,6 @@ struct CublasLtGemm::Impl {
     const uint64_t workspace_bytes = kWorkspaceBytes;
     LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                          &workspace_bytes, sizeof(workspace_bytes)));
-    const uint32_t align_w = std::get<3>(key), align_x = std::get<4>(key), align_y = std::get<5>(key);
     LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_w,
                                                          sizeof(align_w)));
     LS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_x,
@@ -102,10 +124,13 @@ struct CublasLtGemm::Impl {
     constexpr int kCandidates = 16;
     cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
     int found = 0;
-    LS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.w, plan.x, plan.y, plan.y, pref, kCandidates,
-                                                   results, &found));
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.w, plan.x, plan.y, plan.y,
+                                                                 pref, kCandidates, results, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    LS_CUDA_REQUIRE(found > 0, "cuBLASLt has no algorithm for this BF16 GEMM shape");
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+      plan.Destroy();
+      return false;
+    }
     // Batch invariance: prefer the best algorithm that does not split K, so that every output
     // element is summed over k in one order whatever M is (split-K's count and partial-sum
     // reduction change with the shape).
@@ -120,7 +145,8 @@ struct CublasLtGemm::Impl {
         break;
       }
     }
-    return plans.emplace(key, plan).first->second;
+    *out = plan;
+    return true;
   }
 };
 
@@ -159,10 +185,47 @@ void CublasLtGemm::RunBf16(const uint16_t* x, int64_t M, const Tensor& w, float*
     if (!accumulate) LS_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(M * N) * sizeof(float), stream));
     return;
   }
-  const Plan& plan = impl_->GetPlan(M, N, K, w.data, x, y);
+  const Plan& plan = impl_->GetPlan(Kind::kBf16, M, N, K, w.data, x, y);
   const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
   LS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, plan.desc, &alpha, w.data, plan.w, x, plan.x, &beta, y, plan.y, y,
                                  plan.y, &plan.algo, impl_->workspace, kWorkspaceBytes, stream));
+}
+
+void CublasLtGemm::RunFp8(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate,
+                          cudaStream_t stream) {
+  LS_CUDA_REQUIRE(Fp8GemmFormat(w), "Gemm: an FP8 weight must be e4m3 with 128 x 128 block scales");
+  const int64_t N = w.rows, K = w.cols;
+  if (M == 0 || N == 0) return;
+  uint8_t* xq = impl_->x_fp8.As<uint8_t>(static_cast<size_t>(M * K), stream);
+  float* xs = impl_->x_fp8_scales.As<float>(static_cast<size_t>((K + kFp8Block - 1) / kFp8Block * M), stream);
+  RoundRowsToFp8(x, M, K, xq, xs, stream);
+  const Plan& plan = impl_->GetPlan(Kind::kFp8Blocks, M, N, K, w.data, xq, y);
+  const void* w_scales = w.quant.scale;
+  const void* x_scales = xs;
+  LS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales,
+                                                 sizeof(w_scales)));
+  LS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales,
+                                                 sizeof(x_scales)));
+  const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
+  LS_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, plan.desc, &alpha, w.data, plan.w, xq, plan.x, &beta, y, plan.y, y,
+                                 plan.y, &plan.algo, impl_->workspace, kWorkspaceBytes, stream));
+}
+
+bool CublasLtGemm::SupportsFp8Blocks() {
+  if (impl_->fp8_supported < 0) {
+    // cuBLASLt before 12.9 has no block scale modes; elsewhere the heuristic decides (Hopper has
+    // them, other architectures may not).
+    impl_->fp8_supported = 0;
+    if (cublasLtGetVersion() >= 120900) {
+      Plan probe;
+      const PlanKey key{Kind::kFp8Blocks, 128, 128, 256, 256, 256, 256};
+      if (impl_->MakePlan(key, &probe)) {
+        probe.Destroy();
+        impl_->fp8_supported = 1;
+      }
+    }
+  }
+  return impl_->fp8_supported == 1;
 }
 
 }  // namespace ls::cuda

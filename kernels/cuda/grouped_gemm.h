@@ -72,4 +72,14 @@ void GroupedGemmGlu(const uint16_t* a, const ExpertMatrices& gate, const ExpertM
 void GroupedGemm(const uint16_t* a, const ExpertMatrices& w, int64_t n, int64_t k, const ExpertRows& rows, float* out,
                  cudaStream_t stream);
 
+// FP8 tensor-core variants, for experts whose three matrices are all F8_E4M3 with 128 × 128 block
+// scales (any scale type) and n, k multiples of 16: a is e4m3 [rows, k] with one float32 scale per
+// row and 128 columns, a_scales [rows][ceil(k / 128)] (RoundBf16RowsToFp8, fp8_blocks.h). Each
+// 128-wide k block is multiplied on the FP8 tensor cores (mma.sync m16n8k32) into its own FP32
+// sums, which are added to the output times the row's and the weight block's scales, in k order.
+void GroupedGemmGluFp8(const uint8_t* a, const float* a_scales, const ExpertMatrices& gate, const ExpertMatrices& up,
+                       int64_t n, int64_t k, const ExpertRows& rows, GluAct act, uint16_t* out, cudaStream_t stream);
+void GroupedGemmFp8(const uint8_t* a, const float* a_scales, const ExpertMatrices& w, int64_t n, int64_t k,
+                    const ExpertRows& rows, float* out, cudaStream_t stream);
+
 }  // namespace ls::cuda

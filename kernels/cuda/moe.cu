@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/fp8_blocks.h"
 #include "kernels/cuda/grouped_gemm.h"
 #include "kernels/cuda/moe_scratch.h"
 
@@ -132,6 +133,18 @@ void MoeGroupedGemms(const MoeParams& p, const ExpertTable& experts, MoeScratch&
   rows.tile_offsets = s.tile_offsets;
   rows.num_experts = p.num_experts;
   rows.num_rows = pairs;
+  if (experts.fp8) {
+    const int64_t in_blocks = (p.in_width + 127) / 128, f_blocks = (f + 127) / 128;
+    s.z8 = s.z8_mem.As<uint8_t>(pairs * p.in_width, stream);
+    s.z8_scales = s.z8_scales_mem.As<float>(pairs * in_blocks, stream);
+    s.act8 = s.act8_mem.As<uint8_t>(pairs * f, stream);
+    s.act8_scales = s.act8_scales_mem.As<float>(pairs * f_blocks, stream);
+    RoundBf16RowsToFp8(s.z, pairs, p.in_width, s.z8, s.z8_scales, stream);
+    GroupedGemmGluFp8(s.z8, s.z8_scales, experts.gate, experts.up, f, p.in_width, rows, p.act, s.act, stream);
+    RoundBf16RowsToFp8(s.act, pairs, f, s.act8, s.act8_scales, stream);
+    GroupedGemmFp8(s.act8, s.act8_scales, experts.down, p.out_width, f, rows, s.y, stream);
+    return;
+  }
   GroupedGemmGlu(s.z, experts.gate, experts.up, f, p.in_width, rows, p.act, s.act, stream);
   GroupedGemm(s.act, experts.down, p.out_width, f, rows, s.y, stream);
 }

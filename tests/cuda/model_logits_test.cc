@@ -35,10 +35,13 @@ constexpr double kMinTopAgreement = 0.95;
 using testing::CompareLogits;
 using Agreement = testing::LogitsAgreement;
 
+// The CUDA backend with every dense GEMM in BF16 (FP8 checkpoints' FP8 GEMMs round activations to
+// e4m3, which the reference does not: CudaFp8Gemms below checks them).
 std::unique_ptr<Backend> Gpu() {
   std::string error;
   auto b = CreateCudaBackend(0, &error);
   EXPECT_TRUE(b) << error;
+  if (b) b->set_fp8_gemms(false);
   return b;
 }
 
@@ -225,6 +228,8 @@ TEST_P(CudaQuantizedFixture, ExpertsKeptAsCodesGiveTheLogitsOfLoadTimeBf16InLess
   auto bf16_gpu = CreateCudaBackend(0, &error);
   ASSERT_TRUE(bf16_gpu) << error;
   bf16_gpu->set_packed_experts(false);
+  packed_gpu->set_fp8_gemms(false);
+  bf16_gpu->set_fp8_gemms(false);
   auto packed = LoadModel(dir, packed_gpu.get());
   ASSERT_TRUE(packed.ok()) << packed.status();
   auto bf16 = LoadModel(dir, bf16_gpu.get());
@@ -288,6 +293,41 @@ INSTANTIATE_TEST_SUITE_P(Quantized, CudaQuantizedFixture,
                            const std::string dir = info.param.dir;
                            return dir.substr(dir.find('/') + 1);
                          });
+
+// FP8 checkpoints with 128 × 128 block scales run their dense GEMMs in FP8 (activations rounded to
+// e4m3 per 128 values, as DeepSeek-V3 was trained): in less memory than BF16 copies, still picking
+// PyTorch's top token on nearly every row. The bound on the logits' relative error is a loose one:
+// e4m3 activations move logits far more than accumulation order does.
+class CudaFp8Gemms : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaFp8Gemms, KeepTheGoldensChoicesInLessMemory) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = testing::FixtureParamDir(GetParam());
+  std::string error;
+  auto fp8_gpu = CreateCudaBackend(0, &error);
+  ASSERT_TRUE(fp8_gpu) << error;
+  if (!fp8_gpu->fp8_gemms()) GTEST_SKIP() << "cuBLASLt has no FP8 block-scaled GEMMs on this device";
+  auto bf16_gpu = CreateCudaBackend(0, &error);
+  ASSERT_TRUE(bf16_gpu) << error;
+  bf16_gpu->set_fp8_gemms(false);
+  auto fp8 = LoadModel(dir, fp8_gpu.get());
+  auto bf16 = LoadModel(dir, bf16_gpu.get());
+  ASSERT_TRUE(fp8.ok() && bf16.ok());
+  EXPECT_LT((*fp8)->prepared_weight_bytes(), (*bf16)->prepared_weight_bytes());
+  const testing::Golden g = testing::LoadGolden(dir);
+  const std::vector<int> chunks = {5, 11, 16};
+  const std::vector<float> got = testing::RunGolden(**fp8, g, chunks), bf = testing::RunGolden(**bf16, g, chunks);
+  const Agreement vs_golden = CompareLogits(got, g.logits, g.vocab), vs_bf16 = CompareLogits(got, bf, g.vocab);
+  std::printf("%s with FP8 GEMMs: vs PyTorch %.4f (top %.3f), vs BF16 GEMMs %.4f (top %.3f)\n", GetParam().c_str(),
+              vs_golden.worst_relative_error, vs_golden.top_agreement, vs_bf16.worst_relative_error,
+              vs_bf16.top_agreement);
+  EXPECT_GE(vs_golden.top_agreement, 0.9);
+  EXPECT_LE(vs_golden.worst_relative_error, 0.5);
+  EXPECT_GT(vs_bf16.worst_relative_error, 0.0) << "the FP8 GEMMs did not run";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp8Checkpoints, CudaFp8Gemms, ::testing::Values("hf/qwen3_moe_fp8", "hf/deepseek_v3_fp8"),
+                         [](const auto& info) { return info.param.substr(info.param.find('/') + 1); });
 
 }  // namespace
 }  // namespace ls
