@@ -87,7 +87,7 @@ void Bf16DotRangeScalar(const Bf16Rows& x, const Tensor& w, int64_t n_begin, int
 
 void Bf16DotGemmRange(const Bf16Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                       bool accumulate) {
-  if (!kUseAvx512 || !internal::Bf16DotRangeAvx512(x, w, n_begin, n_end, y, ldy, accumulate))
+  if (!internal::Bf16DotRangeAvx512(x, w, n_begin, n_end, y, ldy, accumulate))
     internal::Bf16DotRangeScalar(x, w, n_begin, n_end, y, ldy, accumulate);
 }
 

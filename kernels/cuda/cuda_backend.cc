@@ -219,7 +219,7 @@ bool CudaBackend::KeepsFp8(const Tensor& w, WeightUse use) const {
 
 size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
   if (KeepsCodes(w, use)) return Aligned64(w.bytes()) + Aligned64(w.scale_bytes()) + w.zero_bytes();
-  if (KeepsFp8(w, use)) return Aligned64(w.bytes()) + cuda::Fp8WeightScales(w).size() * sizeof(float);
+  if (KeepsFp8(w, use)) return Aligned64(w.bytes()) + cuda::Fp8WeightScaleBytes(w);
   return IsMatmul(use) ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
 }
 
@@ -444,7 +444,7 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
     if (p.gate[e].data) width = p.gate[e].rows;
   // The format of each matrix (BF16 or the codes), the same for every expert.
   DType codes[3] = {DType::kBF16, DType::kBF16, DType::kBF16};
-  bool first = true;
+  bool first = true, blocks128 = true;  // every matrix quantized in 128 x 128 blocks
   for (int32_t e = 0; e < N; ++e) {
     if (!p.gate[e].data) continue;  // an empty slot: never routed to
     const Tensor* mats[3] = {&p.gate[e], &p.up[e], &p.down[e]};
@@ -455,6 +455,7 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
                       "MoeExperts: expert weights must be prepared for WeightUse::kMatmulExpert");
       if (first) codes[i] = t.dtype;
       LS_CUDA_REQUIRE(t.dtype == codes[i], "MoeExperts: the experts of one array must share each matrix's format");
+      blocks128 = blocks128 && !t.quant.zero && t.quant.block_rows == 128 && t.quant.block_cols == 128;
     }
     first = false;
     LS_CUDA_REQUIRE(p.gate[e].rows == width && p.gate[e].cols == p.in_width && p.up[e].rows == width &&
@@ -462,13 +463,8 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
                     "MoeExperts: expert weight shapes disagree with each other or with in_width/out_width");
   }
   LS_CUDA_REQUIRE(codes[0] == codes[1], "MoeExperts: gate and up weights must share one format");
-  bool fp8_blocks = !first && width % 16 == 0 && p.in_width % 16 == 0 && p.out_width % 16 == 0;
-  for (int32_t e = 0; e < N && fp8_blocks; ++e) {
-    if (!p.gate[e].data) continue;
-    for (const Tensor* t : {&p.gate[e], &p.up[e], &p.down[e]})
-      fp8_blocks = fp8_blocks && t->dtype == DType::kF8E4M3 && !t->quant.zero && t->quant.block_rows == 128 &&
-                   t->quant.block_cols == 128;
-  }
+  const bool fp8_blocks = !first && blocks128 && codes[0] == DType::kF8E4M3 && codes[2] == DType::kF8E4M3 &&
+                          width % 16 == 0 && p.in_width % 16 == 0 && p.out_width % 16 == 0;
   if (!entry.device) {
     LS_CUDA_CHECK(cudaMalloc(&entry.device, std::max<size_t>(host.size() * sizeof(cuda::ExpertWeight), 1)));
   }

@@ -22,7 +22,7 @@ int64_t Fp8WeightScaleStride(int64_t K) { return ((K + kFp8Block - 1) / kFp8Bloc
 
 std::vector<float> Fp8WeightScales(const Tensor& w) {
   const int64_t nb = w.scale_rows(), kb = w.scale_cols(), stride = Fp8WeightScaleStride(w.cols);
-  std::vector<float> out(static_cast<size_t>(nb * stride), 0.f);
+  std::vector<float> out(Fp8WeightScaleBytes(w) / sizeof(float), 0.f);
   for (int64_t n = 0; n < nb; ++n)
     for (int64_t k = 0; k < kb; ++k) out[static_cast<size_t>(n * stride + k)] = BlockScale(w, n, k);
   return out;

@@ -10,6 +10,7 @@
 // Host functions here build and check those layouts; the rounding kernel is in fp8_blocks.cu.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,8 +28,11 @@ inline constexpr int64_t kFp8Block = 128;
 bool Fp8GemmFormat(const Tensor& w);
 // Stride between a weight's 128-row blocks in its scale layout: ceil(K/128) rounded up to four.
 int64_t Fp8WeightScaleStride(int64_t K);
-// w's block scales as float32 in cuBLASLt's weight layout (padding zero).
+// w's block scales as float32 in cuBLASLt's weight layout (padding zero), and their bytes.
 std::vector<float> Fp8WeightScales(const Tensor& w);
+inline size_t Fp8WeightScaleBytes(const Tensor& w) {
+  return static_cast<size_t>(w.scale_rows() * Fp8WeightScaleStride(w.cols)) * sizeof(float);
+}
 
 // x [M, K] float32 (device) → codes [M, K] e4m3 and scales [ceil(K/128)][M] float32 (device).
 void RoundRowsToFp8(const float* x, int64_t M, int64_t K, uint8_t* codes, float* scales, cudaStream_t stream);
