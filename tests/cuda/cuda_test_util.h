@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grouped_gemm.h"
 #include "kernels/dtype.h"
 
 namespace ls::cuda_test {
@@ -103,5 +104,30 @@ inline ::testing::AssertionResult AllClose(const std::vector<float>& got, const 
   if (bad == 0) return ::testing::AssertionSuccess();
   return result << bad << " of " << ref.size() << " elements off";
 }
+
+// The grouping of permuted rows by expert for the grouped GEMMs, on the device: experts with these
+// row counts, in order (offsets and row tiles prefix-summed here).
+class DeviceExpertRows {
+ public:
+  explicit DeviceExpertRows(const std::vector<int32_t>& counts)
+      : counts_(counts), offsets_(Prefix(counts, 1)), tiles_(Prefix(counts, cuda::kGroupedGemmTileRows)) {
+    rows_.counts = counts_.get();
+    rows_.offsets = offsets_.get();
+    rows_.tile_offsets = tiles_.get();
+    rows_.num_experts = static_cast<int32_t>(counts.size());
+    for (int32_t c : counts) rows_.num_rows += c;
+  }
+  const cuda::ExpertRows& rows() const { return rows_; }
+
+ private:
+  // [N + 1] exclusive prefix sums of ceil(count / per).
+  static std::vector<int32_t> Prefix(const std::vector<int32_t>& counts, int32_t per) {
+    std::vector<int32_t> out(counts.size() + 1, 0);
+    for (size_t e = 0; e < counts.size(); ++e) out[e + 1] = out[e] + (counts[e] + per - 1) / per;
+    return out;
+  }
+  DeviceArray<int32_t> counts_, offsets_, tiles_;
+  cuda::ExpertRows rows_;
+};
 
 }  // namespace ls::cuda_test

@@ -179,18 +179,10 @@ TEST(Fp8Blocks, GroupedGemmEqualsTheProductOfBlockRoundedActivations) {
   DeviceArray<uint8_t> d_a8(static_cast<size_t>(R * k));
   DeviceArray<float> d_as(static_cast<size_t>(R * 3));
   cuda::RoundBf16RowsToFp8(d_a.get(), R, k, d_a8.get(), d_as.get(), nullptr);
-  const int32_t tiles0 = (70 + cuda::kGroupedGemmTileRows - 1) / cuda::kGroupedGemmTileRows;
-  DeviceArray<int32_t> d_counts(counts), d_offsets(std::vector<int32_t>{0, 70, 75}),
-      d_tiles(std::vector<int32_t>{0, tiles0, tiles0 + 1});
-  cuda::ExpertRows rows;
-  rows.counts = d_counts.get();
-  rows.offsets = d_offsets.get();
-  rows.tile_offsets = d_tiles.get();
-  rows.num_experts = 2;
-  rows.num_rows = R;
+  const cuda_test::DeviceExpertRows rows(counts);
   DeviceArray<float> d_y(static_cast<size_t>(R * n));
   d_y.Poison();
-  cuda::GroupedGemmFp8(d_a8.get(), d_as.get(), cuda::ExpertMatrices{d_table.get(), DType::kF8E4M3}, n, k, rows,
+  cuda::GroupedGemmFp8(d_a8.get(), d_as.get(), cuda::ExpertMatrices{d_table.get(), DType::kF8E4M3}, n, k, rows.rows(),
                        d_y.get(), nullptr);
   const std::vector<float> got = d_y.Download();
   double worst = 0;

@@ -241,19 +241,10 @@ TEST(CudaQuantizedExperts, EveryCodeWidensToTheBf16OfItsDequantizedValue) {
       std::vector<uint16_t> identity(static_cast<size_t>(k * k), 0);
       for (int64_t r = 0; r < k; ++r) identity[r * k + r] = F32ToBf16(1.f);
       cuda_test::DeviceArray<uint16_t> a(identity);
-      const int32_t tiles = static_cast<int32_t>((k + cuda::kGroupedGemmTileRows - 1) / cuda::kGroupedGemmTileRows);
-      cuda_test::DeviceArray<int32_t> counts(std::vector<int32_t>{static_cast<int32_t>(k)});
-      cuda_test::DeviceArray<int32_t> offsets(std::vector<int32_t>{0, static_cast<int32_t>(k)});
-      cuda_test::DeviceArray<int32_t> tile_offsets(std::vector<int32_t>{0, tiles});
+      const cuda_test::DeviceExpertRows rows({static_cast<int32_t>(k)});
       cuda_test::DeviceArray<float> y(static_cast<size_t>(k * n));
       y.Poison();
-      cuda::ExpertRows rows;
-      rows.counts = counts.get();
-      rows.offsets = offsets.get();
-      rows.tile_offsets = tile_offsets.get();
-      rows.num_experts = 1;
-      rows.num_rows = k;
-      cuda::GroupedGemm(a.get(), cuda::ExpertMatrices{table.get(), f.codes}, n, k, rows, y.get(), gpu->stream());
+      cuda::GroupedGemm(a.get(), cuda::ExpertMatrices{table.get(), f.codes}, n, k, rows.rows(), y.get(), gpu->stream());
       const std::vector<float> got = y.Download();
       size_t bad = 0;
       for (int64_t r = 0; r < k; ++r) {

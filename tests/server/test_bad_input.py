@@ -207,6 +207,7 @@ def test_bad_flags_fail_at_start_naming_the_flag(tmp_path):
         (["--drain_timeout_s", "-1"], "--drain_timeout_s must not be negative"),
         (["--log_level", "loud"], "--log_level must be"),
         (["--backend", "foo"], "unknown --backend 'foo'"),
+        (["--activation_dtype", "fp16"], "unknown --activation_dtype 'fp16' (expected auto, float32 or bfloat16)"),
         (["--max_model_len", "100000"], "max_model_len 100000 exceeds the model's max_position_embeddings"),
         (["--max_model_len", "-1"], "max_model_len must not be negative"),
         (["--host", "nothost"], "--host: 'nothost' is not an IP address"),

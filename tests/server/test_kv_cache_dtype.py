@@ -9,15 +9,11 @@ import requests
 from conftest import BIN, MODEL, Server
 
 
-def ready_line(s):
-    return next(line for line in s.logs().splitlines() if '"ready"' in line)
-
-
 def test_bf16_by_default_and_float32_when_asked(server):
-    assert '"kv_cache_dtype":"bfloat16"' in ready_line(server)
+    assert server.ready["kv_cache_dtype"] == "bfloat16"
     f32 = Server("--kv_cache_dtype", "float32")
     try:
-        assert '"kv_cache_dtype":"float32"' in ready_line(f32)
+        assert f32.ready["kv_cache_dtype"] == "float32"
         bf16_blocks = server.metric("latentserve_kv_cache_blocks_total")
         f32_blocks = f32.metric("latentserve_kv_cache_blocks_total")
         assert abs(bf16_blocks - 2 * f32_blocks) <= 1, (bf16_blocks, f32_blocks)
