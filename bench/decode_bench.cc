@@ -154,7 +154,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 }  // namespace
 
 // decode_bench [--token0] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N] [--repeat R]
-// [--kv_cache_dtype auto|float32|bfloat16] [--activation_dtype auto|float32|bfloat16]
+// [--kv_cache_dtype auto|float32|bfloat16] [--activation_dtype auto|float32|bfloat16] [--cpu_isa NAME]
 //              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
@@ -163,7 +163,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 // benchmark's workload (token 0 everywhere) beside the distinct-token one. --repeat R times each
 // batch R times (each after its own prefill) and reports the fastest run, and the fastest prefill
 // (prefill_tokens_per_s: batch · N tokens in one step). --quantization quantizes the GEMM weights
-// at load as the server's flag does; --activation_dtype is the server's flag too.
+// at load as the server's flag does; --activation_dtype and --cpu_isa are the server's flags too.
 int main(int argc, char** argv) {
   bool token0 = false, large = false, k3_moe = false, mxfp4 = false;
   int k3_experts = 64;
@@ -194,6 +194,8 @@ int main(int argc, char** argv) {
       options.name = argv[++i];
     } else if (a == "--activation_dtype" && i + 1 < argc) {
       options.activation_dtype = argv[++i];
+    } else if (a == "--cpu_isa" && i + 1 < argc) {
+      options.cpu_isa = argv[++i];
     } else if (a == "--repeat" && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--quantization" && i + 1 < argc) {
@@ -287,13 +289,13 @@ int main(int argc, char** argv) {
   std::printf(
       "{\n  \"benchmark\": \"decode\",\n  \"backend\": \"%s\",\n  \"model\": {\"dir\": \"%s\", \"d\": %lld, "
       "\"layers\": %d, \"experts\": %d, \"top_k\": %d, \"d_lat\": %lld, \"f\": %lld, \"vocab\": %lld},\n"
-      "  \"threads\": %d,\n  \"avx512\": %s,\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
+      "  \"threads\": %d,\n  \"cpu_isa\": \"%s\",\n  \"prefill_tokens\": %d,\n  \"copy_bandwidth_gbps\": %.2f,\n"
       "  \"parts_timing\": \"%s\",\n  \"kv_cache_dtype\": \"%s\",\n  \"quantization\": \"%s\",\n"
       "  \"activation_dtype\": \"%s\",\n  \"results\": [\n",
       options.name.c_str(), own_model ? "random" : dir.c_str(), static_cast<long long>(c.hidden_size),
       c.num_hidden_layers, c.moe.num_experts, c.moe.top_k, static_cast<long long>(c.moe.latent_size),
       static_cast<long long>(c.moe.expert_ffn), static_cast<long long>(c.vocab_size), threads,
-      ls::cpu::GemmUsesAvx512() ? "true" : "false", prefill_tokens, copy / 1e9,
+      ls::CpuIsaName().c_str(), prefill_tokens, copy / 1e9,
       cpu ? "host, as the step runs" : "device, each part synchronized in a separate run",
       ls::KvCacheDTypeName(kv_dtype).c_str(), ls::QuantSchemeName(quantization), options.activation_dtype.c_str());
   for (size_t i = 0; i < results.size(); ++i) {

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/simd/kernel_table.h"
 
 namespace {
 
@@ -37,8 +38,8 @@ int main(int argc, char** argv) {
   std::vector<unsigned char> packed_bytes(ls::cpu::PackedWeightBytes(w));
   const ls::Tensor packed = ls::cpu::PackWeight(w, packed_bytes.data());
   ls::ThreadPool one(1), all(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  std::printf("{\n  \"benchmark\": \"gemm_bf16\",\n  \"N\": %d, \"K\": %d,\n  \"avx512\": %s,\n  \"shapes\": [\n", N, K,
-              ls::cpu::GemmUsesAvx512() ? "true" : "false");
+  std::printf("{\n  \"benchmark\": \"gemm_bf16\",\n  \"N\": %d, \"K\": %d,\n  \"cpu_isa\": \"%s\",\n  \"shapes\": [\n", N, K,
+              ls::cpu::ActiveIsaName().c_str());
   const int Ms[] = {1, 4, 16, 64, 256};
   for (size_t i = 0; i < std::size(Ms); ++i) {
     const int M = Ms[i];

@@ -2,6 +2,7 @@
 #include "kernels/create_backend.h"
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/simd/kernel_table.h"
 #if defined(LS_HAVE_CUDA)
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -21,8 +22,33 @@ std::string ActivationDtypeName(const BackendOptions& options) {
   return options.name == "cuda" ? "bfloat16" : "float32";
 }
 
+std::string CpuIsaName() { return cpu::ActiveIsaName(); }
+
+namespace {
+
+// Applies --cpu_isa; false with *error naming the value and the choices.
+bool ApplyCpuIsa(const std::string& name, std::string* error) {
+  if (name == "auto") return true;
+  std::string supported;
+  for (cpu::SimdTarget t : cpu::CompiledTargets())
+    if (cpu::CpuSupports(t)) supported += (supported.empty() ? "" : ", ") + std::string(cpu::SimdTargetName(t));
+  const auto target = cpu::ParseSimdTarget(name);
+  if (!target) {
+    *error = "unknown --cpu_isa '" + name + "' (expected auto or one of: " + supported + ")";
+    return false;
+  }
+  if (!cpu::SetSimdCap(*target)) {
+    *error = "--cpu_isa " + name + " is not available on this CPU (it runs: " + supported + ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options, std::string* error) {
   const std::string& act = options.activation_dtype;
+  if (!ApplyCpuIsa(options.cpu_isa, error)) return nullptr;
   if (act != "auto" && act != "float32" && act != "bfloat16") {
     *error = "unknown --activation_dtype '" + act + "' (expected auto, float32 or bfloat16)";
     return nullptr;

@@ -19,7 +19,15 @@ struct BackendOptions {
   // only) or "bfloat16" (the CPU rounds the input rows of BF16 weights' GEMMs; CUDA runs every
   // dense GEMM in BF16).
   std::string activation_dtype = "auto";
+  // The SIMD target the CPU kernels may use at most (--cpu_isa): "auto" (the best this CPU runs,
+  // or the LS_CPU_ISA environment variable's) or a target name (kernels/cpu/simd/isa.h: portable,
+  // avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16, neon, neon_dot). The CPU kernels serve
+  // the CUDA backend's host side too.
+  std::string cpu_isa = "auto";
 };
+
+// The CPU kernels' instruction sets in use ("avx512+avx512_vnni+avx512_bf16"), for the ready line.
+std::string CpuIsaName();
 
 // The activation type the options give ("auto" resolved for the backend named).
 std::string ActivationDtypeName(const BackendOptions& options);

@@ -10,7 +10,7 @@ namespace ls {
 
 enum class Activation : uint8_t { kSiTU, kSiLU };  // gate functions of the GLU experts
 
-// A GLU's gate function with its parameters: SiLU(g)·u, or the general SiTU of DESIGN.md §3,
+// A GLU's gate function with its parameters: SiLU(g)·u, or the general SiTU of docs/math.md ("Gates and GLU MLPs"),
 // SiTU(g, u) = β·tanh(g/β)·σ(g) · γ·tanh(u/γ) (β = 1 and no γ: σ(g)·tanh(g)·u).
 struct GluAct {
   Activation kind = Activation::kSiTU;

@@ -3,13 +3,11 @@
 // positions of its sequence, or its last sliding_window ones (GQA: query head h reads KV head
 // h / (H / Hkv)). Works for prefill chunks and single-token decode alike.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/vector_math.h"
+#include "kernels/cpu/simd/kernel_table.h"
 #include "kernels/dtype.h"
 
 namespace ls::cpu {
@@ -23,45 +21,9 @@ inline int64_t SlotOffset(const AttentionSeq& s, const KvLayer& c, int32_t pos, 
   return ((static_cast<int64_t>(block) * c.block_size + in_block) * kv_heads + kvh) * hd;
 }
 
-// x · row and y += w · row for a cache row of float32 or BF16 elements.
-float DotRow(const float* x, const void* row, bool bf16, int32_t n) {
-  if (!bf16) return Dot(x, static_cast<const float*>(row), n);
-  const auto* r = static_cast<const uint16_t*>(row);
-  float s = 0.f;
-  for (int32_t i = 0; i < n; ++i) s += x[i] * Bf16ToF32(r[i]);
-  return s;
-}
-void AxpyRow(float w, const void* row, bool bf16, float* y, int32_t n) {
-  if (!bf16) return Axpy(w, static_cast<const float*>(row), y, n);
-  const auto* r = static_cast<const uint16_t*>(row);
-  for (int32_t i = 0; i < n; ++i) y[i] += w * Bf16ToF32(r[i]);
-}
 const void* RowAt(const void* base, bool bf16, int64_t offset) {
   return bf16 ? static_cast<const void*>(static_cast<const uint16_t*>(base) + offset)
               : static_cast<const void*>(static_cast<const float*>(base) + offset);
-}
-
-// The portable attention step (see attention_core.h).
-void AttendPortable(const internal::AttendArgs& a) {
-  const int32_t G = a.group, ctx = a.len(), hd = a.head_dim;
-  a.ForEachPosition([&](int32_t pos, int64_t off) {
-    const void* k = RowAt(a.k, a.bf16, off);
-    for (int32_t g = 0; g < G; ++g) a.scores[static_cast<size_t>(g) * ctx + pos] = DotRow(a.q + g * hd, k, a.bf16, hd) * a.scale;
-  });
-  for (int32_t g = 0; g < G; ++g) {
-    float* sc = a.scores + static_cast<size_t>(g) * ctx;
-    const float mx = *std::max_element(sc, sc + ctx);
-    float sum = 0.f;
-    for (int32_t pos = 0; pos < ctx; ++pos) sum += (sc[pos] = std::exp(sc[pos] - mx));
-    a.sums[g] = sum;
-  }
-  std::fill_n(a.out, static_cast<size_t>(G) * hd, 0.f);
-  a.ForEachPosition([&](int32_t pos, int64_t off) {
-    const void* v = RowAt(a.v, a.bf16, off);
-    for (int32_t g = 0; g < G; ++g) AxpyRow(a.scores[static_cast<size_t>(g) * ctx + pos], v, a.bf16, a.out + g * hd, hd);
-  });
-  for (int32_t g = 0; g < G; ++g)
-    for (int32_t j = 0; j < hd; ++j) a.out[g * hd + j] /= a.sums[g];
 }
 
 }  // namespace
@@ -106,7 +68,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
 
   // 2. One item per (sequence token, kv head), serving the kv head's query group; short items
   // (prefill over short contexts) are grouped so that each task reads about 8K cached values.
-  static const bool avx512 = internal::CpuHasAvx512();
+  const KernelTable& kernels = ActiveKernels();
   auto attend = [&](int64_t item) {
     const auto [si, i] = tokens[item / Hkv];
     const int32_t kvh = static_cast<int32_t>(item % Hkv);
@@ -130,7 +92,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.scores = scratch.data();
     a.sums = scratch.data() + static_cast<size_t>(a.len()) * group;
     a.out = p.out + (row * H + kvh * group) * hd;
-    if (!avx512 || !internal::AttendAvx512(a)) AttendPortable(a);
+    kernels.Attend(a);
   };
   const int64_t items = num_tokens * Hkv;
   const int64_t values_per_item = positions * hd / std::max<int64_t>(1, num_tokens);

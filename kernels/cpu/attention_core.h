@@ -1,5 +1,9 @@
-// The inner step of CPU paged attention, shared by the portable and AVX-512 paths: one token's
-// query heads of one KV group against that KV head's cached positions first .. ctx - 1.
+// The inner step of CPU paged attention (the kernel Attend, attention_simd.cc, compiled for every
+// SIMD target): one token's query heads of one KV group against that KV head's cached positions
+// first .. ctx - 1, any head_dim. Arithmetic: score = scale·q (rounded) against k, dim d into lane
+// d % 16 (a product, then fused multiply-adds), the lanes summed by the vector layer's tree;
+// softmax with the vector layer's e^x, its sum in lanes then the tree; out = Σ_pos p·v (fused, in
+// position order) times 1/sum.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +42,5 @@ struct AttendArgs {
     }
   }
 };
-
-// Returns false when head_dim is not supported (then the caller uses the portable path).
-bool AttendAvx512(const AttendArgs& a);
 
 }  // namespace ls::cpu::internal

@@ -1,11 +1,11 @@
-// BF16-activation GEMM: packing, activation rounding, dispatch and the portable kernel (the
-// instruction's arithmetic, the reference for the AVX512-BF16 one).
+// BF16-activation GEMM: packing, activation rounding and dispatch (the kernel:
+// bf16_dot_gemm_simd.cc).
 #include "kernels/cpu/bf16_dot_gemm.h"
 
 #include <cassert>
-#include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/simd/kernel_table.h"
 #include "kernels/dtype.h"
 
 namespace ls::cpu {
@@ -25,10 +25,9 @@ int64_t ValueIndex(int64_t panel, int64_t kp, int64_t j, int64_t k) {
   return (panel * (kp / 2) + k / 2) * (2 * P) + (j / 16) * 32 + (j % 16) * 2 + k % 2;
 }
 
-// The instruction reads subnormal inputs as zero and flushes subnormal sums to zero.
-inline float Flushed(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.f, v) : v; }
-
-const bool kUseAvx512 = internal::CpuHasAvx512Bf16();
+// The instruction reads subnormal inputs as zero: a BF16 value with a zero exponent and a nonzero
+// mantissa becomes the zero of its sign.
+inline uint16_t FlushedBf16(uint16_t h) { return (h & 0x7f80u) == 0 ? h & 0x8000u : h; }
 
 }  // namespace
 
@@ -42,7 +41,7 @@ Tensor PackBf16DotWeight(const Tensor& w, void* dst) {
   const auto* src = static_cast<const uint16_t*>(w.data);
   auto* d = static_cast<uint16_t*>(dst);
   for (int64_t row = 0; row < w.rows; ++row)
-    for (int64_t k = 0; k < K; ++k) d[ValueIndex(row / P, kp, row % P, k)] = src[row * K + k];
+    for (int64_t k = 0; k < K; ++k) d[ValueIndex(row / P, kp, row % P, k)] = FlushedBf16(src[row * K + k]);
   return out;
 }
 
@@ -51,44 +50,16 @@ Bf16Rows RoundRowsToBf16(const float* x, int64_t ldx, int64_t M, int64_t K, std:
   storage->resize(static_cast<size_t>(M * r.kp));
   for (int64_t m = 0; m < M; ++m) {
     uint16_t* out = storage->data() + m * r.kp;
-    for (int64_t k = 0; k < K; ++k) out[k] = F32ToBf16(x[m * ldx + k]);
+    for (int64_t k = 0; k < K; ++k) out[k] = FlushedBf16(F32ToBf16(x[m * ldx + k]));
     if (K < r.kp) out[K] = 0;
   }
   r.v = storage->data();
   return r;
 }
 
-bool Bf16DotUsesAvx512() { return kUseAvx512; }
-
-namespace internal {
-
-void Bf16DotRangeScalar(const Bf16Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
-                        bool accumulate) {
-  assert(w.layout == Layout::kPanelsBf16Dot && n_begin % P == 0 && x.kp == w.stored_cols());
-  const auto* wv = static_cast<const uint16_t*>(w.data);
-  auto value = [](uint16_t h) { return Flushed(Bf16ToF32(h)); };
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    const int64_t p = n / P, j = n % P;
-    for (int64_t m = 0; m < x.rows; ++m) {
-      const uint16_t* xr = x.v + m * x.kp;
-      float acc = 0.f;
-      for (int64_t k = 0; k < x.kp; k += 2) {
-        const float odd = value(xr[k + 1]) * value(wv[ValueIndex(p, x.kp, j, k + 1)]);
-        const float even = value(xr[k]) * value(wv[ValueIndex(p, x.kp, j, k)]);
-        acc = Flushed(Flushed(acc + odd) + even);
-      }
-      float& o = y[m * ldy + (n - n_begin)];
-      o = accumulate ? o + acc : acc;
-    }
-  }
-}
-
-}  // namespace internal
-
 void Bf16DotGemmRange(const Bf16Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                       bool accumulate) {
-  if (!internal::Bf16DotRangeAvx512(x, w, n_begin, n_end, y, ldy, accumulate))
-    internal::Bf16DotRangeScalar(x, w, n_begin, n_end, y, ldy, accumulate);
+  ActiveKernels().Bf16DotRange(x, w, n_begin, n_end, y, ldy, accumulate);
 }
 
 }  // namespace ls::cpu

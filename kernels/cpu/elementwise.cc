@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/dtype.h"
 
 namespace ls::cpu {
@@ -27,7 +28,10 @@ void MulSigmoid(ThreadPool& pool, float* x, int64_t rows, int64_t width, const f
         const float s = Sigmoid(g[0]);
         for (int64_t i = 0; i < width; ++i) xr[i] *= s;
       } else {
-        for (int64_t i = 0; i < width; ++i) xr[i] *= Sigmoid(g[i]);
+        thread_local std::vector<float> s;
+        s.resize(static_cast<size_t>(width));
+        SigmoidRow(g, s.data(), width);
+        for (int64_t i = 0; i < width; ++i) xr[i] *= s[i];
       }
     }
   });

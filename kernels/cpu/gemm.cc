@@ -1,38 +1,13 @@
-// GEMM dispatch (AVX-512 when the CPU has it, else portable) and the portable kernel.
+// GEMM dispatch by weight layout, activation-row preparation and the GEMM loops over the pool.
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
 
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quantized_gemm.h"
+#include "kernels/cpu/simd/kernel_table.h"
 
 namespace ls::cpu {
-namespace internal {
-
-void GemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
-                     int64_t n_end, float* y, int64_t ldy, bool accumulate) {
-  const int64_t K = w.cols;
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    for (int64_t m = 0; m < M; ++m) {
-      // 16 partial sums, as the vector kernel keeps, to stay close to its rounding.
-      float part[16] = {};
-      const float* xr = x + m * ldx;
-      for (int64_t k = 0; k < K; ++k) part[k % 16] += xr[k] * LoadAsF32(w.data, w.dtype, n * K + k);
-      float s = 0.f;
-      for (float p : part) s += p;
-      float& out = y[m * ldy + (n - n_begin)];
-      out = accumulate ? out + s : s;
-    }
-  }
-}
-
-}  // namespace internal
-
-namespace {
-const bool kUseAvx512 = internal::CpuHasAvx512();
-}
-
-bool GemmUsesAvx512() { return kUseAvx512; }
 
 void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                int64_t n_end, float* y, int64_t ldy, bool accumulate) {
@@ -45,10 +20,8 @@ void GemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t 
     Bf16DotGemmRange(RoundRowsToBf16(x, ldx, M, w.cols, &rounded), w, n_begin, n_end, y, ldy, accumulate);
   } else if (w.quantized()) {
     internal::RowMajorQuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
-  } else if (kUseAvx512) {
-    internal::GemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   } else {
-    internal::GemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+    ActiveKernels().RowMajorGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
   }
 }
 

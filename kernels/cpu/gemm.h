@@ -1,8 +1,11 @@
 // GEMM for the CPU backend: y = x · Wᵀ with float32 activations and F32/BF16/F16 weights read
-// as stored (no up-front conversion), accumulated in float32. Row-major weights use the kernels
-// here; weights packed at load (Layout::kPanels) go to kernels/cpu/packed_gemm.h.
+// as stored (no up-front conversion), accumulated in float32. GemmRange sends each weight layout
+// to its kernel (packed_gemm.h, quantized_gemm.h, int8_dot_gemm.h, bf16_dot_gemm.h; row-major
+// weights: a 16-lane dot product per output, element k in lane k % 16, lanes summed by the vector
+// layer's tree), each compiled for every SIMD target and chosen through the kernel table.
 // Every output element is one dot product with a fixed summation order, whatever the batch
-// shape or thread count, so a row's result does not depend on the other rows (batch invariance).
+// shape, thread count or CPU, so a row's result does not depend on the other rows (batch
+// invariance) or on the machine.
 #pragma once
 
 #include <cstdint>
@@ -62,17 +65,5 @@ void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* out
 // strides; all heads' weights have the same shape.
 void HeadGemm(ThreadPool& pool, const float* x, RowStrides xs, int64_t M, int32_t heads, const Tensor* w, float* y,
               RowStrides ys);
-
-// Whether the AVX-512 path is in use on this machine (reported by benchmarks).
-bool GemmUsesAvx512();
-
-namespace internal {
-// Portable and AVX-512 variants with the GemmRange contract; exposed for tests.
-void GemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
-                     int64_t n_end, float* y, int64_t ldy, bool accumulate);
-void GemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
-                     int64_t n_end, float* y, int64_t ldy, bool accumulate);
-bool CpuHasAvx512();
-}  // namespace internal
 
 }  // namespace ls::cpu

@@ -1,5 +1,5 @@
-// Int8-activation GEMM: packing, activation rounding, dispatch and the portable kernel (the
-// reference for the AVX-512 VNNI one).
+// Int8-activation GEMM: packing, activation rounding and dispatch (the kernels:
+// int8_rows_simd.cc and int8_dot_gemm_simd.cc).
 #include "kernels/cpu/int8_dot_gemm.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/simd/kernel_table.h"
 #include "kernels/quantized_weight.h"
 
 namespace ls::cpu {
@@ -92,7 +93,7 @@ Tensor PackInt8DotWeight(const Tensor& w, void* dst) {
 namespace internal {
 
 Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t group, Int8RowsStorage* st) {
-  static const bool vector = CpuHasAvx512();
+  const KernelTable& k = ActiveKernels();
   Int8Rows r;
   r.rows = M;
   r.kp = (K + 3) / 4 * 4;
@@ -104,73 +105,31 @@ Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t
   st->sums.assign(static_cast<size_t>(M * r.groups), 0);
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = x + m * ldx;
-    float amax = 0.f;
-    if (vector) {
-      amax = RowAbsMaxAvx512(xr, K);
-    } else {
-      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
-    }
+    const float amax = k.RowAbsMax(xr, K);
     const float inv = amax > 0.f ? 127.f / amax : 0.f;
     st->scale[m] = amax / 127.f;
     int8_t* q = st->q.data() + m * r.kp;
     uint8_t* u = st->u.data() + m * r.kp;
     int32_t* sums = st->sums.data() + m * r.groups;
-    if (vector && RoundRowAvx512(xr, K, inv, group, q, u, sums)) continue;
-    for (int64_t k = 0; k < K; ++k) {
-      // Round to nearest even: |x · inv| <= 127 (plus rounding), far below 2^22, where adding and
-      // subtracting 1.5 · 2^23 leaves the nearest integer (nearbyint's result, without its call).
-      // A NaN (or an infinite row's 0 · inf) becomes -127, as the vector rounding makes it.
-      const float v = std::min(127.f, std::max(-127.f, (xr[k] * inv + 12582912.f) - 12582912.f));
-      q[k] = static_cast<int8_t>(v);
-      u[k] = static_cast<uint8_t>(q[k] + 128);
+    if (group % 16 == 0) {  // group sums of whole vectors (or none)
+      k.RoundRowInt8(xr, K, inv, group, q, u, sums);
+      continue;
     }
-    if (group > 0)
-      for (int64_t k = 0; k < K; ++k) sums[k / group] += q[k];
+    for (int64_t i = 0; i < K; ++i) {
+      // Round to nearest even: |x · inv| <= 127 (plus rounding), far below 2^22, where adding and
+      // subtracting 1.5 · 2^23 leaves the nearest integer. A NaN (or an infinite row's 0 · inf)
+      // becomes -127, as the vector rounding makes it.
+      const float v = std::min(127.f, std::max(-127.f, (xr[i] * inv + 12582912.f) - 12582912.f));
+      q[i] = static_cast<int8_t>(v);
+      u[i] = static_cast<uint8_t>(q[i] + 128);
+      sums[i / group] += q[i];
+    }
   }
   r.q = st->q.data();
   r.u = st->u.data();
   r.scale = st->scale.data();
   r.sums = st->sums.data();
   return r;
-}
-
-void Int8DotRangeScalar(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
-                        bool accumulate) {
-  assert(w.layout == Layout::kPanelsInt8Dot && n_begin % P == 0);
-  const int64_t K = w.cols, kq = w.stored_cols() / 4, G = w.scale_cols(), group = w.quant.block_cols;
-  const auto* codes = static_cast<const uint8_t*>(w.data);
-  const auto* scales = static_cast<const uint8_t*>(w.quant.scale);
-  const auto* sums = reinterpret_cast<const int32_t*>(scales + DTypeBytes(w.quant.scale_dtype, w.stored_rows() * G));
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    const int64_t p = n / P, j = n % P;
-    auto scale = [&](int64_t g) { return LoadAsF32(scales, w.quant.scale_dtype, (p * G + g) * P + j); };
-    for (int64_t m = 0; m < x.rows; ++m) {
-      float v;
-      if (w.dtype == DType::kI8) {
-        int32_t acc = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          bool high = false;
-          acc += static_cast<int32_t>(x.u[m * x.kp + k]) *
-                 static_cast<int8_t>(codes[CodeOffset(w.dtype, p, kq, j, k, &high)]);
-        }
-        v = static_cast<float>(acc - 128 * sums[n]) * x.scale[m] * scale(0);
-      } else {
-        float out = 0.f;
-        for (int64_t g = 0; g < G; ++g) {
-          int32_t acc = 0;
-          for (int64_t k = g * group; k < std::min(K, (g + 1) * group); ++k) {
-            bool high = false;
-            const uint8_t b = codes[CodeOffset(w.dtype, p, kq, j, k, &high)];
-            acc += static_cast<int32_t>(high ? b >> 4 : b & 15) * x.q[m * x.kp + k];
-          }
-          out = std::fma(static_cast<float>(acc - 8 * x.sums[m * x.groups + g]), scale(g), out);
-        }
-        v = out * x.scale[m];
-      }
-      float& o = y[m * ldy + (n - n_begin)];
-      o = accumulate ? o + v : v;
-    }
-  }
 }
 
 }  // namespace internal
@@ -181,8 +140,7 @@ Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, I
 
 void Int8DotGemmRange(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                       bool accumulate) {
-  if (!internal::Int8DotRangeAvx512(x, w, n_begin, n_end, y, ldy, accumulate))
-    internal::Int8DotRangeScalar(x, w, n_begin, n_end, y, ldy, accumulate);
+  ActiveKernels().Int8DotRange(x, w, n_begin, n_end, y, ldy, accumulate);
 }
 
 void Int8DotGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end, float* y,

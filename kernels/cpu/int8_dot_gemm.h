@@ -1,14 +1,15 @@
 // GEMM with int8 activations for weights quantized with QuantScales::int8_activations (the online
 // w8a8 and w4a8 schemes): each activation row is rounded to int8 with one scale per row
 // (s = amax / 127, q = round-to-nearest-even(x · 127 / amax)) and multiplied with the integer
-// weight codes in int32 by VNNI dot products (vpdpbusd, four codes per lane and instruction), so a
-// weight is read as its stored byte or nibble and never widened to float32.
+// weight codes in int32 by dot products of four codes per lane (vpdpbusd with AVX512-VNNI or
+// AVX-VNNI, vpmaddubsw elsewhere on x86, sdot on Arm; int8_dot_gemm_simd.cc), so a weight is read
+// as its stored byte or nibble and never widened to float32.
 // Layout (Layout::kPanelsInt8Dot): panels of kPanelRows rows, k in quads, padded to a multiple of
 // four; per panel and quad, I8 codes: rows 0-15 then 16-31, each row's four codes together (two
 // 64-byte runs); U4 codes: one 64-byte run, byte 4j + i holding row j's code k + i in its low
 // nibble and row 16 + j's in its high one. Beside them, the per-panel scales as in
 // quantized_gemm.h, and for I8 each row's code sum (int32, for the unsigned-activation offset).
-// Arithmetic (batch invariant; the portable kernel is the same bit for bit):
+// Arithmetic (batch invariant; every SIMD target gives the same bits):
 //   I8 (one scale per row):   y[m, n] = float(Σ_k (q[m,k] + 128) · w[n,k] − 128 · Σ_k w[n,k]) · s_x[m] · s_w[n]
 //   U4 (groups along k, symmetric): y[m, n] = (Σ_g float(Σ_{k∈g} u[n,k] · q[m,k] − 8 Σ_{k∈g} q[m,k]) fused-multiply-
 //   added with s_w[n, g] in group order from zero) · s_x[m]
@@ -60,18 +61,8 @@ void Int8DotGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, i
 namespace internal {
 // The group size the rows of x need for `w`: 0 when no sums are needed (I8 codes).
 inline int64_t RowGroup(const Tensor& w) { return w.dtype == DType::kU4 ? w.quant.block_cols : 0; }
-// Rounds x [M, K] with k groups of `group` (0: no sums): the AVX-512 rounding where the CPU has it,
-// else the portable one; both give the same bits.
+// Rounds x [M, K] with k groups of `group` (0: no sums), the same bits on every SIMD target.
 Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t group, Int8RowsStorage* storage);
-// Row m's codes, unsigned codes and group sums from its scale's inverse (storage already sized and
-// filled with the padding values); false when the CPU lacks AVX-512BW.
-bool RoundRowAvx512(const float* x, int64_t K, float inv, int64_t group, int8_t* q, uint8_t* u, int32_t* sums);
-float RowAbsMaxAvx512(const float* x, int64_t K);
-void Int8DotRangeScalar(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
-                        bool accumulate);
-// False when the CPU lacks AVX-512 VNNI.
-bool Int8DotRangeAvx512(const Int8Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
-                        bool accumulate);
 }  // namespace internal
 
 }  // namespace ls::cpu

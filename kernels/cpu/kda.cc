@@ -48,25 +48,33 @@ void Gather(const KdaParams& p, const AttentionSeq& s, int32_t h, TokenInputs* i
     Normalize(p.k + row * d, d, 1.f, in->k.data() + static_cast<size_t>(i) * d);
     std::copy_n(p.v + row * d, d, in->v.data() + static_cast<size_t>(i) * d);
     in->beta[i] = Sigmoid(p.beta[row]);
-    for (int32_t c = 0; c < d; ++c) {
-      const float g = p.graw[row * d + c] + LoadAsF32(p.dt_bias.data, p.dt_bias.dtype, static_cast<int64_t>(h) * d + c);
-      in->g[static_cast<size_t>(i) * d + c] =
-          p.gate == KdaGate::kSoftplus ? -a * Softplus(g) : p.lower_bound * Sigmoid(a * g);
+    float* gi = in->g.data() + static_cast<size_t>(i) * d;
+    for (int32_t c = 0; c < d; ++c)
+      gi[c] = p.graw[row * d + c] + LoadAsF32(p.dt_bias.data, p.dt_bias.dtype, static_cast<int64_t>(h) * d + c);
+    if (p.gate == KdaGate::kSoftplus) {
+      for (int32_t c = 0; c < d; ++c) gi[c] = -a * Softplus(gi[c]);
+    } else {
+      for (int32_t c = 0; c < d; ++c) gi[c] *= a;
+      SigmoidRow(gi, gi, d);
+      for (int32_t c = 0; c < d; ++c) gi[c] *= p.lower_bound;
     }
   }
 }
 
 void Recurrent(const TokenInputs& in, int32_t first, int32_t n, int32_t d, float* S, float* out, int64_t out_stride) {
-  std::vector<float> u(d), delta(d);
+  thread_local std::vector<float> u, delta, decays;
+  u.resize(d);
+  delta.resize(d);
+  decays.resize(d);
   for (int32_t t = first; t < first + n; ++t) {
     const float* q = in.q.data() + static_cast<size_t>(t) * d;
     const float* k = in.k.data() + static_cast<size_t>(t) * d;
     const float* v = in.v.data() + static_cast<size_t>(t) * d;
-    const float* g = in.g.data() + static_cast<size_t>(t) * d;
+    ExpRow(in.g.data() + static_cast<size_t>(t) * d, 0.f, decays.data(), d);
     std::fill(u.begin(), u.end(), 0.f);
     for (int32_t i = 0; i < d; ++i) {
       float* row = S + static_cast<size_t>(i) * d;
-      const float decay = std::exp(g[i]);
+      const float decay = decays[i];
       for (int32_t j = 0; j < d; ++j) row[j] *= decay;
       Axpy(k[i], row, u.data(), d);
     }
@@ -93,14 +101,19 @@ void Chunk(const TokenInputs& in, int32_t first, int32_t n, int32_t d, float* S,
   auto V = [&](int32_t i) { return in.v.data() + static_cast<size_t>(first + i) * d; };
   auto G = [&](int32_t i) { return gc.data() + static_cast<size_t>(i) * d; };
   auto beta = [&](int32_t i) { return in.beta[first + i]; };
+  // e^(G(i)[c] − G(j)[c]) · a[c] · b[c] summed over c (the vector kernels' exp and dot).
+  thread_local std::vector<float> diff, prod;
+  diff.resize(d);
+  prod.resize(d);
+  auto decayed_dot = [&](const float* a, const float* b, int32_t i, int32_t j) {
+    for (int32_t c = 0; c < d; ++c) diff[c] = G(i)[c] - G(j)[c], prod[c] = a[c] * b[c];
+    ExpRow(diff.data(), 0.f, diff.data(), d);
+    return Dot(prod.data(), diff.data(), d);
+  };
   // A (strictly lower), then its forward substitution, plus the identity.
   A.assign(static_cast<size_t>(n) * n, 0.f);
   for (int32_t i = 0; i < n; ++i)
-    for (int32_t j = 0; j < i; ++j) {
-      float s = 0.f;
-      for (int32_t c = 0; c < d; ++c) s += K(i)[c] * K(j)[c] * std::exp(G(i)[c] - G(j)[c]);
-      A[static_cast<size_t>(i) * n + j] = -beta(i) * s;
-    }
+    for (int32_t j = 0; j < i; ++j) A[static_cast<size_t>(i) * n + j] = -beta(i) * decayed_dot(K(i), K(j), i, j);
   std::vector<float> row(n);
   for (int32_t i = 1; i < n; ++i) {
     float* ai = A.data() + static_cast<size_t>(i) * n;
@@ -116,8 +129,11 @@ void Chunk(const TokenInputs& in, int32_t first, int32_t n, int32_t d, float* S,
   u.assign(static_cast<size_t>(n) * d, 0.f);
   w.assign(static_cast<size_t>(n) * d, 0.f);
   e.resize(static_cast<size_t>(n) * d);
-  for (int32_t j = 0; j < n; ++j)
-    for (int32_t c = 0; c < d; ++c) e[static_cast<size_t>(j) * d + c] = beta(j) * K(j)[c] * std::exp(G(j)[c]);
+  for (int32_t j = 0; j < n; ++j) {
+    float* ej = e.data() + static_cast<size_t>(j) * d;
+    ExpRow(G(j), 0.f, ej, d);
+    for (int32_t c = 0; c < d; ++c) ej[c] = beta(j) * K(j)[c] * ej[c];
+  }
   for (int32_t i = 0; i < n; ++i)
     for (int32_t j = 0; j <= i; ++j) {
       const float a = A[static_cast<size_t>(i) * n + j];
@@ -133,28 +149,33 @@ void Chunk(const TokenInputs& in, int32_t first, int32_t n, int32_t d, float* S,
     float* o = out + static_cast<int64_t>(first + i) * out_stride;
     std::fill_n(o, d, 0.f);
     const float* wi = w.data() + static_cast<size_t>(i) * d;
+    ExpRow(G(i), 0.f, qe.data(), d);
     for (int32_t c = 0; c < d; ++c) {
       const float* srow = S + static_cast<size_t>(c) * d;
       Axpy(-wi[c], srow, vn, d);
-      Axpy(Q(i)[c] * std::exp(G(i)[c]), srow, o, d);
+      Axpy(Q(i)[c] * qe[c], srow, o, d);
     }
   }
   for (int32_t i = 0; i < n; ++i) {
     float* o = out + static_cast<int64_t>(first + i) * out_stride;
-    for (int32_t j = 0; j <= i; ++j) {
-      float s = 0.f;
-      for (int32_t c = 0; c < d; ++c) s += Q(i)[c] * K(j)[c] * std::exp(G(i)[c] - G(j)[c]);
-      Axpy(s, vnew.data() + static_cast<size_t>(j) * d, o, d);
-    }
+    for (int32_t j = 0; j <= i; ++j) Axpy(decayed_dot(Q(i), K(j), i, j), vnew.data() + static_cast<size_t>(j) * d, o, d);
   }
   // S ← e^gc_last ⊙ S + Σ_i (k_i ⊙ e^(gc_last − gc_i)) ⊗ v_new_i.
   const float* last = G(n - 1);
-  kd.resize(static_cast<size_t>(n));
+  // kd[i][c] = k_i[c] · e^(gc_last[c] − gc_i[c]); decay[c] = e^gc_last[c].
+  kd.resize(static_cast<size_t>(n) * d + d);
+  float* decay = kd.data() + static_cast<size_t>(n) * d;
+  ExpRow(last, 0.f, decay, d);
+  for (int32_t i = 0; i < n; ++i) {
+    float* ki = kd.data() + static_cast<size_t>(i) * d;
+    for (int32_t c = 0; c < d; ++c) ki[c] = last[c] - G(i)[c];
+    ExpRow(ki, 0.f, ki, d);
+    for (int32_t c = 0; c < d; ++c) ki[c] *= K(i)[c];
+  }
   for (int32_t c = 0; c < d; ++c) {
     float* srow = S + static_cast<size_t>(c) * d;
-    const float decay = std::exp(last[c]);
-    for (int32_t j = 0; j < d; ++j) srow[j] *= decay;
-    for (int32_t i = 0; i < n; ++i) Axpy(K(i)[c] * std::exp(last[c] - G(i)[c]), vnew.data() + static_cast<size_t>(i) * d, srow, d);
+    for (int32_t j = 0; j < d; ++j) srow[j] *= decay[c];
+    for (int32_t i = 0; i < n; ++i) Axpy(kd[static_cast<size_t>(i) * d + c], vnew.data() + static_cast<size_t>(i) * d, srow, d);
   }
 }
 

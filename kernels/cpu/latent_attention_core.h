@@ -1,9 +1,8 @@
 // The inner loops of the CPU latent attention ops (MLA absorbed and expanded), shared by both: a
 // group of query vectors scored against rows of two parts, a softmax's numerators, and a group of
-// weighted row sums. Each has an AVX-512 microkernel (every row loaded and widened once for the
-// group, register accumulators) and a portable twin with the same arithmetic (the same fused
-// multiply-adds in the same lanes, the same reduction trees, the same exp polynomial), so both
-// give the same bits; the un-suffixed functions pick one by the CPU.
+// weighted row sums: microkernels compiled for every SIMD target (latent_attention_simd.cc: every
+// row loaded and widened once for the group, register accumulators), the same bits on each (the
+// same fused multiply-adds in the same lanes, the vector layer's summation tree and e^x).
 #pragma once
 
 #include <cstdint>
@@ -38,20 +37,9 @@ void LatentValues(const float* w, int64_t stride, int32_t group, const LatentRow
                   const float* init, const float* post);
 // The largest of s[0:n] (−∞ for n = 0).
 float LatentMax(const float* s, int32_t n);
-// s[i] = e^(s[i] − m) for i < n; returns their sum (lane i % 16, then a fixed tree).
+// s[i] = e^(s[i] − m) for i < n; returns their sum (lane i % 16, then the vector layer's tree).
 float LatentExpSum(float* s, int32_t n, float m);
-// e^x as the AVX-512 kernels compute it (exp_avx512.h), for single values.
+// e^x as the vector kernels compute it, for single values.
 float LatentExp(float x);
-
-void LatentScoresAvx512(const float* const* qa, const float* const* qb, int32_t group, const LatentRows& rows,
-                        float scale, float* scores, int64_t stride);
-void LatentScoresPortable(const float* const* qa, const float* const* qb, int32_t group, const LatentRows& rows,
-                          float scale, float* scores, int64_t stride);
-void LatentValuesAvx512(const float* w, int64_t stride, int32_t group, const LatentRows& rows, float* const* out,
-                        const float* init, const float* post);
-void LatentValuesPortable(const float* w, int64_t stride, int32_t group, const LatentRows& rows, float* const* out,
-                          const float* init, const float* post);
-float LatentExpSumAvx512(float* s, int32_t n, float m);
-float LatentExpSumPortable(float* s, int32_t n, float m);
 
 }  // namespace ls::cpu::internal

@@ -1,13 +1,13 @@
-// Weight packing and the portable packed-GEMM kernel (the reference for the AVX-512 one).
+// Weight packing and the packed-GEMM dispatch (the kernel: packed_gemm_simd.cc).
 #include "kernels/cpu/packed_gemm.h"
 
 #include <cassert>
-#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/quantized_gemm.h"
+#include "kernels/cpu/simd/kernel_table.h"
 
 namespace ls::cpu {
 namespace {
@@ -58,35 +58,10 @@ Tensor PackWeight(const Tensor& w, void* dst) {
   return out;
 }
 
-namespace internal {
-
-void PackedGemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
-                           int64_t n_end, float* y, int64_t ldy, bool accumulate) {
-  assert(w.layout == Layout::kPanels && n_begin % P == 0);
-  const int64_t K = w.cols;
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    const int64_t p = n / P, pos = PackedPosition(w.dtype, n % P);
-    for (int64_t m = 0; m < M; ++m) {
-      const float* xr = x + m * ldx;
-      float s = 0.f;
-      for (int64_t k = 0; k < K; ++k) s = std::fma(xr[k], LoadAsF32(w.data, w.dtype, (p * K + k) * P + pos), s);
-      float& out = y[m * ldy + (n - n_begin)];
-      out = accumulate ? out + s : s;
-    }
-  }
-}
-
-}  // namespace internal
-
 void PackedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                      int64_t n_end, float* y, int64_t ldy, bool accumulate) {
-  if (w.quantized()) {
-    QuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
-  } else if (GemmUsesAvx512()) {
-    internal::PackedGemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
-  } else {
-    internal::PackedGemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
-  }
+  if (w.quantized()) return QuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  ActiveKernels().PackedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
 }
 
 }  // namespace ls::cpu

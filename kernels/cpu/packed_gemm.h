@@ -5,8 +5,8 @@
 // up to twelve activation rows instead of once per row.
 // Summation order: every output element is one float32 fused multiply-add chain over k = 0..K-1
 // from zero, whatever the tile shape, batch size or thread count (batch invariance); with
-// accumulate, the finished sum is then added to the old value. The portable kernel computes the
-// identical chain with std::fma, so both paths agree bit for bit.
+// accumulate, the finished sum is then added to the old value. The kernel is compiled for every
+// SIMD target (packed_gemm_simd.cc); all give the same bits.
 #pragma once
 
 #include <cstddef>
@@ -28,12 +28,5 @@ Tensor PackWeight(const Tensor& w, void* dst);
 // The GemmRange contract (kernels/cpu/gemm.h) for a packed weight; n_begin is a panel boundary.
 void PackedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
                      int64_t n_end, float* y, int64_t ldy, bool accumulate);
-
-namespace internal {
-void PackedGemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
-                           int64_t n_end, float* y, int64_t ldy, bool accumulate);
-void PackedGemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,
-                           int64_t n_end, float* y, int64_t ldy, bool accumulate);
-}  // namespace internal
 
 }  // namespace ls::cpu

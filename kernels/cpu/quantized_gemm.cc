@@ -1,12 +1,13 @@
-// Packing of quantized weights into panels, and the portable kernel (the reference for the AVX-512
-// one).
+// Packing of quantized weights into panels, their GEMM's dispatch (the kernel:
+// quantized_gemm_simd.cc), and the element-by-element GEMM of row-major quantized weights.
 #include "kernels/cpu/quantized_gemm.h"
 
 #include <cassert>
-#include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/fused_multiply_add.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/simd/kernel_table.h"
 #include "kernels/quantized_weight.h"
 
 namespace ls::cpu {
@@ -86,49 +87,13 @@ Tensor PackQuantizedWeight(const Tensor& w, void* dst) {
 
 namespace internal {
 
-void QuantizedGemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end,
-                              float* y, int64_t ldy, bool accumulate) {
-  assert(w.layout == Layout::kPanels && n_begin % P == 0);
-  const int64_t K = w.cols, G = w.scale_cols(), group = w.quant.block_cols;
-  const bool after = ScaleAfterSum(w);
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    const int64_t p = n / P, j = n % P;
-    auto scale = [&](int64_t g) { return LoadAsF32(w.quant.scale, w.quant.scale_dtype, (p * G + g) * P + j); };
-    auto weight = [&](int64_t k) {
-      const int64_t g = k / group;
-      float v;
-      if (FourBit(w.dtype)) {
-        const int64_t i = (p * K + k) * P + (j % (P / 2)) * 2 + (j < P / 2 ? 0 : 1);
-        const uint8_t c = LoadNibble(w.data, i);
-        if (w.dtype == DType::kE2M1) {
-          v = kE2M1Values[c];
-        } else {
-          const int32_t z = w.quant.zero ? static_cast<const uint8_t*>(w.quant.zero)[(p * G + g) * P + j] : 8;
-          v = static_cast<float>(static_cast<int32_t>(c) - z);
-        }
-      } else {
-        v = LoadAsF32(w.data, w.dtype, (p * K + k) * P + j);
-      }
-      return after ? v : v * scale(g);
-    };
-    for (int64_t m = 0; m < M; ++m) {
-      const float* xr = x + m * ldx;
-      float s = 0.f;
-      for (int64_t k = 0; k < K; ++k) s = std::fma(xr[k], weight(k), s);
-      if (after) s *= scale(0);
-      float& out = y[m * ldy + (n - n_begin)];
-      out = accumulate ? out + s : s;
-    }
-  }
-}
-
 void RowMajorQuantizedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end,
                                 float* y, int64_t ldy, bool accumulate) {
   for (int64_t n = n_begin; n < n_end; ++n) {
     for (int64_t m = 0; m < M; ++m) {
       const float* xr = x + m * ldx;
       float s = 0.f;
-      for (int64_t k = 0; k < w.cols; ++k) s = std::fma(xr[k], WeightValue(w, n, k), s);
+      for (int64_t k = 0; k < w.cols; ++k) s = FusedMulAdd(xr[k], WeightValue(w, n, k), s);
       float& out = y[m * ldy + (n - n_begin)];
       out = accumulate ? out + s : s;
     }
@@ -139,8 +104,7 @@ void RowMajorQuantizedGemmRange(const float* x, int64_t ldx, int64_t M, const Te
 
 void QuantizedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end,
                         float* y, int64_t ldy, bool accumulate) {
-  if (GemmUsesAvx512() && internal::QuantizedGemmRangeAvx512(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate)) return;
-  internal::QuantizedGemmRangeScalar(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
+  ActiveKernels().QuantizedGemmRange(x, ldx, M, w, n_begin, n_end, y, ldy, accumulate);
 }
 
 }  // namespace ls::cpu

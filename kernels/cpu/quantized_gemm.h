@@ -3,7 +3,7 @@
 // inside the tile. 8-bit codes: 32 bytes per k step in row order. 4-bit codes: 16 bytes per k step,
 // byte j holding row j in its low nibble and row 16 + j in its high one. Beside the codes, per panel
 // and k group, the 32 rows' scales (F32, BF16 or E8M0) and zero points (U8), Tensor::quant.
-// Arithmetic (batch invariant, the portable kernel bit for bit the same): each weight is decoded
+// Arithmetic (batch invariant, the same bits on every SIMD target): each weight is decoded
 // exactly to (code − zero) in float32 and multiplied by its scale (one rounding, as a float32
 // dequantization would), then enters the output's fused multiply-add chain over k = 0..K-1 from
 // zero. I8 weights (one scale per row) instead run the chain over the integer codes and multiply
@@ -29,16 +29,9 @@ void QuantizedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w,
                         float* y, int64_t ldy, bool accumulate);
 
 namespace internal {
-void QuantizedGemmRangeScalar(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end,
-                              float* y, int64_t ldy, bool accumulate);
-// False when this combination of codes, scales and zero points has no AVX-512 kernel.
-bool QuantizedGemmRangeAvx512(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end,
-                              float* y, int64_t ldy, bool accumulate);
 // The GemmRange contract for a row-major quantized weight (reference only: element by element).
 void RowMajorQuantizedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin, int64_t n_end,
                                 float* y, int64_t ldy, bool accumulate);
-// Whether the scale is applied once to the finished sum (I8 codes) rather than to every weight.
-inline bool ScaleAfterSum(const Tensor& w) { return w.dtype == DType::kI8 && w.scale_cols() == 1; }
 }  // namespace internal
 
 }  // namespace ls::cpu

@@ -1,4 +1,4 @@
-// CPU RMSNorm over rows, in float32 as DESIGN.md §3 specifies.
+// CPU RMSNorm over rows, in float32 (docs/math.md, "RMSNorm").
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"

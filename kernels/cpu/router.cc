@@ -66,8 +66,7 @@ void Router(ThreadPool& pool, const RouterParams& p) {
     } else {
       float mx = logits[0];
       for (int32_t e = 1; e < n; ++e) mx = std::max(mx, logits[e]);
-      float sum = 0.f;
-      for (int32_t e = 0; e < n; ++e) sum += (s[e] = std::exp(logits[e] - mx));
+      const float sum = ExpRow(logits, mx, s.data(), n);
       for (int32_t e = 0; e < n; ++e) s[e] /= sum;
     }
     int32_t* ids = p.topk_ids + t * k;

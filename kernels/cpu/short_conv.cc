@@ -1,10 +1,12 @@
 // CPU short convolution (ShortConvParams): per sequence and block of channels, each new token's
 // causal depthwise convolution over the inputs before it (from this step, or the K − 1 kept in
-// the sequence's state slot), SiLU, then the slot's inputs moved on to the step's last K − 1.
+// the sequence's state slot), then SiLU over the block's row of each token (vector_math.h), then
+// the slot's inputs moved on to the step's last K − 1.
 #include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/dtype.h"
 
 namespace ls::cpu {
@@ -27,17 +29,18 @@ void ShortConv(ThreadPool& pool, const ShortConvParams& p) {
       return fresh ? 0.f : tail[(hist + m) * C + c];
     };
     for (int64_t c = c0; c < c1; ++c) {
-      float w[16];
+      float w[16] = {};
       for (int32_t j = 0; j < K; ++j) w[j] = LoadAsF32(p.weight->data, p.weight->dtype, c * K + j);
       for (int32_t i = 0; i < s.num_tokens; ++i) {
         float acc = 0.f;
         for (int32_t j = 0; j < K; ++j) acc += w[j] * input(i - hist + j, c);
-        out[i * C + c] = SiLU(acc);
+        out[i * C + c] = acc;
       }
       float last[16];
       for (int32_t j = 0; j < hist; ++j) last[j] = input(s.num_tokens - hist + j, c);
       for (int32_t j = 0; j < hist; ++j) tail[j * C + c] = last[j];
     }
+    for (int32_t i = 0; i < s.num_tokens; ++i) SiluRow(out + i * C + c0, out + i * C + c0, c1 - c0);
   });
 }
 

@@ -1,8 +1,8 @@
 // CPU paged attention: matches a double-precision softmax reference over a scrambled block table
-// for head widths taken by the AVX-512 step (with 1, 2 and 4 query heads per pass over the
-// cache) and for widths left to the portable step, with a float32 and with a BF16 cache (the
-// reference reads the cache as the op left it, and the new K/V must be there rounded to nearest
-// even).
+// for head widths that are whole vectors (with 1, 2 and 4 query heads per pass over the cache),
+// widths that end in a partial vector and one wider than the register-held form (288), with a
+// float32 and with a BF16 cache (the reference reads the cache as the op left it, and the new K/V
+// must be there rounded to nearest even). Run under every SIMD target by ctest.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +13,6 @@
 
 #include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/dtype.h"
 
 namespace ls::cpu {
@@ -92,25 +91,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTest,
                                                               Case{6, 3, 48, 33}, Case{4, 1, 256, 20},
                                                               Case{8, 2, 32, 45} /* four heads per pass */,
                                                               Case{4, 1, 16, 9} /* four heads per pass */,
-                                                              Case{2, 1, 40, 9} /* not a multiple of 16: portable */,
-                                                              Case{2, 1, 160, 9} /* 160: portable */),
+                                                              Case{2, 1, 40, 9} /* a partial last vector */,
+                                                              Case{2, 1, 160, 9}, Case{4, 2, 24, 21},
+                                                              Case{2, 1, 288, 7} /* wider than 16 vectors */),
                                             ::testing::Values(DType::kF32, DType::kBF16)));
-
-// The shapes above reach both steps only if the AVX-512 step takes exactly the widths it claims.
-TEST(AttendAvx512, TakesMultiplesOf16UpTo128And256) {
-  if (!internal::CpuHasAvx512()) GTEST_SKIP() << "CPU has no AVX-512";
-  internal::AttendArgs a;
-  for (int32_t hd : {16, 32, 48, 64, 96, 112, 128, 256}) {
-    a.head_dim = hd;
-    a.ctx = 0;
-    a.group = 0;
-    EXPECT_TRUE(internal::AttendAvx512(a)) << hd;
-  }
-  for (int32_t hd : {8, 40, 144, 160, 272}) {
-    a.head_dim = hd;
-    EXPECT_FALSE(internal::AttendAvx512(a)) << hd;
-  }
-}
 
 }  // namespace
 }  // namespace ls::cpu

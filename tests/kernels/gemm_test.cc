@@ -90,21 +90,6 @@ TEST(Gemm, RowResultIndependentOfBatch) {
   }
 }
 
-TEST(Gemm, Avx512AndPortableAgree) {
-  if (!internal::CpuHasAvx512()) GTEST_SKIP() << "CPU has no AVX-512";
-  std::mt19937 rng(9);
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    Weights w = MakeWeights(dt, 21, 77, rng);
-    std::vector<float> x(6 * 77);
-    std::normal_distribution<float> nd;
-    for (auto& v : x) v = nd(rng);
-    std::vector<float> a(6 * 11), b(6 * 11);
-    internal::GemmRangeAvx512(x.data(), 77, 6, w.t, 5, 16, a.data(), 11, false);
-    internal::GemmRangeScalar(x.data(), 77, 6, w.t, 5, 16, b.data(), 11, false);
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << DTypeName(dt) << " " << i;
-  }
-}
-
 // A packed copy of a weight, owning its storage.
 struct Packed {
   std::vector<unsigned char> bytes;
@@ -136,25 +121,6 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
                        ::testing::Values(1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 29),
                        ::testing::Values(1, 31, 33, 70, 160), ::testing::Values(1, 16, 17, 100)));
-
-TEST(PackedGemm, Avx512AndPortableAgreeBitForBit) {
-  if (!internal::CpuHasAvx512()) GTEST_SKIP() << "CPU has no AVX-512";
-  std::mt19937 rng(19);
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    for (int M : {1, 3, 8, 12, 17}) {
-      Weights w = MakeWeights(dt, 150, 77, rng);
-      Packed p = Pack(w.t);
-      std::vector<float> x(M * 77);
-      std::normal_distribution<float> nd;
-      for (auto& v : x) v = nd(rng);
-      // Columns [32, 150): starts on a panel boundary, ends inside a panel.
-      std::vector<float> a(M * 118, 3.f), b(M * 118, 3.f);
-      internal::PackedGemmRangeAvx512(x.data(), 77, M, p.t, 32, 150, a.data(), 118, true);
-      internal::PackedGemmRangeScalar(x.data(), 77, M, p.t, 32, 150, b.data(), 118, true);
-      for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << DTypeName(dt) << " M=" << M << " " << i;
-    }
-  }
-}
 
 TEST(PackedGemm, RowResultIndependentOfBatchAndThreads) {
   std::mt19937 rng(23);

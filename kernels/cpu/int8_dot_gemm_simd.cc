@@ -1,0 +1,183 @@
+// The int8-activation GEMM kernel (int8_dot_gemm.h) for every target with integer dot products:
+// tiles of MR activation rows × NP panels; per k quad a panel's codes are one or two 64-byte loads
+// (4-bit codes split into two by a mask and a shift), and each activation row's four int8 values,
+// broadcast, meet them in one dot-product step per 16 output rows (DotI8 / DotU4 of the vector
+// layer: vpdpbusd, AVX-VNNI, the sign trick, or sdot). Integer sums are exact; the float steps are
+// those of int8_dot_gemm.h.
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/int8_dot_gemm.h"
+#include "kernels/cpu/simd/vec.h"
+
+LS_SIMD_BEGIN
+namespace {
+#include "kernels/cpu/simd/gemm_tiles.inc"
+
+constexpr int64_t P = kPanelRows;
+
+inline int32_t Quad(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+constexpr int64_t kAheadBytes = 1024;
+
+// I8 codes, one scale per row: the whole k range in int32, scaled once.
+struct KernelI8 {
+  static constexpr bool kWidens = false;
+  static constexpr int kMaxRows = kTileRegs >= 32 ? kFloatTileRows : 3;
+  static constexpr int Panels(int MR) { return FloatTilePanels(MR); }
+  const Int8Rows& x;
+  const uint8_t* codes;
+  const float* scales;
+  const int32_t* sums;  // per stored row
+  int64_t kq;
+  bool accumulate;
+
+  template <int MR, int NP>
+  void Tile(int64_t m0, int64_t panel, float* y, int64_t ldy, int64_t valid) const {
+    I16 acc[MR][NP][2];
+    for (int m = 0; m < MR; ++m)
+      for (int p = 0; p < NP; ++p) acc[m][p][0] = acc[m][p][1] = SetI(0);
+    for (int64_t q = 0; q < kq; ++q) {
+      B64 lo[NP], hi[NP];
+      for (int p = 0; p < NP; ++p) {
+        const uint8_t* c = codes + ((panel + p) * kq + q) * 128;
+        Prefetch(c + kAheadBytes);
+        Prefetch(c + kAheadBytes + 64);
+        lo[p] = LoadB64(c);
+        hi[p] = LoadB64(c + 64);
+      }
+      for (int m = 0; m < MR; ++m) {
+        const int32_t xq = Quad(x.q + (m0 + m) * x.kp + 4 * q), xu = Quad(x.u + (m0 + m) * x.kp + 4 * q);
+        for (int p = 0; p < NP; ++p) {
+          acc[m][p][0] = DotI8(acc[m][p][0], lo[p], xq, xu);
+          acc[m][p][1] = DotI8(acc[m][p][1], hi[p], xq, xu);
+        }
+      }
+    }
+    for (int p = 0; p < NP; ++p)
+      for (int h = 0; h < 2; ++h) {
+        const int64_t col = p * P + h * 16;
+        if (col >= valid) continue;
+        const int64_t row = (panel + p) * P + h * 16;
+        const I16 offset = kI8Offset ? ShlI<7>(LoadI32(sums + row)) : SetI(0);  // 128 · Σ w
+        const V16 sw = Load(scales + row);
+        for (int m = 0; m < MR; ++m) {
+          const V16 c = ToFloat(SubI(acc[m][p][h], offset));
+          StoreColumns(y + m * ldy + col, Mul(Mul(c, Set(x.scale[m0 + m])), sw), valid - col, accumulate);
+        }
+      }
+  }
+
+};
+
+// U4 codes in groups along k: int32 per group, folded into float with the group's scales.
+struct KernelU4 {
+  static constexpr bool kWidens = false;
+  static constexpr int kMaxRows = kTileRegs >= 32 ? 6 : 3;
+  static constexpr int Panels(int MR) {
+    if (kTileRegs >= 32) return MR == 1 ? 4 : MR <= 3 ? 2 : 1;
+    return MR == 1 ? 2 : 1;
+  }
+  const Int8Rows& x;
+  const uint8_t* codes;
+  const uint8_t* scales;
+  DType scale_dtype;
+  int64_t kq, groups, group;
+  bool accumulate;
+
+  V16 Scales(int64_t at) const {
+    return scale_dtype == DType::kF32 ? Load(reinterpret_cast<const float*>(scales) + at)
+                                      : LoadBf16(reinterpret_cast<const uint16_t*>(scales) + at);
+  }
+
+  // With few registers the group sums of the tile wait in memory between groups (scratch): kept in
+  // registers they would push the integer accumulators of the inner loop onto the stack.
+  static constexpr bool kSumsInMemory = kTileRegs < 32;
+
+  template <int MR, int NP>
+  void Tile(int64_t m0, int64_t panel, float* y, int64_t ldy, int64_t valid) const {
+    V16 out[MR][NP][2];
+    thread_local std::vector<float> scratch;
+    float* sums = nullptr;
+    if constexpr (kSumsInMemory) {
+      scratch.assign(static_cast<size_t>(MR * NP * 2 * 16), 0.f);
+      sums = scratch.data();
+    } else {
+      for (int m = 0; m < MR; ++m)
+        for (int p = 0; p < NP; ++p) out[m][p][0] = out[m][p][1] = Zero();
+    }
+    const int64_t quads_per_group = group / 4;
+    for (int64_t g = 0; g < groups; ++g) {
+      I16 acc[MR][NP][2];
+      for (int m = 0; m < MR; ++m)
+        for (int p = 0; p < NP; ++p) acc[m][p][0] = acc[m][p][1] = SetI(0);
+      const int64_t q_end = std::min(kq, (g + 1) * quads_per_group);
+      for (int64_t q = g * quads_per_group; q < q_end; ++q) {
+        B64 lo[NP], hi[NP];
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* c = codes + ((panel + p) * kq + q) * 64;
+          Prefetch(c + kAheadBytes);
+          const B64 v = LoadB64(c);
+          lo[p] = NibbleLo(v);
+          hi[p] = NibbleHi(v);
+        }
+        for (int m = 0; m < MR; ++m) {
+          const int32_t xq = Quad(x.q + (m0 + m) * x.kp + 4 * q);
+          for (int p = 0; p < NP; ++p) {
+            acc[m][p][0] = DotU4(acc[m][p][0], lo[p], xq);
+            acc[m][p][1] = DotU4(acc[m][p][1], hi[p], xq);
+          }
+        }
+      }
+      for (int p = 0; p < NP; ++p) {
+        const int64_t at = ((panel + p) * groups + g) * P;
+        const V16 s[2] = {Scales(at), Scales(at + 16)};
+        for (int m = 0; m < MR; ++m) {
+          const I16 offset = SetI(8 * x.sums[(m0 + m) * x.groups + g]);
+          for (int h = 0; h < 2; ++h) {
+            const V16 term = ToFloat(SubI(acc[m][p][h], offset));
+            if constexpr (kSumsInMemory) {
+              float* o = sums + ((m * NP + p) * 2 + h) * 16;
+              Store(o, Fma(term, s[h], Load(o)));
+            } else {
+              out[m][p][h] = Fma(term, s[h], out[m][p][h]);
+            }
+          }
+        }
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      const V16 sx = Set(x.scale[m0 + m]);
+      for (int p = 0; p < NP; ++p)
+        for (int h = 0; h < 2; ++h) {
+          const V16 o = kSumsInMemory ? Load(sums + ((m * NP + p) * 2 + h) * 16) : out[m][p][h];
+          out[m][p][h] = Mul(o, sx);
+        }
+    }
+    StoreTile<MR, NP>(out, y, ldy, valid, accumulate);
+  }
+
+};
+
+}  // namespace
+
+void Int8DotRange(const Int8Rows& x, const Tensor& t, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
+                  bool accumulate) {
+  const auto* codes = static_cast<const uint8_t*>(t.data);
+  const auto* scales = static_cast<const uint8_t*>(t.quant.scale);
+  const int64_t kq = t.stored_cols() / 4, groups = t.scale_cols();
+  if (t.dtype == DType::kI8) {
+    const auto* sums = reinterpret_cast<const int32_t*>(scales + DTypeBytes(t.quant.scale_dtype, t.stored_rows() * groups));
+    const KernelI8 k{x, codes, reinterpret_cast<const float*>(scales), sums, kq, accumulate};
+    PanelRange(k, x.rows, n_begin, n_end, kq * 128, y, ldy);
+  } else {
+    const KernelU4 k{x, codes, scales, t.quant.scale_dtype, kq, groups, t.quant.block_cols, accumulate};
+    PanelRange(k, x.rows, n_begin, n_end, kq * 64, y, ldy);
+  }
+}
+
+LS_SIMD_END

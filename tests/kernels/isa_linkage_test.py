@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""No code built for a wider instruction set is reachable except through the SIMD dispatch.
+
+Disassembles each binary (objdump) and checks, function by function, that
+  - an instruction encoded with VEX or EVEX (every x86 mnemonic that starts with "v": AVX and
+    later) appears only in functions of the SIMD targets' namespaces (ls::cpu::simd_avx2...,
+    ls::cpu::simd_avx512...), never in baseline code: an inline function or template emitted out
+    of line by a kernel source and kept by the linker for baseline callers would show up here;
+  - AVX-512 state (zmm registers, opmask registers, xmm16-31) appears only in the simd_avx512
+    namespaces, never in the AVX2 ones;
+  - the targets' tables (Table()), which the dispatch calls before it knows a target is usable,
+    hold no AVX instruction;
+  - nothing calls fma or fmaf through the PLT (the fused multiply-adds are inlined everywhere).
+Usage: isa_linkage_test.py BINARY...   (x86-64 only; elsewhere it reports SKIPPED, exit 77)
+"""
+import platform
+import re
+import subprocess
+import sys
+
+if platform.machine() not in ("x86_64", "AMD64"):
+    print("SKIPPED: the check reads x86-64 encodings")
+    sys.exit(77)
+
+FUNC = re.compile(r"^[0-9a-f]+ <(.*)>:$")
+AVX512_STATE = re.compile(r"%zmm|%k[0-7]\b|\{%k|%xmm(1[6-9]|2[0-9]|3[01])\b|%ymm(1[6-9]|2[0-9]|3[01])\b")
+PLT_FMA = re.compile(r"<(fmaf?)@plt>")
+
+failures = []
+for binary in sys.argv[1:]:
+    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", binary], check=True, capture_output=True,
+                         text=True).stdout
+    func = None
+    reported = set()
+    functions = 0
+    for line in out.splitlines():
+        m = FUNC.match(line)
+        if m:
+            func = m.group(1)
+            functions += 1
+            continue
+        if func is None or "\t" not in line:
+            continue
+        insn = line.split("\t", 1)[1].strip()
+        mnemonic = insn.split()[0] if insn else ""
+        if mnemonic.startswith("{"):  # an encoding prefix such as {evex}
+            mnemonic = insn.split()[1] if len(insn.split()) > 1 else ""
+        in_avx2 = "ls::cpu::simd_avx2" in func
+        in_avx512 = "ls::cpu::simd_avx512" in func
+        table = func.endswith("::Table()") or "::Table()::" in func
+        problem = None
+        if mnemonic.startswith("v") and (table or not (in_avx2 or in_avx512)):
+            problem = "an AVX instruction outside the SIMD targets' code"
+        elif AVX512_STATE.search(insn) and not in_avx512:
+            problem = "AVX-512 state outside the AVX-512 targets"
+        elif PLT_FMA.search(insn):
+            problem = "a call to " + PLT_FMA.search(insn).group(1) + " through the PLT"
+        if problem and (func, problem) not in reported:
+            reported.add((func, problem))
+            failures.append(f"{binary}: {func}: {problem}: {insn}")
+    if functions == 0:
+        failures.append(f"{binary}: objdump listed no functions")
+    print(f"{binary}: {functions} functions checked")
+
+for f in failures[:50]:
+    print("FAIL", f)
+if failures:
+    print(f"{len(failures)} problems")
+    sys.exit(1)
+print("ok: wider instruction sets only inside their targets, no fma through the PLT")
