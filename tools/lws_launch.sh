@@ -12,6 +12,7 @@
 #   MPI_KILL_TIMEOUT_S  seconds Open MPI waits before it signals the ranks of a broken group (default
 #                  90; above --rank_timeout_s plus the drain, so that rank 0 answers every request first)
 #   LWS_LAUNCH_DRY_RUN=1  print the hostfile and the mpirun command instead of running them
+#   MPI_GUARD_GRACE_S     how long mpirun may outlive rank 0 before it and the ranks are killed (default 60)
 set -euo pipefail
 
 ranks_per_pod=${RANKS_PER_POD:-8}
@@ -72,19 +73,19 @@ for ((i = 1; i < size; i++)); do
   done
 done
 
-"${cmd[@]}" &
-mpirun_pid=$!
-# SIGTERM (the pod stopping) goes to rank 0, which drains and then stops the workers; mpirun itself
-# would treat it as an abort.
-forward_term() {
-  local rank0
-  rank0=$(pgrep -P "$mpirun_pid" -x latentserve | head -n 1 || true)
-  if [ -n "$rank0" ]; then kill -TERM "$rank0"; else kill -TERM "$mpirun_pid"; fi
-}
+# mpirun under the guard (tools/mpirun_guard.sh): once rank 0 is gone the launcher ends within
+# MPI_GUARD_GRACE_S, so a group whose ranks die at start-up does not leave the pod running.
+guard=${MPIRUN_GUARD:-/usr/local/bin/latentserve-mpirun-guard}
+[ -x "$guard" ] || guard=$(dirname "$0")/mpirun_guard.sh
+"$guard" --grace "${MPI_GUARD_GRACE_S:-60}" "${cmd[@]}" &
+guard_pid=$!
+# SIGTERM (the pod stopping) goes to rank 0 through the guard: rank 0 drains and then stops the
+# workers; mpirun itself would treat it as an abort.
+forward_term() { kill -TERM "$guard_pid" 2>/dev/null; }
 trap forward_term TERM INT
 status=0
-wait "$mpirun_pid" || status=$?
-while kill -0 "$mpirun_pid" 2>/dev/null; do  # woken by the trap: wait for the end
-  wait "$mpirun_pid" || status=$?
+wait "$guard_pid" || status=$?
+while kill -0 "$guard_pid" 2>/dev/null; do  # woken by the trap: wait for the end
+  wait "$guard_pid" || status=$?
 done
 exit "$status"

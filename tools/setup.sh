@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages LatentServe builds and tests with (run as root, or with sudo
-# available). The same script is the build step of the CPU container image.
+# Installs the Debian packages LatentServe needs (run as root, or with sudo available): `run` the
+# ones to build and start the server (tools/run.sh, and the CPU container image's build step),
+# `test` those plus everything the test suite uses (tools/test.sh). Default: test.
+# Usage: tools/setup.sh [run|test]
 set -euo pipefail
 
-packages=(
+run_packages=(
   cmake ninja-build g++ ccache pkg-config      # build
   libpcre2-dev                                 # tokenizer pre-tokenization regexes (Unicode properties)
   libutf8proc-dev                              # NFC normalization for tokenizers that ask for it
@@ -12,9 +14,10 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc         # gRPC front end (+ health, reflection)
   libprotobuf-dev protobuf-compiler            # the API's protobuf messages
   libboost-dev libboost-system-dev libssl-dev  # HTTP front end (Beast/Asio), TLS
-  libgtest-dev libgmock-dev                    # tests
+)
+test_packages=(
+  libgtest-dev libgmock-dev googletest         # tests (googletest: the sources, for the aarch64 cross build)
   python3-pytest python3-grpcio python3-requests python3-venv python3-pip  # server integration tests
-  protobuf-compiler-grpc                       # grpc_python_plugin for the tests' client stubs
   python3-yaml yamllint                        # deployment manifest checks
   python3-jinja2                               # the chat tests render their template with jinja2, the oracle
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
@@ -22,7 +25,14 @@ packages=(
   chromium python3-websocket                   # the dashboard's browser test (headless, DevTools protocol)
   openmpi-bin libopenmpi-dev                   # rank groups: mpirun launches the ranks, MPI carries step plans,
                                                # the CPU expert exchange and NCCL's bootstrap (tests: mpirun -np 2/4)
+  g++-aarch64-linux-gnu qemu-user-static       # the CPU kernels cross-built for aarch64 and tested under qemu
 )
+
+case ${1:-test} in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: tools/setup.sh [run|test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -37,7 +37,9 @@ def mpi_env(extra=None):
 
 
 def launcher(ranks):
-    return [MPIRUN, "--oversubscribe", "-np", str(ranks)]
+    # Under the guard (tools/mpirun_guard.sh): a group whose rank 0 dies cannot leave mpirun behind.
+    guard = [os.environ["LATENTSERVE_MPIRUN_GUARD"]] if os.environ.get("LATENTSERVE_MPIRUN_GUARD") else []
+    return guard + [MPIRUN, "--oversubscribe", "-np", str(ranks)]
 
 
 class RankGroupServer(Server):
