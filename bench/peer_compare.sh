@@ -18,13 +18,13 @@
 # Each round also records the host's copy bandwidth (decode_bench's, GB/s) beside the figures.
 # PEER_COMPARE_BIN: where our binaries are (default build/bin).
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
-# bin/llama-bench, bin/llama-quantize, src/libllama.so; ../shared/tools/README.md's build, with
-# -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none of those kernels); MODEL_OUTDIR holds peer.gguf and
-# latentserve/ (../shared/tools/peer_model.py); the peer's Q8_0 and Q4_K_M files are made beside
-# them on first use.
+# bin/llama-bench, bin/llama-quantize, src/libllama.so; the build in docs/benchmarks.md, "Measuring
+# against ik_llama.cpp", with -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none
+# of those kernels); MODEL_OUTDIR holds peer.gguf and latentserve/ (bench/peer_model.py); the peer's
+# Q8_0 and Q4_K_M files are made beside them on first use.
 set -euo pipefail
 src=$(realpath "${1:?peer source tree}")
-model=$(realpath "${2:?directory written by peer_model.py}")
+model=$(realpath "${2:?directory written by bench/peer_model.py}")
 rounds=${3:-5}
 threads=2
 peer=$src/build

@@ -1,5 +1,5 @@
 // Calibration: re-fits a model's frozen router biases on a set of token sequences with the
-// Quantile Balancing estimator, layer by layer (DESIGN.md §4, docs/quantile-balancing.md): for
+// Quantile Balancing estimator, layer by layer (docs/quantile-balancing.md): for
 // each MoE layer in order, run every sequence through the model with the current biases, collect
 // that layer's router scores, run `iters` estimator updates on them, install the new biases.
 // Documents longer than the model's context are split into windows first.

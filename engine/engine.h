@@ -50,7 +50,7 @@ struct EngineConfig {
   // rather than a request under load), and the first large batch does not pay for their growth.
   bool warmup = true;
 
-  // Expert parallelism (DESIGN.md §5).
+  // Expert parallelism (docs/serving.md, "Expert placement").
   ExpertBalancerConfig experts;
 
   // The processes the model's steps run on (dist/: rank 0 is this process, which schedules and

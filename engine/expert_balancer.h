@@ -1,4 +1,4 @@
-// ExpertBalancer: the engine's expert-placement side (DESIGN.md §5) — the initial placement
+// ExpertBalancer: the engine's expert-placement side (docs/serving.md) — the initial placement
 // (uniform, or from a file), the sliding window of per-expert load, re-planning in the
 // background and the switch to a new placement at a step boundary, and the placement and load
 // JSON. Across a rank group the devices split over the ranks: a new placement goes to every rank,

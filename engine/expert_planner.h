@@ -1,4 +1,4 @@
-// Expert placement planner: pure functions that build ExpertPlacement data (DESIGN.md §5) from
+// Expert placement planner: pure functions that build ExpertPlacement data (docs/serving.md) from
 // per-expert loads. With D devices of S slots (S·D >= N),
 // extra replicas go to the experts with the highest load per replica, then replicas are packed
 // heaviest first onto the least-loaded device that has a free slot and no copy of that expert.

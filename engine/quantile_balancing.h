@@ -1,4 +1,4 @@
-// Quantile Balancing (DESIGN.md §4): the histogram estimator of the MoE router's selection biases,
+// Quantile Balancing: the histogram estimator of the MoE router's selection biases,
 // as the reference trainer uses it — per token the bias each expert needs to be chosen, one
 // fixed-range histogram per expert, the K/N quantile read off the cumulative counts with linear
 // interpolation inside the bin, and an EMA step. The exact rules are in docs/quantile-balancing.md.

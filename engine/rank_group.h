@@ -55,7 +55,7 @@ class RankGroup {
   virtual std::chrono::milliseconds idle_interval() const = 0;
   virtual absl::Status Idle() = 0;
 
-  // Expert placement across the ranks (DESIGN.md §5): the engine hands a new placement to the
+  // Expert placement across the ranks (docs/serving.md, docs/rank-groups.md): the engine hands a new placement to the
   // other ranks, which build their share of it in the background; once every rank has
   // (PlacementBuilt), SwitchPlacement makes them all use it from the next step on, the same step
   // on which this process switches its own model.

@@ -141,10 +141,10 @@ float* DecoderModel::RunLayers(StepContext& ctx, float* x) {
   return x;
 }
 
-// K3.md's recurrence: per layer l, p = h; the attention reads AR(p, blocks) (h itself before any
-// block exists); at a block's first layer p joins the blocks and the stream restarts (p = the
-// attention's output alone); the FFN reads AR(p + attention, blocks) and h = p + FFN. After the
-// last layer h = AR(h, blocks).
+// The AttnRes recurrence (docs/math.md, "Attention residuals"): per layer l, p = h; the attention
+// reads AR(p, blocks) (h itself before any block exists); at a block's first layer p joins the
+// blocks and the stream restarts (p = the attention's output alone); the FFN reads
+// AR(p + attention, blocks) and h = p + FFN. After the last layer h = AR(h, blocks).
 float* DecoderModel::RunLayersWithAttnRes(StepContext& ctx, float* x) {
   const int64_t T = ctx.num_tokens, d = config_.hidden_size, B = config_.attn_res_block_size;
   const int64_t max_blocks = (config_.num_hidden_layers + B - 1) / B;

@@ -1,5 +1,5 @@
 // ExpertPlacement: which expert each physical expert slot of each device holds, for one MoE
-// layer — plain data the MoE block dispatches over (DESIGN.md §5) — and the dispatch rule: an
+// layer — plain data the MoE block dispatches over (docs/serving.md) — and the dispatch rule: an
 // expert's routed rows, in token order, go round-robin over its replicas. Built by the planner in
 // engine/expert_planner; the model only reads it.
 #pragma once

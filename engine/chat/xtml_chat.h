@@ -1,4 +1,4 @@
-// XtmlChat: Kimi K3's chat format (XTML, K3.md "Chat format (XTML)") for the server — renders a
+// XtmlChat: Kimi K3's chat format (XTML, docs/k3.md "Chat format (XTML)") for the server — renders a
 // chat request straight to token ids and makes the parser that reads a generated answer back as
 // reasoning, content and tool calls. Bound to one tokenizer, which must outlive it and its
 // parsers; immutable, cheap to copy, thread-safe (each parser is used by one choice).

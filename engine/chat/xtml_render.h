@@ -3,7 +3,7 @@
 // is encoded with control-token text left as text, so a message cannot inject structure.
 // Pure functions over an immutable tokenizer; thread-safe.
 //
-// Layout (K3.md "Chat format (XTML)", and K3's reference encoder as public ports of it write it):
+// Layout (docs/k3.md "Chat format (XTML)", and K3's reference encoder as public ports of it write it):
 //   [tool-declare]  <|open|>message role="system" type="tool-declare"<|sep|># Tools\n...```json\n
 //                   TOOLS\n```<|close|>message<|sep|><|end_of_msg|>   (TOOLS: compact, keys sorted)
 //   [effort]        a `thinking-effort` system message, when thinking is on

@@ -1,4 +1,4 @@
-// KimiK3ForConditionalGeneration (Kimi K3, ../shared/K3.md): the text model of a vision-language
+// KimiK3ForConditionalGeneration (Kimi K3, docs/k3.md): the text model of a vision-language
 // wrapper. Its config sits in text_config and its tensors under "language_model."; the vision
 // tower and projector are left unread (text serving). Kimi-Linear's layer layout (KDA layers with
 // K3's bounded forget gate and full-rank output gate, MLA layers without RoPE and with an output

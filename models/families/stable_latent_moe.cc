@@ -1,4 +1,4 @@
-// StableLatentMoeForCausalLM: this project's own format (DESIGN.md §2) — GQA attention with
+// StableLatentMoeForCausalLM: this project's own format (docs/formats.md) — GQA attention with
 // optional q/k norms, dense GLU layers first, then routed experts in an optional latent space with
 // the expert-output norm, frozen router biases and shared experts. A config.json naming no
 // architecture and no model_type is read as this format.

@@ -1,4 +1,4 @@
-// AttnRes: the attention residuals of K3 (K3.md). The residual stream restarts every block of
+// AttnRes: the attention residuals of K3 (docs/math.md, docs/k3.md). The residual stream restarts every block of
 // attn_res_block_size layers, keeping the stream at each block's start; before attention and
 // before the FFN, each layer reads not its residual but a learned softmax mix of the block
 // residuals and the current one, and the last layer's output is mixed once more. This unit holds

@@ -1,4 +1,4 @@
-// MoeBlock: the MoE feed-forward of a decoder layer (DESIGN.md §3) — router (softmax or sigmoid,
+// MoeBlock: the MoE feed-forward of a decoder layer (docs/math.md) — router (softmax or sigmoid,
 // frozen selection biases, group-limited top-k), optional latent down-projection, the routed GLU
 // experts run grouped (or dispatched over an expert placement), optional RMSNorm on their sum,
 // optional latent up-projection, and shared experts (optionally scaled by a sigmoid gate).

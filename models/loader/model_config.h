@@ -88,7 +88,7 @@ struct KdaConfig {
   }
 };
 
-// Routed experts (DESIGN.md §3), optionally in a latent space, with shared experts.
+// Routed experts (docs/math.md), optionally in a latent space, with shared experts.
 struct MoeConfig {
   int32_t num_experts = 0;     // N
   int32_t top_k = 0;           // K

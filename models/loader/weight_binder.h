@@ -1,6 +1,6 @@
 // WeightBinder: hands a model's layers their checkpoint tensors by name, shape-checked, keeping
 // the first error so binding code reads as a list of tensors; remembers every name taken, so
-// that the loader can refuse a checkpoint holding tensors no layer reads (DESIGN.md §2). A
+// that the loader can refuse a checkpoint holding tensors no layer reads (docs/formats.md, "Strict loading"). A
 // quantized checkpoint's weight comes back as one Tensor carrying its format and scales, made from
 // the parts the checkpoint stores (models/loader/quantized_binding.h), so layers bind it by the
 // plain name `X.weight`.

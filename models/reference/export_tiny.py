@@ -244,7 +244,7 @@ def write_card(out, config, summary, data, held_loss, n_windows, frozen, zero, b
     w("## Architecture\n")
     w("| key | value |\n| --- | --- |")
     rows = [
-        ("architecture", "`StableLatentMoeForCausalLM` (DESIGN.md section 2)"),
+        ("architecture", "`StableLatentMoeForCausalLM` (docs/formats.md)"),
         ("layers", f"{config['num_hidden_layers']}, all MoE (`first_k_dense_replace` = {config['first_k_dense_replace']})"),
         ("hidden size d", config["hidden_size"]),
         ("attention", f"GQA, {config['num_attention_heads']} query heads, {config['num_key_value_heads']} KV heads, "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Quantile Balancing (DESIGN.md section 4): the histogram estimator of the router biases, used by
+"""Quantile Balancing (docs/quantile-balancing.md): the histogram estimator of the router biases, used by
 the trainer (one update per batch) and by calibration (layer by layer on a prompt set).
 
 Estimator, for scores s [T, N] (after sigmoid/softmax, float32), biases b [N] (float32), K, and a

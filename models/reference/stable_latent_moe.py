@@ -1,4 +1,4 @@
-# PyTorch reference for StableLatentMoeForCausalLM (DESIGN.md sections 2-3), fp32 throughout.
+# PyTorch reference for StableLatentMoeForCausalLM (docs/formats.md, docs/math.md), fp32 throughout.
 # Module names mirror the checkpoint tensor names, so state_dict() keys are the safetensors names.
 import json
 import math

@@ -48,7 +48,7 @@ def np_glu(W, prefix, x, act):
 
 
 def np_forward(model_dir, ids):
-    """Token-by-token float64 forward straight from DESIGN.md section 3 (no torch)."""
+    """Token-by-token float64 forward straight from docs/math.md (no torch)."""
     with open(os.path.join(model_dir, "config.json")) as f:
         c = json.load(f)
     W = {n: a.astype(np.float64) for n, a in st.load_model(model_dir)[0].items()}

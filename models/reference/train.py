@@ -32,7 +32,7 @@ from stable_latent_moe import (Config, StableLatentMoeForCausalLM, apply_rope,  
 EOT = "<|endoftext|>"
 HELDOUT_FRACTION = 0.02
 
-# The tiny model (DESIGN.md section 2 keys). See models/tiny/README.md for the reasons.
+# The tiny model (the keys of docs/formats.md). See models/tiny/README.md for the reasons.
 TINY_CONFIG = {
     "architectures": ["StableLatentMoeForCausalLM"], "model_type": "stable_latent_moe",
     "vocab_size": 4096, "hidden_size": 256, "num_hidden_layers": 4,

@@ -1,6 +1,6 @@
 """Golden token ids for Kimi K3's XTML chat format, written independently of the C++ renderer.
 
-Renders chat requests the way K3's reference encoder does (K3.md "Chat format (XTML)"; the
+Renders chat requests the way K3's reference encoder does (docs/k3.md "Chat format (XTML)"; the
 segmentation, system-message texts and tool-result matching follow the public ports of Moonshot's
 encoding_k3.py), tokenizing every text segment on its own with `tiktoken` driven as Kimi's
 tokenization_kimi.py does (control-token text left as text), and writes
