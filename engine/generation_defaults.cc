@@ -102,4 +102,10 @@ void ApplyGenerationDefaults(const GenerationDefaults& d, const SampledFields& g
   }
 }
 
+int64_t DefaultMaxTokens(const GenerationDefaults& d, bool chat, int64_t prompt_len, int64_t max_model_len) {
+  if (!chat) return 16;
+  const int64_t room = max_model_len - prompt_len;
+  return d.max_tokens ? std::min<int64_t>(room, *d.max_tokens) : room;
+}
+
 }  // namespace ls

@@ -38,4 +38,9 @@ struct SampledFields {
 void ApplyGenerationDefaults(const GenerationDefaults& d, const SampledFields& given,
                              const std::vector<int32_t>& model_eos, SamplingParams* p);
 
+// The length of a request that leaves max_tokens unset, the same for both front ends: a chat reply
+// runs to the end of the context, or to the model's default length (max_new_tokens) where that is
+// shorter, as vLLM's chat completions do; any other prompt gets 16, OpenAI's completions default.
+int64_t DefaultMaxTokens(const GenerationDefaults& d, bool chat, int64_t prompt_len, int64_t max_model_len);
+
 }  // namespace ls

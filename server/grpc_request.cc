@@ -1,6 +1,8 @@
 // gRPC request conversion.
 #include "server/grpc_request.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace ls::server {
@@ -147,6 +149,10 @@ Status GrpcToEngineRequest(const pb::GenerateRequest& req, const ApiContext& ctx
   if (session)
     for (int32_t id : session->format->stop_token_ids()) out->params.stop_token_ids.push_back(id);
   ApplyGenerationDefaults(ctx.generation_defaults(), given, ctx.engine().model_config().eos_token_ids, &out->params);
+  if (!req.sampling().has_max_tokens())
+    out->params.max_tokens = static_cast<int32_t>(std::max<int64_t>(
+        1, DefaultMaxTokens(ctx.generation_defaults(), session != nullptr,
+                            static_cast<int64_t>(out->prompt_ids.size()), ctx.engine().max_model_len())));
   if (chat) *chat = std::move(session);
   return Status::OK;
 }

@@ -47,6 +47,10 @@ ABSL_FLAG(std::string, activation_dtype, "auto",
           "GEMM activations: auto (cpu float32; cuda bfloat16, with FP8 block-scaled checkpoints' dense GEMMs in FP8 on "
           "Hopper), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
           "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16)");
+ABSL_FLAG(std::string, cpu_isa, "auto",
+          "the widest instruction set the CPU kernels may use: auto (the best this CPU has, or the LS_CPU_ISA environment "
+          "variable), or portable, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16, neon, neon_dot; every choice gives "
+          "the same results, at different speeds");
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");
@@ -90,6 +94,10 @@ ABSL_FLAG(int32_t, rank_start_timeout_s, 600, "rank group: seconds the ranks wai
 ABSL_FLAG(int32_t, rank_heartbeat_ms, 1000, "rank group: heartbeat interval while idle (below --rank_timeout_s)");
 ABSL_FLAG(std::string, chat_template, "",
           "Jinja chat template file replacing the model's (default: the model's own, else ChatML)");
+ABSL_FLAG(std::string, chat_template_content_format, "auto",
+          "how a message's list content (OpenAI parts) reaches the chat template: auto (as the template reads it: a "
+          "template that loops over, indexes or list-filters a message's content gets the parts, others one string), "
+          "string (the text parts joined with newlines) or openai (the parts as sent)");
 ABSL_FLAG(std::string, tool_call_parser, "auto",
           "how tool calls are read from chat replies: auto (the model family's), none, hermes (or qwen), deepseek_v3, "
           "kimi_k2, glm45, xtml (Kimi K3)");
@@ -104,7 +112,7 @@ namespace {
 // --help: the flags by topic.
 const std::vector<ls::server::FlagTopic>& FlagTopics() {
   static const std::vector<ls::server::FlagTopic> topics = {
-      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "activation_dtype", "quantization", "max_model_len", "warmup"}},
+      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "cpu_isa", "activation_dtype", "quantization", "max_model_len", "warmup"}},
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
@@ -115,7 +123,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
         "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
        {"rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
-      {"Chat", {"chat_template", "tool_call_parser", "reasoning_parser", "generation_config"}},
+      {"Chat", {"chat_template", "chat_template_content_format", "tool_call_parser", "reasoning_parser", "generation_config"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
       {"Logging", {"log_level"}},
   };
@@ -228,7 +236,7 @@ int main(int argc, char** argv) {
   std::string backend_error;
   const ls::BackendOptions backend_options{absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads),
                                            absl::GetFlag(FLAGS_cuda_device) + local_rank,
-                                           absl::GetFlag(FLAGS_activation_dtype)};
+                                           absl::GetFlag(FLAGS_activation_dtype), absl::GetFlag(FLAGS_cpu_isa)};
   std::unique_ptr<ls::Backend> backend = ls::CreateBackend(backend_options, &backend_error);
   if (!backend) return fail(backend_error);
   auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
@@ -260,6 +268,7 @@ int main(int argc, char** argv) {
     chat_options.chat_template_file = absl::GetFlag(FLAGS_chat_template);
     chat_options.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
     chat_options.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
+    chat_options.content_format = absl::GetFlag(FLAGS_chat_template_content_format);
     chat_options.family = (*model)->config().family;
     chat_options.model_type = (*model)->config().model_type;
     chat_options.tokenizer = tokenizer.get();
@@ -356,6 +365,7 @@ int main(int argc, char** argv) {
                                 {"prefix_caching", (*engine)->prefix_caching()},
                                 {"backend", std::string(backend->name())},
                                 {"activation_dtype", ls::ActivationDtypeName(backend_options)},
+                                {"cpu_isa", ls::CpuIsaName()},
                                 {"ranks", (*engine)->num_ranks()},
                                 {"pid", static_cast<int64_t>(getpid())},
                                 {"workers", nlohmann::json::parse(*group ? (*group)->workers_json() : "{}")},

@@ -236,11 +236,10 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
       *error = Bad(absl::StrCat(which, st.message()), prompt_field);
       return std::nullopt;
     }
-    int64_t max_tokens = !r.generate ? 1 : d.max_tokens ? *d.max_tokens : endpoint == Endpoint::kChat ? -1 : 16;
-    if (max_tokens < 0) {  // chat default: the rest of the context, or the model's default length if shorter
-      max_tokens = max_len - prompt_len;
-      if (const auto& dflt = ctx.generation_defaults().max_tokens) max_tokens = std::min<int64_t>(max_tokens, *dflt);
-    }
+    const int64_t max_tokens = !r.generate   ? 1
+                               : d.max_tokens ? *d.max_tokens
+                                              : DefaultMaxTokens(ctx.generation_defaults(), endpoint == Endpoint::kChat,
+                                                                 prompt_len, max_len);
     if (auto st = ctx.engine().CheckContextLength(prompt_len, max_tokens); !st.ok()) {
       *error = Bad(absl::StrCat(which, st.message()), "max_tokens");
       return std::nullopt;

@@ -24,6 +24,7 @@ ABSL_FLAG(std::string, dump_logits, "", "write the logits of every position to t
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all hardware threads)");
 ABSL_FLAG(std::string, activation_dtype, "auto", "GEMM activations: auto, float32 or bfloat16; as the server");
+ABSL_FLAG(std::string, cpu_isa, "auto", "the widest instruction set of the CPU kernels; as the server");
 ABSL_FLAG(bool, stop_at_eos, false, "stop at the model's eos token");
 ABSL_FLAG(std::string, quantization, "none", "online quantization of the GEMM weights: none, int8, fp8, int4, w8a8, w4a8");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   std::string backend_error;
   std::unique_ptr<ls::Backend> backend =
       ls::CreateBackend(
-          {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), 0, absl::GetFlag(FLAGS_activation_dtype)},
+          {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads), 0, absl::GetFlag(FLAGS_activation_dtype),
+           absl::GetFlag(FLAGS_cpu_isa)},
           &backend_error);
   if (!backend) return Fail(backend_error);
   auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));

@@ -61,7 +61,11 @@ absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOption
     return absl::InvalidArgumentError(
         absl::StrCat("--reasoning_parser: unknown parser '", reasoning, "' (known: auto, none, think)"));
   }
-  return std::make_unique<JinjaChatFormat>(std::move(*tmpl), options.tokenizer, tools, think);
+  ContentFormat content;
+  if (std::string error; !ParseContentFormat(options.content_format, &content, &error))
+    return absl::InvalidArgumentError(error);
+  return std::make_unique<JinjaChatFormat>(std::move(*tmpl), options.tokenizer, tools, think,
+                                           std::function<std::string()>{}, content);
 }
 
 }  // namespace ls::chat

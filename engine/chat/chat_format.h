@@ -68,6 +68,7 @@ struct ChatFormatOptions {
   std::string chat_template_file;             // --chat_template: replaces the model's template
   std::string tool_call_parser = "auto";      // auto (the family's), none, or a ToolCallFormat name
   std::string reasoning_parser = "auto";      // auto (think when the template writes </think>), none, think
+  std::string content_format = "auto";        // --chat_template_content_format: auto, string, openai
   std::string family, model_type;             // ModelConfig's
   const tok::Tokenizer* tokenizer = nullptr;  // must outlive the format
 };

@@ -1,8 +1,6 @@
 // JinjaChatFormat: render, force, encode; parsers composed per choice.
 #include "engine/chat/jinja_chat_format.h"
 
-#include <regex>
-
 #include "absl/strings/str_cat.h"
 #include "engine/chat/think_tag_parser.h"
 #include "nlohmann/json.hpp"
@@ -40,19 +38,17 @@ bool HasTools(const tok::ChatRequestInputs& in) { return in.tools.is_array() && 
 
 }  // namespace
 
-bool TemplateLoopsOverContent(const std::string& source) {
-  static const std::regex loop(R"(\{%-?\s*for\s+[\w\s,]+\s+in\s+[^%]*content)");
-  return std::regex_search(source, loop);
-}
-
 JinjaChatFormat::JinjaChatFormat(tok::ChatTemplate chat_template, const tok::Tokenizer* tokenizer,
-                                 const ToolCallFormat* tools, bool think, std::function<std::string()> call_ids)
+                                 const ToolCallFormat* tools, bool think, std::function<std::string()> call_ids,
+                                 ContentFormat content)
     : template_(std::move(chat_template)),
       tokenizer_(tokenizer),
       tools_(tools),
       think_(think),
       renders_tools_(template_.source().find("tools") != std::string::npos),
-      content_as_parts_(TemplateLoopsOverContent(template_.source())),
+      content_as_parts_((content == ContentFormat::kAuto ? DetectContentFormat(template_.source()) : content) ==
+                        ContentFormat::kOpenAi),
+      content_format_detected_(content == ContentFormat::kAuto),
       call_ids_(std::move(call_ids)) {
   std::vector<std::string> markers = {std::string(kThinkOpen), std::string(kThinkClose)};
   if (tools_)
@@ -117,7 +113,8 @@ std::string JinjaChatFormat::Describe() const {
                    {"chat_template", template_.origin()},
                    {"tool_call_parser", tools_ ? tools_->name : "none"},
                    {"reasoning_parser", think_ ? "think" : "none"},
-                   {"content_format", content_as_parts_ ? "parts" : "string"},
+                   {"content_format", content_as_parts_ ? "openai" : "string"},
+                   {"content_format_from", content_format_detected_ ? "template" : "flag"},
                    {"template_renders_tools", renders_tools_}};
   const std::string s = d.dump();
   return s.substr(1, s.size() - 2);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/chat/chat_format.h"
+#include "engine/chat/content_format.h"
 #include "engine/chat/tool_call_format.h"
 
 namespace ls::chat {
@@ -20,8 +21,10 @@ class JinjaChatFormat final : public ChatFormat {
   // `tools`: the tool-call format, or null (calls are not parsed); `think`: <think> reasoning is
   // split off; `call_ids` names calls whose text has no id (default: random, as vLLM does). The
   // tokenizer must outlive the format.
+  // `content`: how messages' content reaches the template (kAuto: as the template reads it,
+  // content_format.h).
   JinjaChatFormat(tok::ChatTemplate chat_template, const tok::Tokenizer* tokenizer, const ToolCallFormat* tools,
-                  bool think, std::function<std::string()> call_ids = {});
+                  bool think, std::function<std::string()> call_ids = {}, ContentFormat content = ContentFormat::kAuto);
 
   absl::StatusOr<ChatPrompt> Render(const tok::ChatRequestInputs& inputs, const RenderOptions& options) const override;
   std::unique_ptr<ChatOutputParser> NewParser(const tok::ChatRequestInputs& inputs, const RenderOptions& options,
@@ -41,12 +44,10 @@ class JinjaChatFormat final : public ChatFormat {
   bool think_;
   bool renders_tools_;
   bool content_as_parts_;
+  bool content_format_detected_;  // content_as_parts_ read from the template (else set by the flag)
   std::vector<std::string> markers_;  // the parsers' markers (think tags, the tool format's)
   MarkerTokens marker_tokens_;
   std::function<std::string()> call_ids_;
 };
-
-// Whether a template reads message content as a list of parts: it loops over a message's content.
-bool TemplateLoopsOverContent(const std::string& source);
 
 }  // namespace ls::chat

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/families/family.h"
+#include "models/loader/math_keys.h"
 #include "nlohmann/json.hpp"
 
 namespace ls {
@@ -131,6 +132,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text, absl::
   ReadQuantizationConfig(r, &c.quantization);
   if (!r.status().ok()) return r.status();
   c.unrecognized_keys = r.UnreadKeys();
+  if (auto s = CheckUnreadMathKeys(j, c.unrecognized_keys, c.family, std::string(source)); !s.ok()) return s;
   if (auto s = ValidateModelConfig(c, source); !s.ok()) return s;
   return c;
 }

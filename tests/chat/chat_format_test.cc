@@ -151,12 +151,70 @@ TEST_F(ChatFormatTest, ReasoningOpenedByThePromptStartsTheReplyInReasoning) {
   EXPECT_EQ(c.delta.reasoning, "");
 }
 
-TEST_F(ChatFormatTest, ContentFormatFollowsWhetherTheTemplateLoopsOverContent) {
-  EXPECT_TRUE(TemplateLoopsOverContent(Read(kTemplates + "gemma_style.jinja")));
-  EXPECT_TRUE(TemplateLoopsOverContent(Read(kTemplates + "glm45_style.jinja")));
-  EXPECT_FALSE(TemplateLoopsOverContent(Read(kTemplates + "hermes_style.jinja")));
-  EXPECT_FALSE(TemplateLoopsOverContent(Read(kTemplates + "qwen3_style.jinja")));
-  EXPECT_FALSE(TemplateLoopsOverContent(Read(kTiny + "/tokenizer_config.json")));
+TEST_F(ChatFormatTest, ContentFormatFollowsHowTheTemplateReadsContent) {
+  EXPECT_EQ(DetectContentFormat(Read(kTemplates + "gemma_style.jinja")), ContentFormat::kOpenAi);
+  EXPECT_EQ(DetectContentFormat(Read(kTemplates + "glm45_style.jinja")), ContentFormat::kOpenAi);
+  // Reads parts with selectattr/map inside a macro (and strings with `is string`).
+  EXPECT_EQ(DetectContentFormat(Read(kTemplates + "hermes_style.jinja")), ContentFormat::kOpenAi);
+  EXPECT_EQ(DetectContentFormat(Read(kTemplates + "qwen3_style.jinja")), ContentFormat::kString);
+  auto tiny = tok::ChatTemplate::ForModelDir(kTiny);
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ(DetectContentFormat(tiny->source()), ContentFormat::kString);
+  // Content reaching a loop through a macro's parameter (by position or by name), through `set`
+  // chains, `or` and `default`, or read by index, key or a list filter: parts.
+  const char* parts[] = {
+      "{% macro render(c) %}{% for part in c %}{{ part.text }} {% endfor %}{% endmacro %}"
+      "{% for message in messages %}{{ render(message.content) }}{% endfor %}",
+      "{% for message in messages %}{{ render(x=message['content']) }}{% endfor %}"
+      "{% macro render(x) %}{% for p in x %}{{ p['text'] }}{% endfor %}{% endmacro %}",
+      "{% for m in messages %}{% set c = m.content %}{% set d = c or [] %}{% for p in d %}{{ p }}{% endfor %}"
+      "{% endfor %}",
+      "{% for m in messages %}{{ (m.content | default([])) | selectattr('type', 'equalto', 'text') | list }}"
+      "{% endfor %}",
+      "{% for m in messages %}{{ m.content[0].text }}{% endfor %}",
+      "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{{ m.content | map(attribute="
+      "'text') | join(' ') }}{% endif %}{% endfor %}",
+      "{% macro outer(v) %}{{ inner(v) }}{% endmacro %}{% macro inner(w) %}{% for p in w %}{{ p.text }}{% endfor %}"
+      "{% endmacro %}{% for m in messages %}{{ outer(m.content) }}{% endfor %}",
+  };
+  for (const char* t : parts) EXPECT_EQ(DetectContentFormat(t), ContentFormat::kOpenAi) << t;
+  // Content printed, trimmed or compared as a string; loops over other things: one string.
+  const char* strings[] = {
+      "{% for message in messages %}{{ message.content | trim }}{% endfor %}",
+      "{% for m in messages %}{% set c = m.content %}{{ c }}{% for t in tools %}{{ t }}{% endfor %}{% endfor %}",
+      "{% macro render(c) %}{{ c }}{% endmacro %}{% for m in messages %}{{ render(m.content) }}{% endfor %}",
+      "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% endif %}{% endfor %}",
+      "{% for m in messages %}{% for k in m.tool_calls %}{{ k.function.name }}{% endfor %}{% endfor %}",
+      "{% for m in messages %}{{ m.content[:100] }}",  // not a template: strings, rendering reports it
+  };
+  for (const char* t : strings) EXPECT_EQ(DetectContentFormat(t), ContentFormat::kString) << t;
+}
+
+TEST_F(ChatFormatTest, ContentFormatFlagOverridesTheTemplate) {
+  ChatFormatOptions o;
+  o.model_dir = kTiny;
+  o.tokenizer = tokenizer_.get();
+  o.family = "StableLatentMoE";
+  o.chat_template_file = kTemplates + "gemma_style.jinja";
+  auto detected = NewChatFormat(o);
+  ASSERT_TRUE(detected.ok()) << detected.status();
+  EXPECT_TRUE((*detected)->content_as_parts());
+  EXPECT_NE((*detected)->Describe().find("\"content_format_from\":\"template\""), std::string::npos);
+  o.content_format = "string";
+  auto forced = NewChatFormat(o);
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_FALSE((*forced)->content_as_parts());
+  EXPECT_NE((*forced)->Describe().find("\"content_format\":\"string\""), std::string::npos);
+  o.chat_template_file = kTemplates + "qwen3_style.jinja";
+  o.content_format = "openai";
+  auto openai = NewChatFormat(o);
+  ASSERT_TRUE(openai.ok()) << openai.status();
+  EXPECT_TRUE((*openai)->content_as_parts());
+  o.content_format = "parts";
+  auto bad = NewChatFormat(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--chat_template_content_format 'parts'"), std::string::npos)
+      << bad.status();
 }
 
 TEST_F(ChatFormatTest, FlagsChooseTheParsers) {

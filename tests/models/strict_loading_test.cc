@@ -1,4 +1,4 @@
-// Strict loading (DESIGN.md §2): a checkpoint whose config asks for math the server does not
+// Strict loading (docs/formats.md): a checkpoint whose config asks for math the server does not
 // implement, or that carries tensors no layer reads, fails to load with a message naming the key
 // and value or the tensor; the allowed exceptions (multi-token-prediction layers, a tied model
 // that still ships its head) load. Each case edits a copy of a transformers-written fixture.
@@ -131,10 +131,44 @@ TEST_F(StrictLoading, MultiTokenPredictionLayersAreSkipped) {
 
 TEST_F(StrictLoading, UnrecognizedKeysAreListedForTheLog) {
   Use("mixtral_f32");
-  EditConfig([](json& c) { c["attn_logit_softcapping"] = 30.0; });
+  EditConfig([](json& c) { c["some_future_bookkeeping"] = 30.0; });
   auto m = Load();
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ((*m)->config().unrecognized_keys, std::vector<std::string>{"attn_logit_softcapping"});
+  EXPECT_EQ((*m)->config().unrecognized_keys, std::vector<std::string>{"some_future_bookkeeping"});
+}
+
+// A key that changes the math in some family, left unread by this one: an error naming key, value
+// and family when the value is not the neutral one; the neutral value loads.
+TEST_F(StrictLoading, UnreadMathKeysWithEffectAreErrors) {
+  struct Case {
+    const char* fixture;
+    const char* key;
+    json value;
+  };
+  const Case cases[] = {{"mixtral_f32", "attention_bias", true},
+                        {"mixtral_f32", "attn_logit_softcapping", 30.0},
+                        {"mixtral_f32", "logit_scale", 0.5},
+                        {"qwen3_moe_f32", "mlp_bias", true},
+                        {"qwen3_moe_f32", "final_logit_softcapping", 15.0},
+                        {"deepseek_v3_f32", "sliding_window", 4096},
+                        {"glm4_moe_f32", "embedding_multiplier", 12.0}};
+  for (const Case& c : cases) {
+    Use(c.fixture);
+    EditConfig([&](json& j) { j[c.key] = c.value; });
+    auto m = Load();
+    ASSERT_FALSE(m.ok()) << c.fixture << " " << c.key;
+    const std::string msg(m.status().message());
+    EXPECT_NE(msg.find(std::string("key '") + c.key + "' = " + c.value.dump()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("does not implement it"), std::string::npos) << msg;
+  }
+  for (const Case& c : {Case{"mixtral_f32", "attention_bias", false}, Case{"mixtral_f32", "hidden_act", "silu"},
+                        Case{"qwen3_moe_f32", "final_logit_softcapping", nullptr},
+                        Case{"deepseek_v3_f32", "sliding_window", nullptr}}) {
+    Use(c.fixture);
+    EditConfig([&](json& j) { j[c.key] = c.value; });
+    auto m = Load();
+    EXPECT_TRUE(m.ok()) << c.fixture << " " << c.key << ": " << m.status();
+  }
 }
 
 TEST_F(StrictLoading, TiedModelShippingItsOwnHeadUsesIt) {

@@ -208,6 +208,8 @@ def test_bad_flags_fail_at_start_naming_the_flag(tmp_path):
         (["--log_level", "loud"], "--log_level must be"),
         (["--backend", "foo"], "unknown --backend 'foo'"),
         (["--activation_dtype", "fp16"], "unknown --activation_dtype 'fp16' (expected auto, float32 or bfloat16)"),
+        (["--cpu_isa", "avx3"], "unknown --cpu_isa 'avx3' (expected auto or one of: portable"),
+        (["--chat_template_content_format", "parts"], "unknown --chat_template_content_format 'parts'"),
         (["--max_model_len", "100000"], "max_model_len 100000 exceeds the model's max_position_embeddings"),
         (["--max_model_len", "-1"], "max_model_len must not be negative"),
         (["--host", "nothost"], "--host: 'nothost' is not an IP address"),

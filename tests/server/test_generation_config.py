@@ -48,3 +48,29 @@ def test_a_bad_generation_config_stops_the_start(tmp_path):
     with pytest.raises(RuntimeError) as e:
         Server("--generation_config", str(bad))
     assert "--generation_config" in str(e.value) and "'temperature'" in str(e.value)
+
+
+def test_unset_max_tokens_is_the_same_over_http_and_grpc(tmp_path, grpc_stubs):
+    """The model's default length (max_new_tokens) applies to a chat request without max_tokens
+    whether it comes over HTTP or gRPC, and a plain prompt gets 16 on both."""
+    import grpc
+    config = tmp_path / "generation_config.json"
+    config.write_text(json.dumps({"eos_token_id": 0, "max_new_tokens": 7}))
+    s = Server("--generation_config", str(config))
+    try:
+        pb2, pb2_grpc = grpc_stubs
+        stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+        http_chat = requests.post(s.url + "/v1/chat/completions", json={
+            "messages": [{"role": "user", "content": "In the beginning"}], "temperature": 0, "ignore_eos": True}).json()
+        grpc_chat = list(stub.Generate(pb2.GenerateRequest(
+            chat=pb2.Chat(messages=[pb2.ChatMessage(role="user", content="In the beginning")]),
+            sampling=pb2.SamplingParams(temperature=0, ignore_eos=True))))
+        assert http_chat["usage"]["completion_tokens"] == 7
+        assert grpc_chat[-1].usage.completion_tokens == 7
+        http_text = requests.post(s.url + "/v1/completions", json={
+            "prompt": "In the beginning", "temperature": 0, "ignore_eos": True}).json()
+        grpc_text = list(stub.Generate(pb2.GenerateRequest(
+            text="In the beginning", sampling=pb2.SamplingParams(temperature=0, ignore_eos=True))))
+        assert http_text["usage"]["completion_tokens"] == grpc_text[-1].usage.completion_tokens == 16
+    finally:
+        s.stop()
