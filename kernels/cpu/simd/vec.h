@@ -97,7 +97,7 @@
 #define LS_SIMD_FLAGS ""
 #elif LS_SIMD_TARGET == LS_SIMD_NEON_DOT
 #define LS_SIMD_NS simd_neon_dot
-#define LS_SIMD_FLAGS "+dotprod"
+#define LS_SIMD_FLAGS "arch=armv8.2-a+dotprod"
 #else
 #error "unknown LS_SIMD_TARGET"
 #endif
