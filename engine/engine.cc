@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
+#include "engine/structured/matcher.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 
 namespace ls {
@@ -45,6 +46,7 @@ struct Engine::Stream {
   // (a recomputation after preemption overwrites) and sent with the first output.
   std::vector<TokenLogprob> prompt_logprobs;
   bool prompt_logprobs_sent = false;
+  std::unique_ptr<structured::Matcher> matcher;  // with params.grammar: where the output is in it
   bool WantsPromptRows() const {
     return request.params.prompt_logprobs && !prompt_logprobs_sent && seq.num_computed < seq.num_prompt_tokens - 1;
   }
@@ -242,6 +244,10 @@ absl::Status Engine::Submit(Request request, OutputCallback on_output) {
       s->rng.seed(request.params.seed ? *request.params.seed : std::random_device{}());
       if (tokenizer_) s->detok = std::make_unique<tok::IncrementalDetokenizer>(tokenizer_, request.params.skip_special_tokens);
       s->stop = std::make_unique<StopChecker>(request.params.stop);
+      if (request.params.grammar)
+        s->matcher = request.params.grammar_state >= 0
+                         ? std::make_unique<structured::Matcher>(request.params.grammar, request.params.grammar_state)
+                         : std::make_unique<structured::Matcher>(request.params.grammar);
       s->on_output = std::move(on_output);
       s->request = std::move(request);
       live_ids_.insert(s->request.id);
@@ -376,8 +382,28 @@ void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
 void Engine::HandleToken(Stream* s, float* logits) {
   const ModelConfig& mc = model_->config();
   const SamplingParams& p = s->request.params;
-  SampleResult r = Sampler::Sample(logits, static_cast<int32_t>(mc.vocab_size), p, s->seq.tokens,
-                                   s->seq.num_prompt_tokens, &s->rng);
+  const int32_t vocab = static_cast<int32_t>(mc.vocab_size);
+  Clock::time_point g0;
+  if (s->matcher) {
+    // Structured output: only the tokens the grammar allows next; the end tokens only where it may end.
+    g0 = Clock::now();
+    std::vector<int32_t> ends = p.stop_token_ids;
+    if (!p.ignore_eos) ends.insert(ends.end(), eos_ids_.begin(), eos_ids_.end());
+    if (!s->matcher->MaskLogits(logits, vocab, ends)) {
+      Finish(s, FinishReason::kError, "the output grammar allows no token here");
+      return;
+    }
+    step_grammar_seconds_ += std::chrono::duration<double>(Clock::now() - g0).count();
+  }
+  SampleResult r = Sampler::Sample(logits, vocab, p, s->seq.tokens, s->seq.num_prompt_tokens, &s->rng);
+  // An end token leaves the grammar's place as it is; any other token advances it.
+  bool grammar_done = false;
+  if (s->matcher) {
+    g0 = Clock::now();
+    grammar_done = s->matcher->Accept(r.token_id) && s->matcher->finished();
+    step_grammar_seconds_ += std::chrono::duration<double>(Clock::now() - g0).count();
+    ++step_grammar_tokens_;
+  }
   s->seq.tokens.push_back(r.token_id);
   const auto now = Clock::now();
   const bool first = s->seq.num_output_tokens() == 1;
@@ -425,7 +451,7 @@ void Engine::HandleToken(Stream* s, float* logits) {
     }
   }
   s->on_output(std::move(out));
-  if (stopped) {
+  if (stopped || grammar_done) {  // grammar_done: the grammar allows nothing more
     Finish(s, FinishReason::kStop);
   } else if (s->seq.num_output_tokens() >= p.max_tokens || s->seq.num_tokens() >= max_model_len_) {
     Finish(s, FinishReason::kLength);
@@ -516,7 +542,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     m.preemptions += plan.preempted.size();
     m.model_seconds += std::chrono::duration<double>(m1 - m0).count();
     m.step_seconds += std::chrono::duration<double>(t1 - t0).count();
+    m.grammar_seconds += step_grammar_seconds_;
+    m.grammar_tokens += step_grammar_tokens_;
   });
+  step_grammar_seconds_ = 0;
+  step_grammar_tokens_ = 0;
 }
 
 void Engine::UpdateGauges() {

@@ -149,6 +149,9 @@ class Engine {
   Scheduler scheduler_;
   EngineMetrics metrics_;
   std::vector<int32_t> eos_ids_;
+  // Structured output within the current step (loop thread), added to the metrics after it.
+  double step_grammar_seconds_ = 0;
+  int64_t step_grammar_tokens_ = 0;
 
   // Between callers and the loop.
   mutable std::mutex mu_;

@@ -52,6 +52,10 @@ struct MetricsSnapshot {
   int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
   double model_seconds = 0;  // time inside the model's forward
   double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)
+  // Structured output: time spent masking logits with grammars and advancing the matchers, and the
+  // tokens sampled under a grammar.
+  double grammar_seconds = 0;
+  uint64_t grammar_tokens = 0;
   int32_t num_layers = 0, num_experts = 0;
   std::vector<int32_t> moe_layers;     // the layers with routed experts, ascending
   std::vector<int64_t> expert_tokens;  // [layers * experts] tokens routed since start

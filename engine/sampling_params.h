@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,6 +12,10 @@
 #include "absl/status/status.h"
 
 namespace ls {
+
+namespace structured {
+class CompiledGrammar;
+}
 
 struct SamplingParams {
   float temperature = 1.0f;   // 0: greedy
@@ -32,6 +37,10 @@ struct SamplingParams {
   std::optional<int32_t> prompt_logprobs;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]) added to its logit
   bool skip_special_tokens = true;
+  // The grammar the output must follow (structured output, engine/structured/), shared by every
+  // request with the same constraint; null: free text. The output ends where the grammar does.
+  std::shared_ptr<structured::CompiledGrammar> grammar;
+  int32_t grammar_state = -1;  // where in it the output starts (after a prefilled reply); −1: its start
 
   bool greedy() const { return temperature < 1e-5f; }
   // Checks ranges; messages name the field, e.g. "temperature must be >= 0, got -1".

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/structured/vocabulary.h"
 #include "nlohmann/json.hpp"
 
 namespace ls::server {
@@ -24,6 +25,15 @@ const char* LevelName(LogLevel l) {
 }
 
 }  // namespace
+
+structured::GrammarCache* ApiContext::grammars() const {
+  if (!tokenizer_) return nullptr;
+  std::call_once(grammars_once_, [this] {
+    grammars_ = std::make_unique<structured::GrammarCache>(
+        structured::VocabularyBytes(*tokenizer_, engine_->model_config().vocab_size));
+  });
+  return grammars_.get();
+}
 
 std::string ApiContext::NewRequestId(const char* prefix) const {
   static const uint64_t salt = std::random_device{}();

@@ -13,6 +13,7 @@
 #include "engine/chat/chat_format.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
+#include "engine/structured/output_constraint.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api_keys.h"
 
@@ -56,6 +57,9 @@ class ApiContext {
   const ApiKeys& keys() const { return keys_; }
   HttpConnectionCounters& http_connections() const { return http_connections_; }
   bool ready() const { return !engine_->draining(); }
+  // The compiled structured-output grammars over this model's vocabulary, made on first use (a
+  // vocabulary's byte trie); null without a tokenizer.
+  structured::GrammarCache* grammars() const;
 
   // A fresh id with the given prefix ("cmpl-", "chatcmpl-", "gen-").
   std::string NewRequestId(const char* prefix) const;
@@ -77,6 +81,8 @@ class ApiContext {
   GenerationDefaults generation_defaults_;
   mutable std::atomic<uint64_t> next_id_{1};
   mutable HttpConnectionCounters http_connections_;
+  mutable std::once_flag grammars_once_;
+  mutable std::unique_ptr<structured::GrammarCache> grammars_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (api, status) -> requests
 };

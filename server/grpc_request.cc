@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/structured_request.h"
 
 namespace ls::server {
 namespace {
@@ -39,6 +40,50 @@ SamplingParams ToParams(const pb::SamplingParams& s, SampledFields* given) {
   given->min_p = s.has_min_p();
   given->repetition_penalty = s.has_repetition_penalty();
   return p;
+}
+
+// sampling.structured_output as the HTTP API's constraint, compiled into *params (a chat's with its
+// reasoning and tool calls).
+Status ApplyStructuredOutput(const pb::SamplingParams& s, const ApiContext& ctx, const ChatSession* chat,
+                             SamplingParams* params) {
+  structured::OutputConstraint c;
+  ApiError e;
+  if (!s.has_structured_output()) {
+    if (chat && !ApplyReplyConstraint(*chat, c, ctx, "structured_output", params, &e))
+      return Invalid(absl::StrCat("chat.", e.param, ": ", e.message));
+    return Status::OK;
+  }
+  const pb::StructuredOutput& so = s.structured_output();
+  using Kind = structured::OutputConstraint::Kind;
+  switch (so.kind_case()) {
+    case pb::StructuredOutput::kJsonSchema:
+      c.kind = Kind::kJsonSchema;
+      c.text = so.json_schema();
+      break;
+    case pb::StructuredOutput::kJsonObject:
+      if (so.json_object()) c.kind = Kind::kJsonObject;
+      break;
+    case pb::StructuredOutput::kRegex:
+      c.kind = Kind::kRegex;
+      c.text = so.regex();
+      break;
+    case pb::StructuredOutput::kChoice:
+      c.kind = Kind::kChoice;
+      c.choices.assign(so.choice().choices().begin(), so.choice().choices().end());
+      break;
+    case pb::StructuredOutput::kGrammar:
+      c.kind = Kind::kGrammar;
+      c.text = so.grammar();
+      break;
+    case pb::StructuredOutput::KIND_NOT_SET:
+      return Invalid("sampling.structured_output: set one of json_schema, json_object, regex, choice and grammar");
+  }
+  if (c.kind != Kind::kNone && c.kind != Kind::kChoice && c.kind != Kind::kJsonObject && c.text.empty())
+    return Invalid(absl::StrCat("sampling.structured_output.", c.KindName(), " must not be empty"));
+  if (chat ? !ApplyReplyConstraint(*chat, c, ctx, "structured_output", params, &e)
+           : !ApplyConstraint(c, ctx, "structured_output", params, &e))
+    return Invalid(absl::StrCat("sampling.structured_output: ", e.message));
+  return Status::OK;
 }
 
 // A JSON text field: null when empty.
@@ -149,6 +194,7 @@ Status GrpcToEngineRequest(const pb::GenerateRequest& req, const ApiContext& ctx
   if (session)
     for (int32_t id : session->format->stop_token_ids()) out->params.stop_token_ids.push_back(id);
   ApplyGenerationDefaults(ctx.generation_defaults(), given, ctx.engine().model_config().eos_token_ids, &out->params);
+  if (Status s = ApplyStructuredOutput(req.sampling(), ctx, session.get(), &out->params); !s.ok()) return s;
   if (!req.sampling().has_max_tokens())
     out->params.max_tokens = static_cast<int32_t>(std::max<int64_t>(
         1, DefaultMaxTokens(ctx.generation_defaults(), session != nullptr,

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/utf8.h"
+#include "server/structured_request.h"
 
 namespace ls::server {
 namespace {
@@ -223,6 +224,9 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
     return std::nullopt;
   }
   ApplyGenerationDefaults(ctx.generation_defaults(), d.given, ctx.engine().model_config().eos_token_ids, &p);
+  if (r.chat ? !ApplyReplyConstraint(*r.chat, d.constraint, ctx, d.constraint_field.c_str(), &p, error)
+             : !ApplyConstraint(d.constraint, ctx, d.constraint_field.c_str(), &p, error))
+    return std::nullopt;
   const int32_t max_len = ctx.engine().max_model_len();
   std::vector<size_t> sent_len;  // each prompt's tokens before truncation
   for (const auto& ids : r.prompts) sent_len.push_back(ids.size());

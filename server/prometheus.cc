@@ -84,6 +84,10 @@ std::string RenderPrometheus(const ApiContext& ctx) {
         m.prefix_queried_tokens);
   Value(&out, "latentserve_prefix_cache_hits_tokens_total", "counter", "Prompt tokens found in the prefix cache.",
         m.prefix_hit_tokens);
+  Value(&out, "latentserve_structured_output_tokens_total", "counter",
+        "Tokens sampled under a structured-output grammar.", static_cast<int64_t>(m.grammar_tokens));
+  Value(&out, "latentserve_structured_output_mask_seconds_total", "counter",
+        "Time spent masking logits with grammars and advancing their matchers.", m.grammar_seconds);
   Histo(&out, "latentserve_queue_time_seconds", "Arrival to first scheduling.", m.queue_time);
   Histo(&out, "latentserve_time_to_first_token_seconds", "Arrival to first generated token.", m.ttft);
   Histo(&out, "latentserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.", m.inter_token);

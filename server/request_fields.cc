@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/structured_request.h"
 
 namespace ls::server {
 namespace {
@@ -18,8 +19,9 @@ class FieldReader {
   FieldReader(const char* name, ApiError* err) : name_(name), err_(err) {}
   bool ok() const { return ok_; }
   const char* name() const { return name_; }
-  void Fail(const std::string& msg) {
-    if (ok_) *err_ = ApiError{400, msg, name_};
+  void Fail(const std::string& msg) { Fail(ApiError{400, msg, name_}); }
+  void Fail(ApiError e) {
+    if (ok_) *err_ = std::move(e);
     ok_ = false;
   }
   void Number(const json& v, float* out) {
@@ -114,6 +116,13 @@ void ReadLogitBias(FieldReader& f, const json& v, RequestDraft& d) {
   }
 }
 
+// One of the structured-output fields (server/structured_request.h): at most one per request.
+void ReadConstraint(FieldReader& f, const json& v, RequestDraft& d) {
+  ApiError e;
+  if (!ReadConstraintField(f.name(), v, &d.constraint, &e)) return f.Fail(std::move(e));
+  if (!d.constraint.empty() && d.constraint_field.empty()) d.constraint_field = f.name();
+}
+
 void ReadStreamOptions(FieldReader& f, const json& v, RequestDraft& d) {
   if (!v.is_object()) return f.Fail("'stream_options' must be an object");
   if (auto it = v.find("include_usage"); it != v.end() && !it->is_null()) {
@@ -124,7 +133,6 @@ void ReadStreamOptions(FieldReader& f, const json& v, RequestDraft& d) {
 
 constexpr int64_t kBig = int64_t{1} << 30;
 constexpr const char* kFunctions = "the deprecated function calling (use tools and tool_choice)";
-constexpr const char* kStructured = "structured output (JSON schema, regex, grammar, choice)";
 
 // Every field of either endpoint's OpenAI and vLLM request schema, and a few more.
 const std::vector<Row>& Table() {
@@ -220,6 +228,12 @@ const std::vector<Row>& Table() {
                  f.Bool(v, &b);
                  d.add_special_tokens = b;
                }),
+      Honoured("response_format", kBoth, ReadConstraint),
+      Honoured("structured_outputs", kBoth, ReadConstraint),
+      Honoured("guided_json", kBoth, ReadConstraint),
+      Honoured("guided_regex", kBoth, ReadConstraint),
+      Honoured("guided_choice", kBoth, ReadConstraint),
+      Honoured("guided_grammar", kBoth, ReadConstraint),
 
       Ignored("user", kBoth, "an end-user id for a provider's abuse monitoring; nothing here uses it"),
       Ignored("metadata", kBoth, "tags for stored completions; nothing is stored"),
@@ -238,15 +252,9 @@ const std::vector<Row>& Table() {
 
       Refused("functions", kH, kFunctions, {"[]"}),
       Refused("function_call", kH, kFunctions, {"\"none\""}),
-      Refused("response_format", kBoth, kStructured, {"{\"type\":\"text\"}"}),
-      Refused("guided_json", kBoth, kStructured),
-      Refused("guided_regex", kBoth, kStructured),
-      Refused("guided_choice", kBoth, kStructured),
-      Refused("guided_grammar", kBoth, kStructured),
-      Refused("guided_decoding_backend", kBoth, kStructured),
-      Refused("guided_whitespace_pattern", kBoth, kStructured),
-      Refused("structural_tag", kBoth, kStructured),
-      Refused("structured_outputs", kBoth, kStructured),
+      Ignored("guided_decoding_backend", kBoth, "one grammar engine serves every structured-output request"),
+      Refused("guided_whitespace_pattern", kBoth, "a custom whitespace pattern in JSON output"),
+      Refused("structural_tag", kBoth, "structural tags (use tools, or response_format)"),
       Refused("suffix", kC, "insertion (text after the completion)", {"\"\""}),
       Refused("best_of", kBoth, "best-of-n sampling", {"1"}),
       Refused("use_beam_search", kBoth, "beam search", {"false"}),

@@ -11,6 +11,7 @@
 
 #include "engine/generation_defaults.h"
 #include "engine/sampling_params.h"
+#include "engine/structured/output_constraint.h"
 #include "nlohmann/json.hpp"
 #include "server/api_error.h"
 #include "server/chat_request.h"
@@ -39,6 +40,8 @@ struct RequestDraft {
   std::optional<int32_t> truncate_prompt_tokens;  // keep only the prompt's last this many tokens
   bool tokens_as_ids = false;                     // return_tokens_as_token_ids
   std::optional<bool> add_special_tokens;         // default: true for completions, false for chat
+  structured::OutputConstraint constraint;        // response_format, structured_outputs, guided_*
+  std::string constraint_field;                   // which of them
 };
 
 // Reads every field of `body` (a JSON object) for `endpoint` into *draft. False, with *error

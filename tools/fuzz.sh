@@ -9,7 +9,7 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header model_config tokenizer chat_template openai_request grpc_request)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header model_config tokenizer chat_template openai_request grpc_request structured_output)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTSERVE_FUZZ=ON >/dev/null
 cmake --build "$build" -j "$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}")

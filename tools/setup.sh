@@ -20,6 +20,7 @@ test_packages=(
   python3-pytest python3-grpcio python3-requests python3-venv python3-pip  # server integration tests
   python3-yaml yamllint                        # deployment manifest checks
   python3-jinja2                               # the chat tests render their template with jinja2, the oracle
+  python3-jsonschema                           # structured-output tests validate the outputs with it, the oracle
   clang libclang-rt-14-dev                     # libFuzzer targets (tools/fuzz.sh)
   openssl curl                                 # TLS test certificates; README examples
   chromium python3-websocket                   # the dashboard's browser test (headless, DevTools protocol)

@@ -20,6 +20,15 @@ bool UsesXtmlChat(const ChatFormatOptions& options, bool has_template) {
   return true;
 }
 
+std::optional<ChatFormat::ReplyConstraint> ChatFormat::ReplyGrammar(const tok::ChatRequestInputs&, const RenderOptions&,
+                                                                    const ChatPrompt&,
+                                                                    const structured::OutputConstraint& content,
+                                                                    bool) const {
+  // The content's constraint alone, from the reply's start.
+  if (content.empty()) return std::nullopt;
+  return ReplyConstraint{content.Key(), [content] { return structured::BuildGrammar(content); }};
+}
+
 absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOptions& options) {
   if (!options.tokenizer) return absl::FailedPreconditionError("chat needs the model's tokenizer");
   auto tmpl = tok::ChatTemplate::ForModelDir(options.model_dir, options.chat_template_file);

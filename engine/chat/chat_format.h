@@ -6,12 +6,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/chat/chat_output_parser.h"
+#include "engine/structured/output_constraint.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -57,6 +60,18 @@ class ChatFormat {
   // Whether message content goes to the renderer as OpenAI's list of text parts (the template
   // loops over content); else each message's text parts are joined with newlines, as vLLM does.
   virtual bool content_as_parts() const = 0;
+  // The grammar the reply to `prompt` (rendered from these inputs and options) must follow, given
+  // the request's own constraint on its content (response_format; may be empty): its cache key and
+  // how to build it; nullopt when nothing constrains the reply. The grammar starts where the
+  // prompt's text ends, before its prefill (which the caller feeds it).
+  struct ReplyConstraint {
+    std::string key;
+    std::function<absl::StatusOr<structured::Grammar>()> build;
+  };
+  virtual std::optional<ReplyConstraint> ReplyGrammar(const tok::ChatRequestInputs& inputs, const RenderOptions& options,
+                                                      const ChatPrompt& prompt,
+                                                      const structured::OutputConstraint& content,
+                                                      bool parallel_tool_calls) const;
   // Token ids that end the reply besides the model's end-of-sequence ids.
   virtual std::vector<int32_t> stop_token_ids() const { return {}; }
   // What serves the chat, as JSON object fields for the start log.

@@ -53,6 +53,21 @@ std::string DeepSeekPrefix(const std::string& function, int /*call_index*/) {
   return p;
 }
 
+// <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGUMENTS\n```<｜tool▁call▁end｜>.
+absl::StatusOr<std::vector<structured::Symbol>> DeepSeekCall(structured::GrammarBuilder& b, const MarkerSpelling& spell,
+                                                             const ToolSpec& tool) {
+  auto args = ArgumentsRule(b, tool);
+  if (!args.ok()) return args.status();
+  std::vector<structured::Symbol> s = Marker(b, spell, "<｜tool▁call▁begin｜>");
+  for (const auto& x : b.Literal("function")) s.push_back(x);
+  for (const auto& x : Marker(b, spell, kSep)) s.push_back(x);
+  for (const auto& x : b.Literal(absl::StrCat(tool.name, "\n```json\n"))) s.push_back(x);
+  s.push_back(*args);
+  for (const auto& x : b.Literal("\n```")) s.push_back(x);
+  for (const auto& x : Marker(b, spell, "<｜tool▁call▁end｜>")) s.push_back(x);
+  return s;
+}
+
 }  // namespace
 
 const ToolCallFormat& DeepSeekV3ToolCallFormat() {
@@ -60,7 +75,7 @@ const ToolCallFormat& DeepSeekV3ToolCallFormat() {
       new ToolCallFormat{"deepseek_v3",
                          {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
                           "<｜tool▁call▁end｜>", ParseDeepSeekCall},
-                         DeepSeekPrefix};
+                         DeepSeekPrefix, DeepSeekCall};
   return *kFormat;
 }
 

@@ -39,11 +39,24 @@ std::string HermesPrefix(const std::string& function, int /*call_index*/) {
   return absl::StrCat("<tool_call>\n{\"name\": ", ojson(function).dump(), ", \"arguments\": ");
 }
 
+// <tool_call>\n{"name": NAME, "arguments": ARGUMENTS}\n</tool_call>, as HermesPrefix begins it.
+absl::StatusOr<std::vector<structured::Symbol>> HermesCall(structured::GrammarBuilder& b, const MarkerSpelling& spell,
+                                                           const ToolSpec& tool) {
+  auto args = ArgumentsRule(b, tool);
+  if (!args.ok()) return args.status();
+  std::vector<structured::Symbol> s = Marker(b, spell, "<tool_call>");
+  for (const auto& x : b.Literal(absl::StrCat("\n{\"name\": ", ojson(tool.name).dump(), ", \"arguments\": "))) s.push_back(x);
+  s.push_back(*args);
+  for (const auto& x : b.Literal("}\n")) s.push_back(x);
+  for (const auto& x : Marker(b, spell, "</tool_call>")) s.push_back(x);
+  return s;
+}
+
 }  // namespace
 
 const ToolCallFormat& HermesToolCallFormat() {
   static const ToolCallFormat* const kFormat =
-      new ToolCallFormat{"hermes", {"", "", "<tool_call>", "</tool_call>", ParseHermesCall}, HermesPrefix};
+      new ToolCallFormat{"hermes", {"", "", "<tool_call>", "</tool_call>", ParseHermesCall}, HermesPrefix, HermesCall};
   return *kFormat;
 }
 

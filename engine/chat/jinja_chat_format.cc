@@ -2,6 +2,7 @@
 #include "engine/chat/jinja_chat_format.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/chat/reply_grammar.h"
 #include "engine/chat/think_tag_parser.h"
 #include "nlohmann/json.hpp"
 
@@ -106,6 +107,33 @@ std::unique_ptr<ChatOutputParser> JinjaChatFormat::NewParser(const tok::ChatRequ
   for (const std::string& m : markers_) opens = opens || prompt.prefill.find(m) != std::string::npos;
   if (opens) parser->Feed(-1, prompt.prefill);
   return parser;
+}
+
+std::optional<ChatFormat::ReplyConstraint> JinjaChatFormat::ReplyGrammar(const tok::ChatRequestInputs& inputs,
+                                                                         const RenderOptions& options,
+                                                                         const ChatPrompt& prompt,
+                                                                         const structured::OutputConstraint& content,
+                                                                         bool parallel_tool_calls) const {
+  ReplyGrammarSpec spec;
+  if (tools_ && HasTools(inputs) && options.tool_choice.mode != ToolChoice::Mode::kNone) {
+    spec.tools = tools_;
+    spec.functions = ToolSpecs(inputs.tools);
+    spec.choice = options.tool_choice;
+    spec.parallel_tool_calls = parallel_tool_calls;
+  }
+  if (!spec.tools && content.empty()) return std::nullopt;
+  spec.content = content;
+  if (think_) {
+    const std::string_view before = std::string_view(prompt.text).substr(0, prompt.text.size() - prompt.prefill.size());
+    spec.reasoning = PromptOpensThink(before) ? ReplyGrammarSpec::Reasoning::kOpen : ReplyGrammarSpec::Reasoning::kMayOpen;
+  }
+  const tok::Tokenizer* tokenizer = tokenizer_;
+  spec.spell = [tokenizer](std::string_view marker) {
+    const int32_t id = tokenizer->TokenToId(std::string(marker));
+    return id >= 0 && tokenizer->IsSpecial(id) ? structured::SpecialToken(marker) : std::string(marker);
+  };
+  std::string key = ReplyGrammarKey(spec);
+  return ReplyConstraint{std::move(key), [spec = std::move(spec)] { return BuildReplyGrammar(spec); }};
 }
 
 std::string JinjaChatFormat::Describe() const {

@@ -33,6 +33,9 @@ class JinjaChatFormat final : public ChatFormat {
   bool forces_tool_calls() const override { return tools_ != nullptr; }
   bool renders_tools() const override { return renders_tools_; }
   bool content_as_parts() const override { return content_as_parts_; }
+  std::optional<ReplyConstraint> ReplyGrammar(const tok::ChatRequestInputs& inputs, const RenderOptions& options,
+                                              const ChatPrompt& prompt, const structured::OutputConstraint& content,
+                                              bool parallel_tool_calls) const override;
   std::string Describe() const override;
 
   const tok::ChatTemplate& chat_template() const { return template_; }

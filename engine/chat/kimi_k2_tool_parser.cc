@@ -51,6 +51,22 @@ std::string KimiPrefix(const std::string& function, int call_index) {
   return p;
 }
 
+// <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>ARGUMENTS<|tool_call_end|>.
+absl::StatusOr<std::vector<structured::Symbol>> KimiCall(structured::GrammarBuilder& b, const MarkerSpelling& spell,
+                                                         const ToolSpec& tool) {
+  auto args = ArgumentsRule(b, tool);
+  if (!args.ok()) return args.status();
+  std::vector<structured::Symbol> s = Marker(b, spell, "<|tool_call_begin|>");
+  for (const auto& x : b.Literal(absl::StrCat("functions.", tool.name, ":"))) s.push_back(x);
+  structured::ByteSet digits;
+  for (char c = '0'; c <= '9'; ++c) digits.set(static_cast<uint8_t>(c));
+  s.push_back(b.Repeat({b.Bytes(digits)}, 1, 4, "call-index"));
+  for (const auto& x : Marker(b, spell, kArgs)) s.push_back(x);
+  s.push_back(*args);
+  for (const auto& x : Marker(b, spell, "<|tool_call_end|>")) s.push_back(x);
+  return s;
+}
+
 }  // namespace
 
 const ToolCallFormat& KimiK2ToolCallFormat() {
@@ -58,7 +74,7 @@ const ToolCallFormat& KimiK2ToolCallFormat() {
       new ToolCallFormat{"kimi_k2",
                          {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
                           "<|tool_call_end|>", ParseKimiCall},
-                         KimiPrefix};
+                         KimiPrefix, KimiCall};
   return *kFormat;
 }
 

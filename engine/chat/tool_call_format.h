@@ -10,7 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "engine/chat/reply_grammar.h"
 #include "engine/chat/tool_call_parser.h"
+#include "engine/structured/grammar.h"
 
 namespace ls::chat {
 
@@ -21,6 +24,11 @@ struct ToolCallFormat {
   // the arguments), or to a function it names (`function` empty). `call_index` numbers the call in
   // the conversation, for formats whose call ids count calls (Kimi-K2).
   std::string (*forced_call_prefix)(const std::string& function, int call_index);
+  // The grammar of one call to `tool` as the family writes it (from call_begin to call_end; a
+  // section's markers are the reply grammar's), its arguments held to the tool's schema. It
+  // agrees with forced_call_prefix, which the reply may start from.
+  absl::StatusOr<std::vector<structured::Symbol>> (*call_grammar)(structured::GrammarBuilder& b,
+                                                                  const MarkerSpelling& spell, const ToolSpec& tool);
 
   std::vector<std::string> markers() const;
   std::unique_ptr<ChatOutputParser> NewParser(ToolParserOptions options) const;

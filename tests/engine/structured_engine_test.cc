@@ -1,0 +1,122 @@
+// Structured output in the engine on the shipped tiny model: constrained and free requests batched
+// together, each constrained output a whole match that ends the request, and every request the
+// same as when it runs alone (each sequence has its own matcher; masks apply per row).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/structured/output_constraint.h"
+#include "engine/structured/vocabulary.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "models/registry.h"
+
+namespace ls {
+namespace {
+
+using structured::OutputConstraint;
+
+class StructuredEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir =
+        std::filesystem::path(LS_TEST_DATA_DIR).parent_path().parent_path().string() + "/models/tiny";
+    auto m = LoadModel(dir, &backend_);
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+    auto t = tok::Tokenizer::FromFile(dir + "/tokenizer.json");
+    ASSERT_TRUE(t.ok());
+    tok_ = std::move(*t);
+    cache_ = std::make_unique<structured::GrammarCache>(structured::VocabularyBytes(*tok_, model_->config().vocab_size));
+  }
+  std::shared_ptr<structured::CompiledGrammar> Grammar(OutputConstraint::Kind kind, std::string text,
+                                                       std::vector<std::string> choices = {}) {
+    auto g = cache_->Get(OutputConstraint{kind, std::move(text), std::move(choices)});
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? *g : nullptr;
+  }
+  std::vector<RequestOutput> Run(const std::vector<Request>& rs) {
+    auto engine = Engine::Create(model_.get(), tok_.get(), EngineConfig{});
+    EXPECT_TRUE(engine.ok());
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    for (const auto& r : rs) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      EXPECT_TRUE((*engine)->Submit(r, qs.back()->Callback()).ok());
+    }
+    std::vector<RequestOutput> out;
+    for (auto& q : qs) out.push_back(q->WaitFinal());
+    return out;
+  }
+  Request Req(int i, std::shared_ptr<structured::CompiledGrammar> g) {
+    Request r;
+    r.id = absl::StrCat("r", i);
+    r.prompt_ids = *tok_->Encode(absl::StrCat("And the LORD said unto Moses, ", i));
+    r.params.temperature = 1.0f;
+    r.params.seed = 100 + i;
+    r.params.max_tokens = 120;
+    r.params.grammar = std::move(g);
+    return r;
+  }
+  CpuBackend backend_{2};
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<tok::Tokenizer> tok_;
+  std::unique_ptr<structured::GrammarCache> cache_;
+};
+
+TEST_F(StructuredEngine, ConstrainedAndFreeRequestsBatchTogetherAndEachMatchesItsRunAlone) {
+  const std::string pattern = "[A-Z][a-z]{2,7}( [a-z]{1,8}){2,4}\\.";
+  auto regex = Grammar(OutputConstraint::Kind::kRegex, pattern);
+  auto choice = Grammar(OutputConstraint::Kind::kChoice, "", {"Moses", "Aaron", "the people of Israel"});
+  std::vector<Request> reqs;
+  for (int i = 0; i < 24; ++i) reqs.push_back(Req(i, i % 3 == 0 ? regex : i % 3 == 1 ? choice : nullptr));
+  for (Request& r : reqs)
+    if (!r.params.grammar) r.params.max_tokens = 20;
+  const auto batched = Run(reqs);
+  const std::regex re(pattern);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const RequestOutput& o = batched[i];
+    if (i % 3 == 0) {
+      EXPECT_EQ(o.finish_reason, FinishReason::kStop) << i << ": " << o.text;
+      EXPECT_TRUE(std::regex_match(o.text, re)) << i << ": '" << o.text << "'";
+    } else if (i % 3 == 1) {
+      EXPECT_EQ(o.finish_reason, FinishReason::kStop) << i << ": " << o.text;
+      EXPECT_TRUE(o.text == "Moses" || o.text == "Aaron" || o.text == "the people of Israel") << i << ": " << o.text;
+    }
+  }
+  for (size_t i : {0, 1, 2, 9, 10, 11}) {
+    const auto alone = Run({reqs[i]});
+    EXPECT_EQ(alone[0].token_ids, batched[i].token_ids) << "request " << i;
+  }
+}
+
+TEST_F(StructuredEngine, AGrammarEndsTheRequestEvenWithIgnoreEos) {
+  Request r = Req(1, Grammar(OutputConstraint::Kind::kRegex, "(yes|no)"));
+  r.params.ignore_eos = true;
+  const auto out = Run({r});
+  EXPECT_EQ(out[0].finish_reason, FinishReason::kStop);
+  EXPECT_TRUE(out[0].text == "yes" || out[0].text == "no") << out[0].text;
+}
+
+TEST_F(StructuredEngine, JsonOutputParsesAndKeepsTheSchemasOrder) {
+  auto g = Grammar(OutputConstraint::Kind::kJsonSchema,
+                   R"({"type":"object","properties":{"zeta":{"type":"integer","minimum":0,"maximum":99},
+                       "alpha":{"enum":["x","y"]}},"required":["zeta","alpha"]})");
+  for (int i = 0; i < 4; ++i) {
+    Request r = Req(i, g);
+    r.params.max_tokens = 150;
+    const auto out = Run({r});
+    ASSERT_EQ(out[0].finish_reason, FinishReason::kStop) << out[0].text;
+    const auto j = nlohmann::ordered_json::parse(out[0].text, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << out[0].text;
+    ASSERT_EQ(j.size(), 2u);
+    EXPECT_EQ(j.begin().key(), "zeta");
+    EXPECT_TRUE(j["zeta"].is_number_integer() && j["zeta"].get<int>() >= 0 && j["zeta"].get<int>() <= 99);
+    EXPECT_TRUE(j["alpha"] == "x" || j["alpha"] == "y");
+  }
+  EXPECT_GT(Run({Req(9, nullptr)})[0].token_ids.size(), 0u);
+}
+
+}  // namespace
+}  // namespace ls

@@ -1,0 +1,125 @@
+// GrammarBuilder and CheckGrammar: repetitions, alternatives, UTF-8 characters, and the grammars
+// refused (empty rules, left recursion), with messages naming the rule.
+#include "engine/structured/grammar.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/structured/match_util.h"
+
+namespace ls::structured {
+namespace {
+
+TEST(Grammar, RepeatCountsBetweenMinAndMax) {
+  GrammarBuilder b;
+  b.AddAlternative(0, {b.Repeat({b.Byte('a')}, 2, 4, "a")});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_FALSE(Matches(*g, "a"));
+  EXPECT_TRUE(Matches(*g, "aa"));
+  EXPECT_TRUE(Matches(*g, "aaaa"));
+  EXPECT_FALSE(Matches(*g, "aaaaa"));
+  EXPECT_FALSE(IsPrefix(*g, "aaaaa"));
+  EXPECT_TRUE(IsPrefix(*g, "a"));
+}
+
+TEST(Grammar, UnboundedRepeatKeepsTheAutomatonSmall) {
+  // `tail ::= x tail | ε` is a tail call: ten thousand repetitions revisit the same few states.
+  GrammarBuilder b;
+  b.AddAlternative(0, {b.Byte('['), b.Repeat({b.Byte('x')}, 0, -1, "xs"), b.Byte(']')});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok());
+  CompiledGrammar c(*g, ByteTrie(), "test");
+  const std::string text = "[" + std::string(10000, 'x') + "]";
+  const int32_t s = Walk(c, text);
+  ASSERT_GE(s, 0);
+  EXPECT_TRUE(c.Accepting(s));
+  EXPECT_TRUE(c.Final(s));
+  EXPECT_LE(c.num_states(), 4u);
+}
+
+TEST(Grammar, RepeatOfSomethingThatMayBeEmptyIsNotLeftRecursive) {
+  GrammarBuilder b;
+  const Symbol maybe_a = b.Repeat({b.Byte('a')}, 0, 1, "a?");
+  b.AddAlternative(0, {b.Repeat({maybe_a, b.Repeat({b.Byte('b')}, 0, 1, "b?")}, 0, -1, "(a?b?)*"), b.Byte('!')});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(Matches(*g, "!"));
+  EXPECT_TRUE(Matches(*g, "abba!"));
+  EXPECT_FALSE(Matches(*g, "abc!"));
+}
+
+TEST(Grammar, UtfCharactersAreWellFormed) {
+  GrammarBuilder b;
+  ByteSet letters;
+  for (int c = 'a'; c <= 'z'; ++c) letters.set(c);
+  b.AddAlternative(0, {b.Repeat({b.Utf8Char(letters, "ch")}, 1, -1, "chars")});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(Matches(*g, "abc"));
+  EXPECT_TRUE(Matches(*g, "caf\xC3\xA9"));             // é
+  EXPECT_TRUE(Matches(*g, "\xE4\xB8\xAD\xF0\x9F\x98\x80"));  // 中 😀
+  EXPECT_FALSE(Matches(*g, "A"));                       // ASCII outside the class
+  EXPECT_FALSE(IsPrefix(*g, "\xC0\xAF"));              // overlong
+  EXPECT_FALSE(IsPrefix(*g, "\xED\xA0\x80"));          // a surrogate
+  EXPECT_FALSE(IsPrefix(*g, "\xF4\x90"));              // past U+10FFFF
+  EXPECT_FALSE(Matches(*g, "\xC3"));                   // cut short
+}
+
+TEST(Grammar, LeftRecursionIsRefusedNamingTheRule) {
+  GrammarBuilder b;
+  const int32_t expr = b.Declare("expr");
+  std::vector<Symbol> plus = {GrammarBuilder::Ref(expr), b.Byte('+'), b.Byte('1')};
+  b.AddAlternative(expr, plus);
+  b.AddAlternative(expr, {b.Byte('1')});
+  b.AddAlternative(0, {GrammarBuilder::Ref(expr)});
+  auto g = std::move(b).Finish();
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'expr' is left recursive"), std::string::npos) << g.status();
+}
+
+TEST(Grammar, LeftRecursionThroughAnEmptyPrefixIsRefused) {
+  GrammarBuilder b;
+  const int32_t a = b.Declare("a");
+  const Symbol opt = b.Repeat({b.Byte('x')}, 0, 1, "x?");
+  b.AddAlternative(a, {opt, GrammarBuilder::Ref(a), b.Byte('y')});
+  b.AddAlternative(a, {b.Byte('z')});
+  b.AddAlternative(0, {GrammarBuilder::Ref(a)});
+  auto g = std::move(b).Finish();
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("left recursive"), std::string::npos);
+}
+
+TEST(Grammar, RightRecursionNestsAndMatches) {
+  // list ::= "(" list ")" | "" : balanced parentheses, a true stack.
+  GrammarBuilder b;
+  const int32_t list = b.Declare("list");
+  b.AddAlternative(list, {b.Byte('('), GrammarBuilder::Ref(list), b.Byte(')')});
+  b.AddAlternative(list, {});
+  b.AddAlternative(0, {GrammarBuilder::Ref(list), b.Byte('.')});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(Matches(*g, "."));
+  EXPECT_TRUE(Matches(*g, "((()))."));
+  EXPECT_FALSE(IsPrefix(*g, "(()."));
+  EXPECT_FALSE(IsPrefix(*g, "())"));
+}
+
+TEST(Grammar, ARuleWithoutAlternativesIsRefused) {
+  GrammarBuilder b;
+  const int32_t r = b.Declare("nothing");
+  b.AddAlternative(0, {GrammarBuilder::Ref(r)});
+  auto g = std::move(b).Finish();
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'nothing' has no alternative"), std::string::npos);
+}
+
+TEST(Grammar, TooManyRepetitionsAreRefused) {
+  GrammarBuilder b;
+  b.AddAlternative(0, {b.Repeat({b.Byte('a')}, 0, int64_t{1} << 40, "a")});
+  auto g = std::move(b).Finish();
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("repetitions"), std::string::npos) << g.status();
+}
+
+}  // namespace
+}  // namespace ls::structured

@@ -1,0 +1,71 @@
+// Regular expressions: whole-text matches for each construct, the text a JSON string writes the
+// match as, and the constructs refused by name.
+#include "engine/structured/regex.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/structured/match_util.h"
+
+namespace ls::structured {
+namespace {
+
+struct Case {
+  const char* pattern;
+  std::vector<std::string> match, reject;
+};
+
+TEST(Regex, MatchesWholeTexts) {
+  const std::vector<Case> cases = {
+      {"abc", {"abc"}, {"ab", "abcd", ""}},
+      {"a|bc|", {"a", "bc", ""}, {"b", "abc"}},
+      {"[a-c]+x?", {"a", "cab", "abx"}, {"x", "ad"}},
+      {"[^a-c\\n]", {"d", "\xC3\xA9", "Z"}, {"a", "\n", "dd"}},
+      {"\\d{3}-\\d{2,4}", {"123-45", "000-1234"}, {"12-34", "123-4", "123-12345"}},
+      {"\\w+\\s\\W", {"a_1 !", "Z\t-"}, {"a b", " !"}},
+      {"(ab){2,}", {"abab", "ababab"}, {"ab", "aba"}},
+      {"(?:x|y)*z", {"z", "xyxz"}, {"xy", "zz"}},
+      {"^[0-9]+(\\.[0-9]+)?$", {"7", "3.14"}, {"3.", ".5"}},
+      {"a.c", {"abc", "a\xE4\xB8\xAD" "c"}, {"a\nc", "ac"}},
+      {"\\x41\\u00e9\\.", {"A\xC3\xA9."}, {"A\xC3\xA9x"}},
+      {"colou?r", {"color", "colour"}, {"colouur"}},
+      {"[\\d\\-+]{1,3}", {"-", "1+2"}, {"1234", "a"}},
+      {"a{0}b", {"b"}, {"ab"}},
+      {"(a|b)*?c", {"c", "abac"}, {"abca"}},
+      {"(a?)*b", {"b", "aab"}, {"a"}},
+      {"(a*|b)+c", {"c", "aabac"}, {"ca"}},
+      {"\\[\\]\\{\\}\\(\\)\\*\\+\\?\\|\\^\\$\\\\", {"[]{}()*+?|^$\\"}, {""}},
+  };
+  for (const Case& c : cases) {
+    auto g = RegexGrammar(c.pattern);
+    ASSERT_TRUE(g.ok()) << c.pattern << ": " << g.status();
+    for (const auto& m : c.match) EXPECT_TRUE(Matches(*g, m)) << c.pattern << " should match '" << m << "'";
+    for (const auto& r : c.reject) EXPECT_FALSE(Matches(*g, r)) << c.pattern << " should not match '" << r << "'";
+  }
+}
+
+TEST(Regex, JsonStringTextEscapesWhatJsonMust) {
+  GrammarBuilder b;
+  auto inner = AddRegex(b, "a\"b\\\\c\\n", RegexText::kJsonString);
+  ASSERT_TRUE(inner.ok()) << inner.status();
+  b.AddAlternative(0, {*inner});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(Matches(*g, "a\\\"b\\\\c\\n"));  // a"b\c<newline>, written inside a JSON string
+  EXPECT_FALSE(Matches(*g, "a\"b\\c\n"));
+}
+
+TEST(Regex, RefusesWhatItCannotMatchNamingIt) {
+  const std::vector<std::pair<const char*, const char*>> refused = {
+      {"(a)\\1", "backreference"}, {"a(?=b)", "lookaround"}, {"(?<=a)b", "lookaround"},
+      {"(?<name>a)", "named groups"}, {"(?i)a", "flags"}, {"a{3,1}", "{3,1}"}, {"[b-a]", "range"},
+      {"(ab", "not closed"}, {"ab)", "unexpected ')'"}, {"*a", "nothing to repeat"}, {"a\\", "trailing"},
+  };
+  for (const auto& [pattern, word] : refused) {
+    auto g = RegexGrammar(pattern);
+    ASSERT_FALSE(g.ok()) << pattern;
+    EXPECT_NE(g.status().message().find(word), std::string::npos) << pattern << ": " << g.status();
+  }
+}
+
+}  // namespace
+}  // namespace ls::structured
