@@ -152,12 +152,12 @@ class Compiler {
     for (size_t d = da; d <= db; ++d) {
       const int64_t pow = static_cast<int64_t>(std::pow(10.0, static_cast<double>(d - 1)));
       const int64_t from = std::max(lo, d == 1 ? int64_t{0} : pow);
-      const int64_t to = hi >= 0 && d == db ? hi : (d == 1 ? 9 : pow * 10 - 1);
       if (hi < 0 && d == db) {  // d digits and more: from..., then any longer number
         SameLength(std::to_string(from), std::string(d, '9'), &out);
         out.push_back({b_.Bytes(Range('1', '9')), Digits(static_cast<int64_t>(d), -1)});
         break;
       }
+      const int64_t to = hi >= 0 && d == db ? hi : (d == 1 ? 9 : pow * 10 - 1);  // d ≤ 18 here
       if (from <= to) SameLength(std::to_string(from), std::to_string(to), &out);
     }
     return out;

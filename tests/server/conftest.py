@@ -1,7 +1,9 @@
 """Starts the real latentserve binary on free ports for the integration tests and stops it after.
 
 Environment: LATENTSERVE_BIN (the binary), LATENTSERVE_TEST_MODEL (model directory, default
-models/tiny), LATENTSERVE_PROTO_DIR (proto/ for the gRPC client stubs).
+models/tiny), LATENTSERVE_PROTO_DIR (proto/ for the gRPC client stubs), LATENTSERVE_START_TIMEOUT_S
+(how long a server may take to become ready, default 60; the sanitizer builds give 300, as their
+portable kernels warm up slowly).
 """
 import json
 import os
@@ -19,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.environ.get("LATENTSERVE_BIN", os.path.join(ROOT, "build", "bin", "latentserve"))
 MODEL = os.environ.get("LATENTSERVE_TEST_MODEL", os.path.join(ROOT, "models", "tiny"))
 PROTO_DIR = os.environ.get("LATENTSERVE_PROTO_DIR", os.path.join(ROOT, "proto"))
+START_TIMEOUT_S = float(os.environ.get("LATENTSERVE_START_TIMEOUT_S", "60"))
 
 
 def _ready_line(log):
@@ -53,7 +56,7 @@ class Server:
         args = [*launcher, BIN, "--model", model or MODEL, "--host", "127.0.0.1", "--http_port", "0", "--grpc_port",
                 "0", "--kv_cache_mb", "64", *extra]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.time() + 60
+        deadline = time.time() + START_TIMEOUT_S
         ready = None
         while time.time() < deadline and ready is None:
             if self.proc.poll() is not None:
