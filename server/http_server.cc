@@ -21,6 +21,7 @@
 #include "server/openai_protocol.h"
 #include "server/choice_stream.h"
 #include "server/prometheus.h"
+#include "server/responses_api.h"
 #include "server/tokenize_api.h"
 
 namespace ls::server {
@@ -179,14 +180,17 @@ class Tally {
 
 // A generation request in flight: what was asked, its engine requests and where their outputs arrive.
 struct Generation {
-  Generation(ParsedRequest parsed, std::string request_id, net::any_io_executor ex)
+  Generation(ParsedRequest parsed, std::string request_id, net::any_io_executor ex,
+             std::optional<ResponsesRequest> responses_request = std::nullopt)
       : r(std::move(parsed)),
+        responses(std::move(responses_request)),
         id(std::move(request_id)),
         created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                     .count()),
         channel(std::make_shared<Channel>(ex)),
         tally(r, id) {}
   ParsedRequest r;
+  const std::optional<ResponsesRequest> responses;  // a /v1/responses request (its reply is a Response)
   const std::string id;
   const int64_t created;
   std::shared_ptr<Channel> channel;
@@ -280,9 +284,16 @@ class Session {
   awaitable<bool> Route(Request& req) {
     const std::string target(req.target());
     const std::string path = target.substr(0, target.find('?'));
-    const bool generate = path == "/v1/completions" || path == "/v1/chat/completions";
-    if (generate && req.method() == http::verb::post && ctx_->keys().Authorize(std::string(req[http::field::authorization])))
-      co_return co_await Generate(req, path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+    const bool generate = path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses";
+    if (generate && req.method() == http::verb::post && ctx_->keys().Authorize(std::string(req[http::field::authorization]))) {
+      if (path != "/v1/responses")
+        co_return co_await Generate(req, path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
+      ApiError err;
+      std::optional<ResponsesRequest> responses = ReadResponsesRequest(req.body(), &err);
+      if (responses) co_return co_await Generate(req, Endpoint::kChat, std::move(responses));
+      http::response<http::string_body> res = ErrorResponse(req, err);
+      co_return co_await Write(std::move(res));
+    }
     http::response<http::string_body> res = Simple(req, path);
     co_return co_await Write(std::move(res));
   }
@@ -295,7 +306,8 @@ class Session {
     const bool get = req.method() == http::verb::get;
     const bool tokenizer = path == "/tokenize" || path == "/detokenize";
     const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
-                       path == "/v1/completions" || path == "/v1/chat/completions" || tokenizer;
+                       path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
+                       tokenizer;
     if (path == "/health" || path == "/ready") {
       if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
       if (path == "/health") return JsonResponse(req, http::status::ok, {{"status", "ok"}});
@@ -308,7 +320,7 @@ class Session {
     const bool authorized = path == "/metrics" ? dashboard_->MayView(WebCallOf(req, target, kTls))
                                                : ctx_->keys().Authorize(std::string(req[http::field::authorization]));
     if (!authorized) return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
-    if (path == "/v1/completions" || path == "/v1/chat/completions" || (tokenizer && get))
+    if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" || (tokenizer && get))
       return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", path)));
     if (tokenizer && req.method() == http::verb::post) {
       TokenizeReply reply = path == "/tokenize" ? Tokenize(req.body(), *ctx_) : Detokenize(req.body(), *ctx_);
@@ -353,17 +365,19 @@ class Session {
   }
 
   // A generation request: parse and submit, then stream or collect its choices, then log it.
-  awaitable<bool> Generate(Request& req, Endpoint endpoint) {
+  // `responses`: a /v1/responses request, served as the chat request it stands for.
+  awaitable<bool> Generate(Request& req, Endpoint endpoint, std::optional<ResponsesRequest> responses = std::nullopt) {
     const InFlight in_flight(generating_);
     const auto start = Clock::now();
     ApiError err;
-    auto parsed = ParseRequest(endpoint, req.body(), *ctx_, &err);
+    auto parsed = ParseRequest(endpoint, responses ? responses->chat_body : req.body(), *ctx_, &err);
     if (!parsed) {
       http::response<http::string_body> res = ErrorResponse(req, err);
       co_return co_await Write(std::move(res));
     }
-    Generation g(std::move(*parsed), ctx_->NewRequestId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
-                 co_await net::this_coro::executor);
+    std::string id = responses ? NewResponseId() : ctx_->NewRequestId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+    Generation g(std::move(*parsed), std::move(id), co_await net::this_coro::executor, std::move(responses));
+    if (g.responses) g.tally.log.endpoint = "responses";
     if (std::optional<ApiError> refused = Submit(g)) {
       http::response<http::string_body> res = ErrorResponse(req, *refused);
       co_return co_await Write(std::move(res));
@@ -414,13 +428,25 @@ class Session {
     std::vector<ChoiceStream> streams = ChoiceStreams(g);
     std::vector<bool> first(num_choices, true);    // no output of the choice sent yet
     std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
+    std::optional<ResponseEvents> events;          // a Responses stream: its events, not chunks
+    if (g.responses) events.emplace(*g.responses, g.id, g.created, ctx_->model_name());
+    std::string pending = events ? events->Start() : "";
     while (!g.tally.all_finished()) {
       auto batch = co_await g.channel->Wait();
-      std::string data;
+      std::string data = std::move(pending);
+      pending.clear();
       for (auto& [i, o] : batch) {
         Choice delta = streams[i].Next(o);
         delta.text_offset = offsets[i];
         if (o.finished()) g.tally.Finished(i, o);
+        if (events) {
+          if (auto f = Tally::FailureOf(o)) {
+            data += events->Error(*f);
+            continue;
+          }
+          data += events->Delta(delta);
+          continue;
+        }
         if (delta.text.empty() && delta.reasoning.empty() && delta.tool_calls.empty() && delta.logprobs.empty() &&
             delta.finish == FinishReason::kNone && !first[i])
           continue;
@@ -433,7 +459,9 @@ class Session {
         offsets[i] += TextChars(delta.text);
         first[i] = false;
       }
-      if (g.tally.all_finished()) {
+      if (g.tally.all_finished() && events) {
+        if (!g.tally.failure) data += events->Finish(g.tally.usage);
+      } else if (g.tally.all_finished()) {
         if (r.include_usage)
           absl::StrAppend(&data, "data: ", UsageChunk(r, g.id, g.created, ctx_->model_name(), g.tally.usage).dump(),
                           "\n\n");
@@ -455,6 +483,13 @@ class Session {
     ctx_->CountRequest("http", status);
     g.tally.log.status = ok ? status : "client_disconnected";
     co_return ok;
+  }
+
+  // The body of a whole reply: a chat or text completion, or a Response.
+  json ReplyBody(const Generation& g, const std::vector<Choice>& choices) const {
+    if (g.responses)
+      return json::parse(ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage).dump());
+    return CompletionBody(g.r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_);
   }
 
   std::vector<ChoiceStream> ChoiceStreams(const Generation& g) const {
@@ -508,8 +543,7 @@ class Session {
       co_return co_await Write(std::move(res));
     }
     g.tally.log.status = "200";
-    http::response<http::string_body> res = JsonResponse(
-        req, http::status::ok, CompletionBody(r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_));
+    http::response<http::string_body> res = JsonResponse(req, http::status::ok, ReplyBody(g, choices));
     co_return co_await Write(std::move(res));
   }
 

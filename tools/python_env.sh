@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares the Python environment of the integration tests (server, deployment, soak) at VENV:
 # Debian's pytest / grpcio / requests / yaml (tools/setup.sh installs them) through
-# --system-site-packages, plus, from PyPI, the `openai` package and gRPC's health/reflection
+# --system-site-packages, plus, from PyPI, the `openai` and `openai-agents` packages and gRPC's health/reflection
 # client stubs (matching Debian's grpcio). Does nothing when they are all there already.
 # tools/test.sh runs it, and so does ctest (test `python_env`, before the tests that need it).
 # Exits 0 when the environment has at least what every test needs (pytest, requests, grpc, yaml);
@@ -17,11 +17,11 @@ if [ ! -x "$venv/bin/python" ]; then
   }
 fi
 if [ "${LATENTSERVE_NO_PYPI:-0}" != 1 ] &&
-  ! "$venv/bin/python" -c "import openai, grpc_health.v1, grpc_reflection.v1alpha" 2>/dev/null; then
-  "$venv/bin/pip" install -q --disable-pip-version-check openai &&
+  ! "$venv/bin/python" -c "import openai, agents, grpc_health.v1, grpc_reflection.v1alpha" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check openai openai-agents==0.24.0 &&
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
       grpcio-health-checking==1.51.1 grpcio-reflection==1.51.1 ||
-    echo "python_env: could not install openai / grpcio-health-checking / grpcio-reflection from PyPI;" \
+    echo "python_env: could not install openai / openai-agents / grpcio-health-checking / grpcio-reflection from PyPI;" \
       "the tests that use them will skip" >&2
 fi
 missing=$("$venv/bin/python" - <<'EOF' || echo "(python does not run)"

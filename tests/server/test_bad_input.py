@@ -145,6 +145,7 @@ def test_wrong_methods_and_routes(server):
     assert requests.post(server.url + "/v1/models").status_code == 405
     assert requests.get(server.url + "/v2/nothing").status_code == 404
     assert requests.get(server.url + TOK).status_code == 405
+    assert requests.get(server.url + "/v1/responses").status_code == 405
 
 
 def test_ten_megabyte_body_is_refused(server):

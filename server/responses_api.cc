@@ -1,0 +1,435 @@
+// Responses API: requests to chat requests, chat replies to Response objects and events.
+#include "server/responses_api.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ls::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::optional<ResponsesRequest> Fail(ApiError* error, const std::string& param, std::string message) {
+  *error = ApiError{400, std::move(message), param};
+  return std::nullopt;
+}
+
+// The text of a content field: a string, or text parts (input_text, output_text, text); any other
+// part is refused naming it.
+bool ContentText(const ojson& content, const std::string& where, std::string* out, ApiError* error) {
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return true;
+  }
+  if (!content.is_array()) {
+    *error = ApiError{400, absl::StrCat("'", where, "' must be a string or a list of text parts"), "input"};
+    return false;
+  }
+  for (size_t i = 0; i < content.size(); ++i) {
+    const ojson& p = content[i];
+    const std::string type = p.is_object() ? p.value("type", "") : "";
+    if ((type == "input_text" || type == "output_text" || type == "text") && p.contains("text") && p["text"].is_string()) {
+      if (!out->empty()) *out += "\n";
+      *out += p["text"].get<std::string>();
+      continue;
+    }
+    *error = ApiError{400,
+                      absl::StrCat("'", where, "[", i, "]' is a '", type.empty() ? "malformed" : type,
+                                   "' part; this server reads text parts only"),
+                      "input"};
+    return false;
+  }
+  return true;
+}
+
+// input (a string, or items) to chat messages.
+bool Messages(const ojson& input, ojson* messages, ApiError* error) {
+  if (input.is_string()) {
+    messages->push_back({{"role", "user"}, {"content", input}});
+    return true;
+  }
+  if (!input.is_array() || input.empty()) {
+    *error = ApiError{400, "'input' must be a string or a non-empty list of items", "input"};
+    return false;
+  }
+  std::string reasoning;  // a reasoning item's text, given to the assistant message after it
+  auto assistant = [&]() -> ojson& {
+    if (messages->empty() || (*messages)[messages->size() - 1]["role"] != "assistant")
+      messages->push_back({{"role", "assistant"}, {"content", ""}});
+    ojson& m = (*messages)[messages->size() - 1];
+    if (!reasoning.empty()) {
+      m["reasoning_content"] = reasoning;
+      reasoning.clear();
+    }
+    return m;
+  };
+  for (size_t i = 0; i < input.size(); ++i) {
+    const ojson& item = input[i];
+    const std::string where = absl::StrCat("input[", i, "]");
+    if (!item.is_object()) {
+      *error = ApiError{400, absl::StrCat("'", where, "' must be an object"), "input"};
+      return false;
+    }
+    const std::string type = item.value("type", item.contains("role") ? "message" : "");
+    if (type == "message") {
+      const std::string role = item.value("role", "");
+      if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
+        *error = ApiError{400, absl::StrCat("'", where, ".role' must be user, system, developer or assistant"), "input"};
+        return false;
+      }
+      std::string text;
+      if (!ContentText(item.contains("content") ? item["content"] : ojson(""), where + ".content", &text, error))
+        return false;
+      if (role == "assistant") {
+        ojson& m = assistant();
+        m["content"] = m["content"].get<std::string>() + text;
+      } else {
+        messages->push_back({{"role", role == "developer" ? "system" : role}, {"content", text}});
+      }
+    } else if (type == "function_call") {
+      for (const char* k : {"call_id", "name", "arguments"})
+        if (!item.contains(k) || !item[k].is_string()) {
+          *error = ApiError{400, absl::StrCat("'", where, ".", k, "' must be a string"), "input"};
+          return false;
+        }
+      ojson& m = assistant();
+      if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
+      m["tool_calls"].push_back({{"id", item["call_id"]},
+                                 {"type", "function"},
+                                 {"function", {{"name", item["name"]}, {"arguments", item["arguments"]}}}});
+    } else if (type == "function_call_output") {
+      if (!item.contains("call_id") || !item["call_id"].is_string()) {
+        *error = ApiError{400, absl::StrCat("'", where, ".call_id' must be a string"), "input"};
+        return false;
+      }
+      std::string text;
+      if (!ContentText(item.contains("output") ? item["output"] : ojson(""), where + ".output", &text, error))
+        return false;
+      messages->push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", text}});
+    } else if (type == "reasoning") {
+      // Its text (content, else summary) becomes the next assistant message's reasoning_content.
+      for (const char* k : {"content", "summary"}) {
+        if (!item.contains(k) || !item[k].is_array() || item[k].empty()) continue;
+        for (const ojson& p : item[k])
+          if (p.is_object() && p.contains("text") && p["text"].is_string()) reasoning += p["text"].get<std::string>();
+        break;
+      }
+    } else {
+      *error = ApiError{400,
+                        absl::StrCat("'", where, "' is a '", type.empty() ? "untyped" : type,
+                                     "' item; supported: message, function_call, function_call_output, reasoning"),
+                        "input"};
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string RandomHex() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("%016x%016x", rng(), rng());
+}
+
+ojson UsageJson(const Usage& u) {
+  return {{"input_tokens", u.prompt_tokens},
+          {"input_tokens_details", {{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}}},
+          {"output_tokens", u.completion_tokens},
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+ojson ReasoningItem(const std::string& id, const std::string& text, const char* status) {
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", ojson::array()},
+          {"content", text.empty() ? ojson::array() : ojson::array({{{"type", "reasoning_text"}, {"text", text}}})},
+          {"status", status}};
+}
+
+ojson TextPart(const std::string& text) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+}
+
+ojson MessageItem(const std::string& id, const std::string& text, const char* status) {
+  return {{"type", "message"},
+          {"id", id},
+          {"status", status},
+          {"role", "assistant"},
+          {"content", text.empty() && std::string(status) == "in_progress" ? ojson::array() : ojson::array({TextPart(text)})}};
+}
+
+ojson CallItem(const std::string& id, const chat::ToolCallDelta& call, const std::string& arguments, const char* status) {
+  return {{"type", "function_call"}, {"id", id},           {"call_id", call.id},
+          {"name", call.name},       {"arguments", arguments}, {"status", status}};
+}
+
+// The Response object around `output`.
+ojson Response(const ResponsesRequest& req, const std::string& id, int64_t created, const std::string& model,
+               ojson output, const char* status, const std::optional<Usage>& usage, bool incomplete) {
+  ojson r = {{"id", id}, {"object", "response"}, {"created_at", created}, {"status", status}, {"model", model}};
+  if (incomplete && !output.empty()) output[output.size() - 1]["status"] = "incomplete";  // the item cut short
+  r["output"] = std::move(output);
+  r["error"] = nullptr;
+  r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson(nullptr);
+  for (auto it = req.echo.begin(); it != req.echo.end(); ++it) r[it.key()] = it.value();
+  r["usage"] = usage ? UsageJson(*usage) : ojson(nullptr);
+  return r;
+}
+
+}  // namespace
+
+std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ApiError* error) {
+  const ojson j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Fail(error, "", "request body is not valid JSON");
+  if (!j.is_object()) return Fail(error, "", "request body must be a JSON object");
+  ResponsesRequest out;
+  ojson chat = {{"messages", ojson::array()}};
+  ojson echo = {{"instructions", nullptr}, {"max_output_tokens", nullptr}, {"parallel_tool_calls", true},
+                {"previous_response_id", nullptr}, {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+                {"store", false}, {"temperature", nullptr}, {"text", {{"format", {{"type", "text"}}}}},
+                {"tool_choice", "auto"}, {"tools", ojson::array()}, {"top_p", nullptr}, {"truncation", "disabled"},
+                {"metadata", ojson::object()}, {"background", false}};
+  const auto null_or = [&](const char* k, const ojson& neutral) {
+    return !j.contains(k) || j[k].is_null() || j[k] == neutral;
+  };
+  // Asking for state or hosted features this server does not keep or have: refused by name.
+  const std::vector<std::pair<const char*, const char*>> refused = {
+      {"previous_response_id", "a stored previous response (no response is stored: send the conversation as input)"},
+      {"conversation", "a stored conversation (send the conversation as input)"},
+      {"prompt", "a stored prompt template"},
+      {"max_tool_calls", "a limit on built-in tool calls"},
+      {"top_logprobs", "logprobs in a Response"},
+      {"context_management", "server-side context management"}};
+  for (const auto& [k, what] : refused)
+    if (!null_or(k, ojson()))
+      return Fail(error, k, absl::StrCat("'", k, "' is not supported yet (it asks for ", what, ")"));
+  if (!null_or("store", false))
+    return Fail(error, "store", "'store' is not supported yet (it asks for the response to be kept; send store: false)");
+  if (!null_or("background", false)) return Fail(error, "background", "'background' is not supported yet (it asks for a background response)");
+  if (!null_or("truncation", "disabled"))
+    return Fail(error, "truncation", "'truncation' is not supported yet (only \"disabled\": a prompt too long is an error)");
+  if (j.contains("reasoning") && !j["reasoning"].is_null()) {
+    const ojson& r = j["reasoning"];
+    if (!r.is_object() || (r.contains("effort") && !r["effort"].is_null()))
+      return Fail(error, "reasoning", "'reasoning.effort' is not supported yet (it asks for reasoning effort, which no template served here reads)");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const ojson& v = it.value();
+    if (k == "model") {
+      chat["model"] = v;
+    } else if (k == "input") {
+      if (!Messages(v, &chat["messages"], error)) return std::nullopt;
+    } else if (k == "instructions") {
+      if (!v.is_null() && !v.is_string()) return Fail(error, k, "'instructions' must be a string");
+      echo[k] = v;
+    } else if (k == "tools") {
+      if (!v.is_array()) return Fail(error, k, "'tools' must be a list");
+      ojson tools = ojson::array();
+      for (size_t i = 0; i < v.size(); ++i) {
+        const ojson& t = v[i];
+        const std::string type = t.is_object() ? t.value("type", "") : "";
+        if (type != "function")
+          return Fail(error, k, absl::StrCat("'tools[", i, "]' is a '", type, "' tool; this server serves function tools"));
+        if (!t.contains("name") || !t["name"].is_string())
+          return Fail(error, k, absl::StrCat("'tools[", i, "].name' must be a string"));
+        ojson f = {{"name", t["name"]}};
+        for (const char* field : {"description", "parameters", "strict"})
+          if (t.contains(field) && !t[field].is_null()) f[field] = t[field];
+        tools.push_back({{"type", "function"}, {"function", std::move(f)}});
+      }
+      if (!tools.empty()) chat["tools"] = std::move(tools);
+      echo[k] = v;
+    } else if (k == "tool_choice") {
+      if (v.is_string()) {
+        chat["tool_choice"] = v;
+      } else if (v.is_object() && v.value("type", "") == "function" && v.contains("name")) {
+        chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", v["name"]}}}};
+      } else if (!v.is_null()) {
+        return Fail(error, k, "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"name\": ...}");
+      }
+      echo[k] = v.is_null() ? ojson("auto") : v;
+    } else if (k == "text") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) return Fail(error, k, "'text' must be an object");
+      if (v.contains("verbosity") && !v["verbosity"].is_null())
+        return Fail(error, k, "'text.verbosity' is not supported yet (it asks for verbosity control)");
+      if (v.contains("format") && !v["format"].is_null()) {
+        const ojson& f = v["format"];
+        const std::string type = f.is_object() ? f.value("type", "") : "";
+        if (type == "json_schema") {
+          ojson js = {{"name", f.value("name", "response")}};
+          if (f.contains("schema")) js["schema"] = f["schema"];
+          if (f.contains("strict")) js["strict"] = f["strict"];
+          chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
+        } else if (type == "json_object" || type == "text") {
+          chat["response_format"] = {{"type", type}};
+        } else {
+          return Fail(error, k, "'text.format.type' must be text, json_object or json_schema");
+        }
+      }
+      echo[k] = v;
+    } else if (k == "max_output_tokens") {
+      chat["max_completion_tokens"] = v;
+      echo[k] = v;
+    } else if (k == "temperature" || k == "top_p") {
+      chat[k] = v;
+      echo[k] = v;
+    } else if (k == "top_k" || k == "min_p" || k == "repetition_penalty" || k == "seed" || k == "stop" ||
+               k == "chat_template_kwargs") {
+      chat[k] = v;  // vLLM's extras of a chat request
+    } else if (k == "parallel_tool_calls") {
+      if (!v.is_null()) chat[k] = v;
+      if (v.is_boolean()) echo[k] = v;
+    } else if (k == "stream") {
+      if (!v.is_null() && !v.is_boolean()) return Fail(error, k, "'stream' must be true or false");
+      out.stream = v.is_boolean() && v.get<bool>();
+      chat[k] = out.stream;
+    } else if (k == "metadata") {
+      if (!v.is_null()) echo[k] = v;
+    } else if (k == "include" || k == "user" || k == "safety_identifier" || k == "prompt_cache_key" ||
+               k == "prompt_cache_retention" || k == "service_tier" || k == "stream_options" || k == "store" ||
+               k == "background" || k == "truncation" || k == "reasoning" ||
+               std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return k == r.first; }) != refused.end()) {
+      // Ignored (they label the request or tune delivery), or checked above as asking for nothing.
+    } else {
+      return Fail(error, k, absl::StrCat("'", k, "' is not a request field of /v1/responses"));
+    }
+  }
+  if (!j.contains("input")) return Fail(error, "input", "'input' is required");
+  if (!echo["instructions"].is_null())
+    chat["messages"].insert(chat["messages"].begin(), ojson{{"role", "system"}, {"content", echo["instructions"]}});
+  out.chat_body = chat.dump();
+  out.echo = std::move(echo);
+  return out;
+}
+
+ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created, const std::string& model,
+                   const Choice& reply, const Usage& usage) {
+  const std::string suffix = id.substr(id.find('_') + 1);
+  ojson output = ojson::array();
+  if (!reply.reasoning.empty()) output.push_back(ReasoningItem("rs_" + suffix, reply.reasoning, "completed"));
+  if (!reply.text.empty() || (reply.tool_calls.empty() && reply.reasoning.empty()))
+    output.push_back(MessageItem("msg_" + suffix, reply.text, "completed"));
+  for (size_t i = 0; i < reply.tool_calls.size(); ++i)
+    output.push_back(CallItem(absl::StrCat("fc_", suffix, "_", i), reply.tool_calls[i], reply.tool_calls[i].arguments,
+                              "completed"));
+  const bool incomplete = reply.finish == FinishReason::kLength && !reply.tool_calls_made;
+  return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
+}
+
+std::string NewResponseId() { return "resp_" + RandomHex(); }
+
+ResponseEvents::ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model)
+    : req_(req), id_(std::move(id)), model_(std::move(model)), created_(created) {}
+
+std::string ResponseEvents::Event(const char* type, ojson body) {
+  ojson e = {{"type", type}, {"sequence_number", sequence_++}};
+  for (auto it = body.begin(); it != body.end(); ++it) e[it.key()] = it.value();
+  return absl::StrCat("event: ", type, "\ndata: ", e.dump(), "\n\n");
+}
+
+std::string ResponseEvents::Start() {
+  const ojson r = Response(req_, id_, created_, model_, ojson::array(), "in_progress", std::nullopt, false);
+  std::string out = Event("response.created", {{"response", r}});
+  return out + Event("response.in_progress", {{"response", r}});
+}
+
+void ResponseEvents::OpenItem(Open kind, std::string* out, const chat::ToolCallDelta* call) {
+  Close(out);
+  const std::string suffix = absl::StrCat(id_.substr(id_.find('_') + 1), "_", items_.size());
+  const int64_t index = static_cast<int64_t>(items_.size());
+  open_ = kind;
+  text_.clear();
+  if (kind == Open::kReasoning) {
+    item_ = ReasoningItem("rs_" + suffix, "", "in_progress");
+    *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
+    *out += Event("response.content_part.added", {{"item_id", item_["id"]}, {"output_index", index}, {"content_index", 0},
+                                                  {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
+  } else if (kind == Open::kMessage) {
+    item_ = MessageItem("msg_" + suffix, "", "in_progress");
+    *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
+    *out += Event("response.content_part.added",
+                  {{"item_id", item_["id"]}, {"output_index", index}, {"content_index", 0}, {"part", TextPart("")}});
+  } else {
+    open_call_ = call->index;
+    item_ = CallItem("fc_" + suffix, *call, "", "in_progress");
+    *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
+  }
+}
+
+void ResponseEvents::Close(std::string* out) {
+  if (open_ == Open::kNone) return;
+  const int64_t index = static_cast<int64_t>(items_.size());
+  const ojson id = item_["id"];
+  if (open_ == Open::kReasoning) {
+    *out += Event("response.reasoning_text.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", text_}});
+    *out += Event("response.content_part.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0},
+                                                 {"part", {{"type", "reasoning_text"}, {"text", text_}}}});
+    item_ = ReasoningItem(id, text_, "completed");
+  } else if (open_ == Open::kMessage) {
+    *out += Event("response.output_text.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0},
+                                                {"text", text_}, {"logprobs", ojson::array()}});
+    *out += Event("response.content_part.done",
+                  {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", TextPart(text_)}});
+    item_ = MessageItem(id, text_, "completed");
+  } else {
+    *out += Event("response.function_call_arguments.done", {{"item_id", id}, {"output_index", index}, {"arguments", text_}});
+    item_["arguments"] = text_;
+    item_["status"] = "completed";
+  }
+  *out += Event("response.output_item.done", {{"output_index", index}, {"item", item_}});
+  items_.push_back(item_);
+  open_ = Open::kNone;
+  open_call_ = -1;
+}
+
+std::string ResponseEvents::Delta(const Choice& d) {
+  std::string out;
+  const auto index = [&] { return static_cast<int64_t>(items_.size()); };
+  if (!d.reasoning.empty()) {
+    if (open_ != Open::kReasoning) OpenItem(Open::kReasoning, &out);
+    text_ += d.reasoning;
+    out += Event("response.reasoning_text.delta",
+                 {{"item_id", item_["id"]}, {"output_index", index()}, {"content_index", 0}, {"delta", d.reasoning}});
+  }
+  if (!d.text.empty()) {
+    if (open_ != Open::kMessage) OpenItem(Open::kMessage, &out);
+    text_ += d.text;
+    out += Event("response.output_text.delta", {{"item_id", item_["id"]}, {"output_index", index()}, {"content_index", 0},
+                                                {"delta", d.text}, {"logprobs", ojson::array()}});
+  }
+  for (const chat::ToolCallDelta& call : d.tool_calls) {
+    if (open_ != Open::kCall || open_call_ != call.index) OpenItem(Open::kCall, &out, &call);
+    if (call.arguments.empty()) continue;
+    text_ += call.arguments;
+    out += Event("response.function_call_arguments.delta",
+                 {{"item_id", item_["id"]}, {"output_index", index()}, {"delta", call.arguments}});
+  }
+  reply_.reasoning += d.reasoning;
+  reply_.text += d.text;
+  chat::ChatDelta calls;
+  calls.tool_calls = std::move(reply_.tool_calls);
+  calls.Append({"", "", d.tool_calls});
+  reply_.tool_calls = std::move(calls.tool_calls);
+  reply_.tool_calls_made = reply_.tool_calls_made || d.tool_calls_made;
+  if (d.finish != FinishReason::kNone) reply_.finish = d.finish;
+  return out;
+}
+
+std::string ResponseEvents::Error(const ApiError& e) {
+  return Event("error", {{"code", e.type}, {"message", e.message}, {"param", e.param.empty() ? ojson(nullptr) : ojson(e.param)}});
+}
+
+std::string ResponseEvents::Finish(const Usage& usage) {
+  std::string out;
+  Close(&out);
+  const bool incomplete = reply_.finish == FinishReason::kLength && !reply_.tool_calls_made;
+  ojson final = Response(req_, id_, created_, model_, items_, incomplete ? "incomplete" : "completed", usage, incomplete);
+  out += Event(incomplete ? "response.incomplete" : "response.completed", {{"response", std::move(final)}});
+  return out;
+}
+
+}  // namespace ls::server

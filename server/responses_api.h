@@ -1,0 +1,64 @@
+// The Responses API (POST /v1/responses), stateless: a request is read into the equivalent chat
+// completion request (input items to messages, instructions to a system message, function tools,
+// tool_choice, text.format to response_format, max_output_tokens), served by the chat pipeline,
+// and its reply written back as a Response object: reasoning, message and function_call output
+// items, or, streamed, as the Responses events (response.created, response.output_item.added,
+// response.output_text.delta, response.function_call_arguments.delta, response.completed, ...).
+// store and previous_response_id are refused by name: no response is kept. Where vLLM's
+// implementation and OpenAI's differ, vLLM's shapes are followed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "server/api_error.h"
+#include "server/openai_protocol.h"
+
+namespace ls::server {
+
+struct ResponsesRequest {
+  std::string chat_body;          // the chat completion request it stands for (JSON text)
+  nlohmann::ordered_json echo;    // the settings the Response repeats (instructions, tools, text, ...)
+  bool stream = false;
+};
+
+// A fresh response id ("resp_" and 32 hex digits).
+std::string NewResponseId();
+// Reads a /v1/responses body; false with *error naming the field (as the chat fields' errors do).
+std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ApiError* error);
+
+// The Response object of a finished reply (its one choice, whole).
+nlohmann::ordered_json ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created,
+                                    const std::string& model, const Choice& reply, const Usage& usage);
+
+// The events of a streamed response, from the chat reply's deltas, as server-sent-event text.
+class ResponseEvents {
+ public:
+  ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model);
+  std::string Start();                   // response.created, response.in_progress
+  std::string Delta(const Choice& delta);  // items opened and closed, text and argument deltas
+  std::string Finish(const Usage& usage);  // the last item closed, then response.completed (or .incomplete)
+  std::string Error(const ApiError& e);    // an `error` event (the response fails)
+
+ private:
+  enum class Open { kNone, kReasoning, kMessage, kCall };
+  std::string Event(const char* type, nlohmann::ordered_json body);
+  void Close(std::string* out);  // ends the open item: its done events
+  void OpenItem(Open kind, std::string* out, const chat::ToolCallDelta* call = nullptr);
+
+  const ResponsesRequest& req_;
+  std::string id_, model_;
+  int64_t created_;
+  int64_t sequence_ = 0;
+  Open open_ = Open::kNone;
+  int32_t open_call_ = -1;          // the chat call index of the open function_call item
+  std::string text_;                // the open item's text or arguments so far
+  Choice reply_;                    // everything so far, for the final Response
+  nlohmann::ordered_json items_ = nlohmann::ordered_json::array();  // the finished output items
+  nlohmann::ordered_json item_;     // the open item
+};
+
+}  // namespace ls::server

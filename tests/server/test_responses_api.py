@@ -1,0 +1,207 @@
+"""The Responses API (POST /v1/responses), driven by the OpenAI SDK and the OpenAI Agents SDK: a
+response is the chat completion its input stands for (same greedy text), streamed as the Responses
+events in order, with function calls as output items that round-trip as input, text.format held to
+its JSON schema, and what the server does not keep (stored responses) refused by name."""
+import json
+import os
+from typing import Annotated
+
+import pytest
+
+from conftest import ROOT, Server
+
+openai = pytest.importorskip("openai", reason="the openai package is not installed")
+jsonschema = pytest.importorskip("jsonschema", reason="python3-jsonschema is not installed")
+
+TEMPLATE = os.path.join(ROOT, "tests", "server", "data", "tool_names.jinja")
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
+                                            "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+           "required": ["city", "days"], "additionalProperties": False}
+TOOLS = [{"type": "function", "name": "weather", "parameters": WEATHER, "strict": True}]
+CHAT_TOOL = {"type": "function", "function": {"name": "weather", "parameters": WEATHER, "strict": True}}
+
+
+@pytest.fixture(scope="module")
+def served():
+    """A server whose template reasons first and declares tools (tests/server/data/tool_names.jinja)."""
+    s = Server("--chat_template", TEMPLATE, "--tool_call_parser", "hermes")
+    yield s, openai.OpenAI(base_url=s.url + "/v1", api_key="unused")
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def plain(server):
+    """The shared server: the tiny model's own template, no reasoning."""
+    return server, openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
+
+
+def chat_text(client, messages, max_tokens):
+    r = client.chat.completions.create(model="tiny", messages=messages, temperature=0, max_tokens=max_tokens)
+    return r.choices[0].message.content, r.usage
+
+
+def test_a_response_is_the_chat_completion_its_input_stands_for(plain):
+    _, client = plain
+    r = client.responses.create(model="tiny", input="The old man", instructions="Tell a story.", temperature=0,
+                                max_output_tokens=20)
+    text, usage = chat_text(client, [{"role": "system", "content": "Tell a story."},
+                                     {"role": "user", "content": "The old man"}], 20)
+    assert r.id.startswith("resp_") and r.object == "response"
+    assert r.output_text == text and text
+    assert r.instructions == "Tell a story." and r.max_output_tokens == 20
+    assert r.usage.input_tokens == usage.prompt_tokens and r.usage.output_tokens == usage.completion_tokens
+    assert r.usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert [item.type for item in r.output] == ["message"]
+    if usage.completion_tokens == 20:
+        assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+        assert r.output[-1].status == "incomplete"
+    else:
+        assert r.status == "completed"
+
+
+def test_reasoning_comes_back_as_its_own_item(served):
+    _, client = served
+    r = client.responses.create(model="tiny", input="The old man", temperature=0, max_output_tokens=40)
+    chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "The old man"}],
+                                          temperature=0, max_tokens=40).choices[0].message
+    reasoning = chat.model_extra.get("reasoning_content") or chat.model_extra.get("reasoning")
+    assert reasoning
+    assert r.output[0].type == "reasoning"
+    assert "".join(part.text for part in r.output[0].content) == reasoning
+    assert r.output_text == (chat.content or "")
+
+
+def test_message_items_and_roles_become_the_conversation(plain):
+    _, client = plain
+    items = [{"role": "developer", "content": "Be brief."},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hi"}]},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello."}]},
+             {"role": "user", "content": "Once upon"}]
+    r = client.responses.create(model="tiny", input=items, temperature=0, max_output_tokens=12)
+    text, _ = chat_text(client, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                                 {"role": "assistant", "content": "Hello."},
+                                 {"role": "user", "content": "Once upon"}], 12)
+    assert r.output_text == text
+
+
+def test_streamed_events_arrive_in_order_and_add_up_to_the_response(plain):
+    _, client = plain
+    whole = client.responses.create(model="tiny", input="A dog", temperature=0, max_output_tokens=16)
+    events = list(client.responses.create(model="tiny", input="A dog", temperature=0, max_output_tokens=16,
+                                          stream=True))
+    types = [e.type for e in events]
+    assert types[:2] == ["response.created", "response.in_progress"]
+    assert types[-1] in ("response.completed", "response.incomplete")
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert types.index("response.output_item.added") < types.index("response.content_part.added") < \
+        types.index("response.output_text.delta")
+    assert types[-4:-1] == ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    final = events[-1].response
+    assert deltas == whole.output_text == final.output_text
+    assert final.id == events[0].response.id and final.status == whole.status
+    assert final.usage.output_tokens == whole.usage.output_tokens
+
+
+def test_function_calls_validate_and_round_trip_as_input(served):
+    _, client = served
+    for seed in range(3):
+        r = client.responses.create(model="tiny", input="Weather?", tools=TOOLS, tool_choice="required",
+                                    parallel_tool_calls=False, temperature=1.0, extra_body={"seed": seed})
+        calls = [item for item in r.output if item.type == "function_call"]
+        assert len(calls) == 1, r.output
+        call = calls[0]
+        assert call.name == "weather" and call.call_id and call.status == "completed"
+        jsonschema.validate(json.loads(call.arguments), WEATHER)
+        assert r.status == "completed"
+    # The call and its output, sent back as input items, are the tool turn of the next request.
+    follow = [{"role": "user", "content": "Weather?"},
+              {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
+              {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 21 C"}]
+    r2 = client.responses.create(model="tiny", input=follow, tools=TOOLS, tool_choice="none", temperature=0,
+                                 max_output_tokens=8, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    messages = [{"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": call.call_id, "type": "function",
+                     "function": {"name": call.name, "arguments": call.arguments}}]},
+                {"role": "tool", "tool_call_id": call.call_id, "content": "Sunny, 21 C"}]
+    chat = client.chat.completions.create(model="tiny", messages=messages, tools=[CHAT_TOOL], tool_choice="none",
+                                          temperature=0, max_tokens=8,
+                                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    assert r2.usage.input_tokens == chat.usage.prompt_tokens
+    assert r2.output_text == chat.choices[0].message.content
+    assert all(item.type == "message" for item in r2.output)
+
+
+def test_streamed_function_call_arguments_add_up(served):
+    _, client = served
+    events = list(client.responses.create(model="tiny", input="Weather?", tools=TOOLS, tool_choice="required",
+                                          parallel_tool_calls=False, temperature=1.0, stream=True,
+                                          extra_body={"seed": 3}))
+    added = [e for e in events if e.type == "response.output_item.added" and e.item.type == "function_call"]
+    assert len(added) == 1 and added[0].item.name == "weather"
+    args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    done = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert len(done) == 1 and done[0].arguments == args
+    jsonschema.validate(json.loads(args), WEATHER)
+    assert events[-1].type == "response.completed"
+    assert [i.arguments for i in events[-1].response.output if i.type == "function_call"] == [args]
+
+
+def test_text_format_json_schema_is_followed(plain):
+    _, client = plain
+    schema = {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 120},
+                                               "adult": {"type": "boolean"}},
+              "required": ["age", "adult"], "additionalProperties": False}
+    for seed in range(3):
+        r = client.responses.create(model="tiny", input="A person:", temperature=1.0, max_output_tokens=200,
+                                    text={"format": {"type": "json_schema", "name": "person", "schema": schema,
+                                                     "strict": True}},
+                                    extra_body={"seed": seed})
+        assert r.status == "completed", r.output_text
+        jsonschema.validate(json.loads(r.output_text), schema)
+        assert r.text.format.type == "json_schema"
+
+
+@pytest.mark.parametrize("extra,named", [
+    ({"previous_response_id": "resp_0"}, "previous_response_id"),
+    ({"store": True}, "store"),
+    ({"background": True}, "background"),
+    ({"tools": [{"type": "web_search"}]}, "web_search"),
+    ({"input": [{"type": "image_generation_call", "id": "x"}]}, "image_generation_call"),
+    ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input_image"),
+    ({"text": {"format": {"type": "xml"}}}, "text.format.type"),
+    ({"frobnicate": 1}, "frobnicate"),
+])
+def test_what_is_not_served_is_refused_by_name(served, extra, named):
+    server, client = served
+    body = {"model": "tiny", "input": "Hi", **extra}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.post("/responses", body=body, cast_to=object)
+    assert named in str(e.value)
+    assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
+
+
+def test_the_agents_sdk_runs_a_tool_through_the_server(served):
+    agents = pytest.importorskip("agents", reason="the openai-agents package is not installed")
+    pydantic = pytest.importorskip("pydantic")
+    _, client = served
+    agents.set_tracing_disabled(True)
+    seen = []
+
+    @agents.function_tool
+    def forecast(days: Annotated[int, pydantic.Field(ge=1, le=7)]) -> str:
+        """The weather for some days."""
+        seen.append(days)
+        return f"sunny for {days} days"
+
+    async_client = openai.AsyncOpenAI(base_url=client.base_url, api_key="unused")
+    agent = agents.Agent(name="forecaster", instructions="Use the tool.", tools=[forecast],
+                         model=agents.OpenAIResponsesModel(model="tiny", openai_client=async_client),
+                         model_settings=agents.ModelSettings(
+                             tool_choice="required", temperature=0, parallel_tool_calls=False, max_tokens=120,
+                             extra_body={"chat_template_kwargs": {"enable_thinking": False}}),
+                         tool_use_behavior="stop_on_first_tool")
+    result = agents.Runner.run_sync(agent, "Weather in Paris?", max_turns=2)
+    assert len(seen) == 1 and 1 <= seen[0] <= 7
+    assert result.final_output == f"sunny for {seen[0]} days"
