@@ -1,6 +1,7 @@
 // Regex parsing (recursive descent over the pattern) straight into grammar rules.
 #include "engine/structured/regex.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
@@ -222,7 +223,8 @@ class Parser {
   // The UTF-8 character at i_ (consumed).
   std::string Utf8At() {
     const auto lead = static_cast<uint8_t>(p_[i_]);
-    const size_t n = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    // A sequence cut short by the end of the pattern is taken as far as it goes.
+    const size_t n = std::min<size_t>(lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2, p_.size() - i_);
     std::string s(p_.substr(i_, n));
     i_ += n;
     return s;
