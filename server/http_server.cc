@@ -75,14 +75,19 @@ class Channel : public std::enable_shared_from_this<Channel> {
 
 using Request = http::request<http::string_body>;
 
-http::response<http::string_body> JsonResponse(const Request& req, http::status status, const json& body) {
+// `body`: JSON text.
+http::response<http::string_body> JsonTextResponse(const Request& req, http::status status, std::string body) {
   http::response<http::string_body> res{status, req.version()};
   res.set(http::field::server, "latentserve");
   res.set(http::field::content_type, "application/json");
   res.keep_alive(req.keep_alive());
-  res.body() = body.dump();
+  res.body() = std::move(body);
   res.prepare_payload();
   return res;
+}
+
+http::response<http::string_body> JsonResponse(const Request& req, http::status status, const json& body) {
+  return JsonTextResponse(req, status, body.dump());
 }
 
 ApiError Err(int status, std::string message, std::string param = "", std::string type = "invalid_request_error") {
@@ -375,7 +380,7 @@ class Session {
       http::response<http::string_body> res = ErrorResponse(req, err);
       co_return co_await Write(std::move(res));
     }
-    std::string id = responses ? NewResponseId() : ctx_->NewRequestId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+    std::string id = ctx_->NewRequestId(responses ? "resp_" : endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
     Generation g(std::move(*parsed), std::move(id), co_await net::this_coro::executor, std::move(responses));
     if (g.responses) g.tally.log.endpoint = "responses";
     if (std::optional<ApiError> refused = Submit(g)) {
@@ -485,11 +490,11 @@ class Session {
     co_return ok;
   }
 
-  // The body of a whole reply: a chat or text completion, or a Response.
-  json ReplyBody(const Generation& g, const std::vector<Choice>& choices) const {
+  // The text of a whole reply: a chat or text completion, or a Response (its fields in their order).
+  std::string ReplyBody(const Generation& g, const std::vector<Choice>& choices) const {
     if (g.responses)
-      return json::parse(ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage).dump());
-    return CompletionBody(g.r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_);
+      return ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage).dump();
+    return CompletionBody(g.r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_).dump();
   }
 
   std::vector<ChoiceStream> ChoiceStreams(const Generation& g) const {
@@ -543,7 +548,7 @@ class Session {
       co_return co_await Write(std::move(res));
     }
     g.tally.log.status = "200";
-    http::response<http::string_body> res = JsonResponse(req, http::status::ok, ReplyBody(g, choices));
+    http::response<http::string_body> res = JsonTextResponse(req, http::status::ok, ReplyBody(g, choices));
     co_return co_await Write(std::move(res));
   }
 

@@ -1,10 +1,7 @@
 // Responses API: requests to chat requests, chat replies to Response objects and events.
 #include "server/responses_api.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 namespace ls::server {
 namespace {
@@ -125,11 +122,6 @@ bool Messages(const ojson& input, ojson* messages, ApiError* error) {
     }
   }
   return true;
-}
-
-std::string RandomHex() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  return absl::StrFormat("%016x%016x", rng(), rng());
 }
 
 ojson UsageJson(const Usage& u) {
@@ -319,8 +311,6 @@ ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t c
   const bool incomplete = reply.finish == FinishReason::kLength && !reply.tool_calls_made;
   return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
 }
-
-std::string NewResponseId() { return "resp_" + RandomHex(); }
 
 ResponseEvents::ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model)
     : req_(req), id_(std::move(id)), model_(std::move(model)), created_(created) {}

@@ -25,8 +25,6 @@ struct ResponsesRequest {
   bool stream = false;
 };
 
-// A fresh response id ("resp_" and 32 hex digits).
-std::string NewResponseId();
 // Reads a /v1/responses body; false with *error naming the field (as the chat fields' errors do).
 std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ApiError* error);
 
