@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/structured/regex.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace ls::structured {
 namespace {
@@ -269,17 +270,7 @@ class Parser {
             const char h = t_[i_++];
             cp = cp * 16 + (h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
           }
-          // UTF-8 of the code point.
-          if (cp < 0x80) {
-            bytes += static_cast<char>(cp);
-          } else if (cp < 0x800) {
-            bytes += static_cast<char>(0xC0 | (cp >> 6));
-            bytes += static_cast<char>(0x80 | (cp & 0x3F));
-          } else {
-            bytes += static_cast<char>(0xE0 | (cp >> 12));
-            bytes += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            bytes += static_cast<char>(0x80 | (cp & 0x3F));
-          }
+          tok::AppendUtf8(cp, &bytes);
           break;
         }
         default:

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace ls::structured {
 namespace {
@@ -45,21 +46,7 @@ ByteSet AsciiAll() {
 
 std::string Utf8(uint32_t cp) {
   std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  tok::AppendUtf8(cp, &s);
   return s;
 }
 
@@ -84,15 +71,15 @@ class Parser {
   absl::StatusOr<Symbol> Parse() {
     if (!p_.empty() && p_[0] == '^') ++i_;
     auto alts = Alternation();
+    if (error_.empty() && i_ != p_.size()) Fail(absl::StrCat("unexpected '", std::string(1, p_[i_]), "'"));
     if (!error_.empty()) return absl::InvalidArgumentError(error_);
-    if (i_ != p_.size()) return Fail(absl::StrCat("unexpected '", std::string(1, p_[i_]), "'"));
     return b_.OneOf(alts, "regex");
   }
 
  private:
-  absl::Status Fail(const std::string& what) {
+  // Records the first error; parsing unwinds on it (Done()).
+  void Fail(const std::string& what) {
     if (error_.empty()) error_ = absl::StrCat("regex ", Quoted(), ": ", what, " at offset ", i_);
-    return absl::InvalidArgumentError(error_);
   }
   std::string Quoted() const { return absl::StrCat("'", std::string(p_.substr(0, 200)), "'"); }
   bool Done() const { return i_ >= p_.size() || !error_.empty(); }
