@@ -395,16 +395,24 @@ class Compiler {
       return Format(s["format"].get<std::string>(), where);
     }
     int64_t min = 0, max = -1;
-    for (const char* k : {"minLength", "maxLength"}) {
+    if (!CountBounds(s, "minLength", "maxLength", where, &min, &max)) return b_.Byte('"');
+    if (max >= 0 && max < min) Fail(where, "'maxLength' is below 'minLength'");
+    return AnyString(min, max);
+  }
+
+  // A count's bounds (minLength/maxLength, minItems/maxItems): each, where present, a non-negative
+  // integer into *min or *max; false, failing, when one is not.
+  bool CountBounds(const json& s, const char* min_key, const char* max_key, const std::string& where, int64_t* min,
+                   int64_t* max) {
+    for (const auto& [k, out] : {std::pair{min_key, min}, std::pair{max_key, max}}) {
       if (!s.contains(k)) continue;
       if (!s[k].is_number_integer() || s[k].get<int64_t>() < 0) {
         Fail(where, absl::StrCat("'", k, "' must be a non-negative integer"));
-        return b_.Byte('"');
+        return false;
       }
-      (std::string(k) == "minLength" ? min : max) = s[k].get<int64_t>();
+      *out = s[k].get<int64_t>();
     }
-    if (max >= 0 && max < min) Fail(where, "'maxLength' is below 'minLength'");
-    return AnyString(min, max);
+    return true;
   }
 
   Symbol Literal(const json& v) { return b_.OneOf({b_.Literal(v.dump())}, "literal"); }
@@ -431,14 +439,7 @@ class Compiler {
       item = Node(json::object(), where + "/items");
     }
     int64_t min = 0, max = -1;
-    for (const char* k : {"minItems", "maxItems"}) {
-      if (!s.contains(k)) continue;
-      if (!s[k].is_number_integer() || s[k].get<int64_t>() < 0) {
-        Fail(where, absl::StrCat("'", k, "' must be a non-negative integer"));
-        return b_.Byte('[');
-      }
-      (std::string(k) == "minItems" ? min : max) = s[k].get<int64_t>();
-    }
+    if (!CountBounds(s, "minItems", "maxItems", where, &min, &max)) return b_.Byte('[');
     if (s.contains("uniqueItems") && s["uniqueItems"] == true) Fail(where, "'uniqueItems' is not supported");
     if (!error_.ok()) return b_.Byte('[');
     if (!more) max = max < 0 ? static_cast<int64_t>(prefix.size()) : std::min<int64_t>(max, prefix.size());
