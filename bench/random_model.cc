@@ -47,7 +47,14 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
     const std::string p = absl::StrCat("model.layers.", i, ".");
     ones(p + "input_layernorm.weight", s.d);
     ones(p + "post_attention_layernorm.weight", s.d);
-    if (s.kda) {
+    const bool kda_full = s.kda && s.full_attn_every > 0 && (i + 1) % s.full_attn_every == 0;
+    if (kda_full) {  // Kimi-Linear's MLA layers: the config's latent 32, 16-wide heads
+      lin(p + "self_attn.q_proj.weight", s.heads * 32, s.d);
+      lin(p + "self_attn.kv_a_proj_with_mqa.weight", 32 + 16, s.d);
+      ones(p + "self_attn.kv_a_layernorm.weight", 32);
+      lin(p + "self_attn.kv_b_proj.weight", s.heads * 32, 32);
+      lin(p + "self_attn.o_proj.weight", s.d, s.heads * 16);
+    } else if (s.kda) {
       const int C = s.heads * s.head_dim;
       for (const char* n : {"q", "k", "v"}) {
         lin(p + "self_attn." + n + "_proj.weight", C, s.d);
@@ -148,9 +155,10 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
          {"eos_token_id", 2}};
   }
   if (s.kda) {
-    // Kimi-Linear's schema with every layer KDA (kda_layers 1..L), no dense layers.
-    std::vector<int> kda_layers;
-    for (int i = 1; i <= s.layers; ++i) kda_layers.push_back(i);
+    // Kimi-Linear's schema (layers numbered from 1), no dense layers.
+    std::vector<int> kda_layers, full_layers;
+    for (int i = 1; i <= s.layers; ++i)
+      (s.full_attn_every > 0 && i % s.full_attn_every == 0 ? full_layers : kda_layers).push_back(i);
     c = {{"architectures", {"KimiLinearForCausalLM"}},
          {"model_type", "kimi_linear"},
          {"vocab_size", s.vocab},
@@ -164,7 +172,7 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
          {"qk_rope_head_dim", 16},
          {"v_head_dim", 16},
          {"linear_attn_config",
-          {{"kda_layers", kda_layers}, {"full_attn_layers", std::vector<int>{}}, {"num_heads", s.heads},
+          {{"kda_layers", kda_layers}, {"full_attn_layers", full_layers}, {"num_heads", s.heads},
            {"head_dim", s.head_dim}, {"short_conv_kernel_size", 4}}},
          {"rms_norm_eps", 1e-6},
          {"model_max_length", 8192},

@@ -17,9 +17,11 @@ struct RandomModelSpec {
   bool situ = true, sigmoid = true, expert_output_norm = true;
   // MLA (a DeepseekV3ForCausalLM directory; plain MoE, SiLU, sigmoid router, the heads above):
   int mla_latent = 0, mla_rope = 32, mla_nope = 64, mla_v = 64;
-  // KDA on every layer (a KimiLinearForCausalLM directory; plain MoE as for MLA): heads of
-  // head_dim, a short convolution of 4.
+  // KDA (a KimiLinearForCausalLM directory; plain MoE as for MLA): heads of head_dim, a short
+  // convolution of 4; on every layer, or with full_attn_every N on all but every Nth, which is
+  // MLA attention as Kimi-Linear has it (3 KDA : 1 MLA is N = 4).
   bool kda = false;
+  int full_attn_every = 0;
   // The routed experts stored as compressed-tensors mxfp4-pack-quantized (random E2M1 codes, E8M0
   // scales per 32), with its quantization_config; this project's format only.
   bool mxfp4_experts = false;

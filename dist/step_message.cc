@@ -54,6 +54,12 @@ void PutBatch(ByteWriter& w, const StepBatch& b) {
     w.Put<uint8_t>(static_cast<uint8_t>((s.all_logits ? 1 : 0) | (s.want_logits ? 2 : 0)));
     w.Put<int32_t>(s.state_slot);
   }
+  w.Put<uint64_t>(b.copies.size());
+  for (const CacheCopy& c : b.copies) {
+    w.Put<uint8_t>(static_cast<uint8_t>(c.kind));
+    w.Put<int32_t>(c.src);
+    w.Put<int32_t>(c.dst);
+  }
 }
 
 StepBatch GetBatch(ByteReader& r) {
@@ -76,6 +82,17 @@ StepBatch GetBatch(ByteReader& r) {
     b.seqs.push_back(std::move(s));
   }
   if (r.ok() && counted != static_cast<int64_t>(b.tokens.size())) r.Fail("sequence token counts that do not add up");
+  const uint64_t copies = r.Get<uint64_t>("batch copy count");
+  if (r.ok() && copies > (1u << 24)) r.Fail("more cache copies than a step makes");
+  for (uint64_t i = 0; i < copies && r.ok(); ++i) {
+    CacheCopy c;
+    const uint8_t kind = r.Get<uint8_t>("cache copy kind");
+    c.src = r.Get<int32_t>("cache copy source");
+    c.dst = r.Get<int32_t>("cache copy destination");
+    if (kind > CacheCopy::kBlock || c.src < 0 || c.dst < 0) r.Fail("a cache copy of an unknown kind or a negative id");
+    c.kind = static_cast<CacheCopy::Kind>(kind);
+    b.copies.push_back(c);
+  }
   return b;
 }
 

@@ -12,7 +12,8 @@ BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_p
       prefix_caching_(enable_prefix_caching),
       blocks_(num_blocks),
       free_(std::max(num_pools, 1)),
-      evictable_(std::max(num_pools, 1)) {
+      evictable_(std::max(num_pools, 1)),
+      held_only_(std::max(num_pools, 1), 0) {
   const int32_t pools = static_cast<int32_t>(free_.size());
   const int32_t per_pool = num_blocks / pools;
   for (int32_t p = 0; p < pools; ++p) {
@@ -59,6 +60,11 @@ int32_t BlockManager::TakeBlock(int32_t pool) {
     b = evictable_[pool].front();
     evictable_[pool].pop_front();
     cache_.erase(blocks_[b].hash);
+    for (auto [it, end] = children_.equal_range(blocks_[b].parent); it != end; ++it)
+      if (it->second == b) {
+        children_.erase(it);
+        break;
+      }
     blocks_[b].cached = false;
     blocks_[b].tokens.clear();
   } else {
@@ -68,10 +74,37 @@ int32_t BlockManager::TakeBlock(int32_t pool) {
   return b;
 }
 
+int32_t BlockManager::num_held_only() const {
+  int32_t n = 0;
+  for (int32_t h : held_only_) n += h;
+  return n;
+}
+
+void BlockManager::ChangeRefs(int32_t b, int32_t dref, int32_t dholds) {
+  Block& blk = blocks_[b];
+  const bool was = blk.ref > 0 && blk.ref == blk.holds;
+  blk.ref += dref;
+  blk.holds += dholds;
+  const bool is = blk.ref > 0 && blk.ref == blk.holds;
+  held_only_[b / pool_blocks()] += static_cast<int32_t>(is) - static_cast<int32_t>(was);
+}
+
+void BlockManager::Hold(int32_t b) {
+  assert(blocks_[b].ref > 0);
+  ChangeRefs(b, 1, 1);
+}
+
+void BlockManager::Unhold(int32_t b) {
+  assert(blocks_[b].holds > 0);
+  ChangeRefs(b, 0, -1);
+  Release(b);
+}
+
 void BlockManager::Release(int32_t b) {
   Block& blk = blocks_[b];
   assert(blk.ref > 0);
-  if (--blk.ref > 0) return;
+  ChangeRefs(b, -1, 0);
+  if (blk.ref > 0) return;
   const int32_t pool = b / pool_blocks();
   if (blk.cached) {
     evictable_[pool].push_back(b);
@@ -81,29 +114,61 @@ void BlockManager::Release(int32_t b) {
   }
 }
 
-int32_t BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, BlockTable* table) {
-  assert(table->blocks.empty());
-  if (!prefix_caching_) return 0;
-  const int32_t n = static_cast<int32_t>(tokens.size());
-  // Full blocks that end before the last token.
-  const int32_t max_blocks = (n - 1) / block_size_;
-  queried_tokens_ += n;
-  uint64_t parent = PoolSeed(table->pool);
-  for (int32_t i = 0; i < max_blocks; ++i) {
+std::vector<uint64_t> BlockManager::CachedPrefix(const std::vector<int32_t>& tokens, int32_t pool) const {
+  std::vector<uint64_t> hashes;
+  if (!prefix_caching_) return hashes;
+  const int32_t full = static_cast<int32_t>(tokens.size()) / block_size_;
+  uint64_t parent = PoolSeed(pool);
+  for (int32_t i = 0; i < full; ++i) {
     const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
     const uint64_t h = ChainHash(parent, t, block_size_);
     auto it = cache_.find(h);
-    if (it == cache_.end() || it->second / pool_blocks() != table->pool) break;
-    Block& blk = blocks_[it->second];
+    if (it == cache_.end() || it->second / pool_blocks() != pool) break;
+    const Block& blk = blocks_[it->second];
     if (!std::equal(blk.tokens.begin(), blk.tokens.end(), t)) break;  // hash collision
-    if (blk.ref++ == 0) evictable_[table->pool].erase(blk.lru);
-    table->blocks.push_back(it->second);
-    table->hashes.push_back(h);
+    hashes.push_back(h);
     parent = h;
   }
-  const int32_t hit = static_cast<int32_t>(table->blocks.size()) * block_size_;
-  hit_tokens_ += hit;
-  return hit;
+  return hashes;
+}
+
+void BlockManager::AcquireBlocks(const std::vector<uint64_t>& cached, int32_t num_blocks, BlockTable* table) {
+  assert(table->blocks.empty() && num_blocks <= static_cast<int32_t>(cached.size()));
+  for (int32_t i = 0; i < num_blocks; ++i) {
+    const int32_t b = cache_.at(cached[i]);
+    Block& blk = blocks_[b];
+    if (blk.ref == 0) evictable_[table->pool].erase(blk.lru);
+    ChangeRefs(b, 1, 0);
+    table->blocks.push_back(b);
+    table->hashes.push_back(cached[i]);
+  }
+}
+
+int32_t BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, BlockTable* table) {
+  if (!prefix_caching_) return 0;
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  const std::vector<uint64_t> cached = CachedPrefix(tokens, table->pool);
+  // Full blocks that end before the last token.
+  const int32_t blocks = std::min<int32_t>(static_cast<int32_t>(cached.size()), (n - 1) / block_size_);
+  AcquireBlocks(cached, blocks, table);
+  RecordLookup(n, static_cast<int64_t>(blocks) * block_size_);
+  return blocks * block_size_;
+}
+
+int32_t BlockManager::CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool,
+                                   const std::vector<uint64_t>& cached) const {
+  const int32_t k = static_cast<int32_t>(cached.size());
+  const int32_t start = k * block_size_;
+  const int32_t rest = std::min<int32_t>(block_size_, static_cast<int32_t>(tokens.size()) - start);
+  int32_t best = 0;
+  for (auto [it, end] = children_.equal_range(PrefixHash(pool, cached, k)); it != end; ++it) {
+    if (it->second / pool_blocks() != pool) continue;
+    const std::vector<int32_t>& t = blocks_[it->second].tokens;
+    const int32_t same = static_cast<int32_t>(
+        std::mismatch(t.begin(), t.begin() + rest, tokens.begin() + start).first - t.begin());
+    best = std::max(best, same);
+  }
+  return start + best;
 }
 
 int32_t BlockManager::BlocksNeeded(const BlockTable& table, int32_t num_tokens) const {
@@ -130,6 +195,8 @@ void BlockManager::CommitFullBlocks(const std::vector<int32_t>& tokens, int32_t 
     if (blk.cached || cache_.count(h)) continue;  // an identical block is already cached
     blk.cached = true;
     blk.hash = h;
+    blk.parent = parent;
+    children_.emplace(parent, table->blocks[i]);
     blk.tokens.assign(t, t + block_size_);
     cache_[h] = table->blocks[i];
   }

@@ -42,6 +42,36 @@ class BlockManager {
   // prefix of `tokens`, never covering the last token (its logits must be computed). Returns
   // the number of tokens whose KV is now present.
   int32_t AcquirePrefix(const std::vector<int32_t>& tokens, BlockTable* table);
+
+  // The pieces of AcquirePrefix, for callers that decide how much of a cached prefix to take (a
+  // model with recurrent state resumes only where a state snapshot exists):
+  // the chain hashes of the cached full blocks that start `tokens` in `pool` (looked up only);
+  std::vector<uint64_t> CachedPrefix(const std::vector<int32_t>& tokens, int32_t pool) const;
+  // the chain hash of the first `num_blocks` of them (the pool's seed for none);
+  uint64_t PrefixHash(int32_t pool, const std::vector<uint64_t>& cached, int32_t num_blocks) const {
+    return num_blocks == 0 ? PoolSeed(pool) : cached[num_blocks - 1];
+  }
+  // takes the first `num_blocks` of them into an empty table;
+  void AcquireBlocks(const std::vector<uint64_t>& cached, int32_t num_blocks, BlockTable* table);
+  // and counts a lookup in the statistics.
+  void RecordLookup(int64_t queried_tokens, int64_t hit_tokens) {
+    queried_tokens_ += queried_tokens;
+    hit_tokens_ += hit_tokens;
+  }
+  // How many leading tokens of `tokens` some cached chain of `pool` shares: the cached full blocks
+  // (`cached`) and the longest common start with a cached block that follows them.
+  int32_t CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool, const std::vector<uint64_t>& cached) const;
+  // One more holder of a block in use (a state snapshot keeps the block its position falls in),
+  // and the release of that hold.
+  void Hold(int32_t block);
+  void Unhold(int32_t block);
+  // Blocks of `pool` that only holds keep (given back when a sequence needs them): in use by no sequence.
+  int32_t num_held_only(int32_t pool) const { return held_only_[pool]; }
+  int32_t num_held_only() const;
+  // The chain hash of a table's first `num_blocks` blocks, once committed.
+  uint64_t TableHash(const BlockTable& table, int32_t num_blocks) const {
+    return num_blocks == 0 ? PoolSeed(table.pool) : table.hashes[num_blocks - 1];
+  }
   // Blocks to add so the table holds `num_tokens` tokens.
   int32_t BlocksNeeded(const BlockTable& table, int32_t num_tokens) const;
   // Grows the table to hold `num_tokens` tokens; false, changing nothing, if blocks run out.
@@ -60,8 +90,10 @@ class BlockManager {
  private:
   struct Block {
     int32_t ref = 0;
+    int32_t holds = 0;         // of `ref`, holds (Hold) rather than tables
     bool cached = false;       // registered in cache_ under `hash`
     uint64_t hash = 0;
+    uint64_t parent = 0;          // the chain hash of the blocks before it
     std::vector<int32_t> tokens;  // the block's tokens, to confirm hash hits
     std::list<int32_t>::iterator lru;  // position in evictable_ when ref == 0 && cached
   };
@@ -70,6 +102,8 @@ class BlockManager {
   static uint64_t PoolSeed(int32_t pool);
   int32_t TakeBlock(int32_t pool);  // a fresh block (evicting the LRU cached one if needed); -1 if none
   void Release(int32_t b);
+  // A change of a block's references by `dref`, `dholds` of them holds, keeping held_only_ right.
+  void ChangeRefs(int32_t b, int32_t dref, int32_t dholds);
 
   int32_t num_blocks_;
   int32_t block_size_;
@@ -77,7 +111,9 @@ class BlockManager {
   std::vector<Block> blocks_;
   std::vector<std::vector<int32_t>> free_;       // [pools] unreferenced, uncached
   std::vector<std::list<int32_t>> evictable_;    // [pools] unreferenced, cached; front = least recently used
+  std::vector<int32_t> held_only_;               // [pools] blocks referenced by holds alone
   std::unordered_map<uint64_t, int32_t> cache_;  // chain hash -> block
+  std::unordered_multimap<uint64_t, int32_t> children_;  // parent chain hash -> cached blocks after it
   int64_t queried_tokens_ = 0;
   int64_t hit_tokens_ = 0;
 };

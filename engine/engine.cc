@@ -15,6 +15,8 @@ namespace ls {
 namespace {
 
 // The error of requests the server itself cancels as it stops.
+// State snapshots per rank at most, whatever the budget: past a few thousand the hit rate no longer grows.
+constexpr size_t kMaxSnapshotSlots = 4096;
 constexpr const char* kShutdownReason = "the server is shutting down and cancelled the request";
 
 }  // namespace
@@ -68,19 +70,28 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   config.kv_cache_dtype = *kv_dtype;
   if (config.scheduler.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be at least 1");
   // Models with recurrent layers keep a state slot per running sequence, paid out of the same
-  // budget first; and no prefix caching (a cached prefix's KV would come without its state).
+  // budget first, then the prefix cache's state snapshots.
   const std::vector<KvLayerSpec> layout = model->kv_layout();
   const size_t slot_bytes = KvCache::BytesPerStateSlot(layout);
   const int32_t slots = slot_bytes > 0 ? config.scheduler.max_num_seqs : 0;
-  if (slots > 0) config.enable_prefix_caching = false;
+  if (config.state_snapshot_interval < 0 || config.state_snapshot_interval % config.block_size != 0)
+    return absl::InvalidArgumentError(absl::StrCat("state_snapshot_interval must be a multiple of block_size (",
+                                                   config.block_size, "), got ", config.state_snapshot_interval));
+  int32_t snapshots = 0;
+  if (slots > 0 && config.enable_prefix_caching) {
+    const size_t budget = config.state_cache_bytes < 0 ? config.kv_cache_bytes / 4
+                                                       : static_cast<size_t>(config.state_cache_bytes);
+    snapshots = static_cast<int32_t>(std::min<size_t>(budget / slot_bytes, kMaxSnapshotSlots));
+    if (snapshots == 0) config.enable_prefix_caching = false;  // not even one fits: the ready line says so
+  }
   const size_t block_bytes = KvCache::BytesPerBlock(layout, config.block_size, *config.kv_cache_dtype);
   int32_t blocks = config.num_kv_blocks;
   if (blocks <= 0) {
-    const size_t state_bytes = static_cast<size_t>(slots) * slot_bytes;
+    const size_t state_bytes = static_cast<size_t>(slots + snapshots) * slot_bytes;
     if (state_bytes >= config.kv_cache_bytes)
       return absl::InvalidArgumentError(absl::StrCat(
-          "KV cache too small: the recurrent state of max_num_seqs (", slots, ") sequences alone needs ",
-          (state_bytes + (1 << 20) - 1) >> 20, " MiB"));
+          "KV cache too small: the recurrent state of max_num_seqs (", slots, ") sequences and ", snapshots,
+          " prefix-cache snapshots alone needs ", (state_bytes + (1 << 20) - 1) >> 20, " MiB"));
     // A model whose every layer is recurrent keeps no per-token cache: its blocks are bookkeeping only.
     blocks = block_bytes == 0
                  ? static_cast<int32_t>(std::min<int64_t>(
@@ -94,12 +105,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   if (tokenizer && tokenizer->vocab_size() > mc.vocab_size)
     return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
                                                    ") is larger than the model's (", mc.vocab_size, ")"));
-  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots));
+  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots, snapshots));
   auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_, engine->group_);
   if (!balancer.ok()) return balancer.status();
   engine->balancer_ = std::move(*balancer);
   // The other ranks make their caches and install the placement before the first (warm-up) step.
-  const RankCacheSpec spec{blocks, config.block_size, slots, *config.kv_cache_dtype};
+  const RankCacheSpec spec{blocks, config.block_size, slots + snapshots, *config.kv_cache_dtype};
   if (absl::Status st = engine->group_->Start(spec, engine->balancer_->Placements()); !st.ok()) return st;
   engine->balancer_->UpdateRankMemory();
   // The warm-up runs on the loop thread, whose kernel scratch (thread-local) it is meant to size.
@@ -157,7 +168,7 @@ absl::Status Engine::Warmup() {
 }
 
 Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
-               int32_t num_state_slots)
+               int32_t num_state_slots, int32_t num_snapshot_slots)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
@@ -167,14 +178,19 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
                          ? config.max_model_len
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
       cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype,
-             num_state_slots),
+             num_state_slots + num_snapshot_slots),
       blocks_(num_blocks * group_->size(), config.block_size, config.enable_prefix_caching, group_->size()),
       slots_(num_state_slots * group_->size(), group_->size()),
-      scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr),
+      // Snapshot slots follow the running sequences' slots in each rank's cache.
+      snapshots_(&blocks_, num_snapshot_slots, num_state_slots, group_->size(), config.state_snapshot_interval),
+      scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr,
+                 num_snapshot_slots > 0 ? &snapshots_ : nullptr),
       eos_ids_(model->config().eos_token_ids) {
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = blocks_.num_blocks();
     m.state_slots_total = slots_.num_slots();
+    m.snapshot_slots_total = num_snapshot_slots * group_->size();
+    m.snapshot_slot_bytes = static_cast<int64_t>(KvCache::BytesPerStateSlot(model->kv_layout()));
     m.num_ranks = group_->size();
     m.kv_block_size = config.block_size;
     m.num_layers = model->config().num_hidden_layers;
@@ -497,6 +513,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
                         seq->tokens.begin() + seq->num_computed + ss.num_tokens);
     batch.seqs.push_back(std::move(ss));
   }
+  for (const PoolCopy& c : plan.copies) batches[c.pool].copies.push_back(c.copy);
   const auto m0 = Clock::now();
   absl::Status st = group_->Step(batches, cache_, &logits_);
   const auto m1 = Clock::now();
@@ -521,6 +538,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
       metrics_.Update([&](MetricsSnapshot& m) {
         m.queue_time.Observe(std::chrono::duration<double>(t0 - s->arrival).count());
         m.prompt_tokens += s->seq.num_prompt_tokens;
+        if (s->seq.prefix_cached_tokens > 0) ++m.prefix_hit_requests;
       });
       std::lock_guard<std::mutex> lock(mu_);
       --queued_;
@@ -553,10 +571,13 @@ void Engine::UpdateGauges() {
   metrics_.Update([&](MetricsSnapshot& m) {
     m.running = static_cast<int64_t>(scheduler_.num_running());
     m.waiting = static_cast<int64_t>(scheduler_.num_waiting());
-    m.kv_blocks_used = blocks_.num_used();
+    m.kv_blocks_used = blocks_.num_used() - blocks_.num_held_only();  // held by snapshots alone: given back on demand
     m.state_slots_used = slots_.num_used();
     m.prefix_queried_tokens = blocks_.prefix_queried_tokens();
     m.prefix_hit_tokens = blocks_.prefix_hit_tokens();
+    m.snapshots_held = snapshots_.num_held();
+    m.snapshots_taken = snapshots_.num_taken();
+    m.snapshot_evictions = snapshots_.num_evicted();
     m.expert_tokens = model_->expert_token_counts();
     m.device_rows = model_->device_row_counts();
   });

@@ -42,6 +42,12 @@ struct EngineConfig {
   // BF16 for BF16 checkpoints where supported, else float32.
   std::optional<DType> kv_cache_dtype;
   bool enable_prefix_caching = true;
+  // Models with recurrent (KDA) layers cache prefixes with state snapshots (engine/state_snapshots.h):
+  // bytes for them in each rank's cache, out of kv_cache_bytes (< 0: a quarter of it; 0: no prefix
+  // caching for such models), and a snapshot every that many prompt tokens (a multiple of
+  // block_size; 0: only where a prompt leaves the cached prefixes and where it ends).
+  int64_t state_cache_bytes = -1;
+  int32_t state_snapshot_interval = 512;
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
   int32_t max_logprobs = 20;
@@ -108,8 +114,13 @@ class Engine {
   int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
   // Recurrent-state slots (one per running sequence; 0 for models without recurrent layers).
   int32_t num_state_slots() const { return slots_.num_slots(); }
-  // Whether prefix caching is on: as configured, except for models with recurrent layers.
+  // Whether prefix caching is on: as configured, unless a model with recurrent layers has no
+  // room for a single state snapshot.
   bool prefix_caching() const { return config_.enable_prefix_caching; }
+  // State snapshot slots of all ranks together (0 for models without recurrent layers), and the
+  // bytes each takes.
+  int32_t num_snapshot_slots() const { return snapshots_.slots_per_pool() * group_->size(); }
+  size_t snapshot_slot_bytes() const { return KvCache::BytesPerStateSlot(model_->kv_layout()); }
   int32_t kv_block_size() const { return blocks_.block_size(); }
   // Tokens the cache holds: blocks × tokens per block.
   int64_t kv_cache_tokens() const { return static_cast<int64_t>(blocks_.num_blocks()) * blocks_.block_size(); }
@@ -120,9 +131,9 @@ class Engine {
 
  private:
   struct Stream;
-  // num_blocks and num_state_slots: each rank's.
+  // num_blocks, num_state_slots and num_snapshot_slots: each rank's.
   Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
-         int32_t num_state_slots);
+         int32_t num_state_slots, int32_t num_snapshot_slots);
 
   absl::Status Warmup();
   void Loop();
@@ -146,6 +157,7 @@ class Engine {
   KvCache cache_;
   BlockManager blocks_;
   StateSlots slots_;
+  StateSnapshots snapshots_;
   Scheduler scheduler_;
   EngineMetrics metrics_;
   std::vector<int32_t> eos_ids_;

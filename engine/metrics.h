@@ -50,6 +50,11 @@ struct MetricsSnapshot {
   int32_t kv_block_size = 0;  // tokens per block
   int64_t state_slots_used = 0, state_slots_total = 0;  // recurrent-state slots (KDA layers)
   int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;
+  uint64_t prefix_hit_requests = 0;  // requests that found some of their prompt in the prefix cache
+  // The prefix cache's recurrent-state snapshots (models with KDA layers): slots and their size,
+  // snapshots held now, taken and evicted since the start.
+  int64_t snapshot_slots_total = 0, snapshot_slot_bytes = 0, snapshots_held = 0;
+  int64_t snapshots_taken = 0, snapshot_evictions = 0;
   double model_seconds = 0;  // time inside the model's forward
   double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)
   // Structured output: time spent masking logits with grammars and advancing the matchers, and the

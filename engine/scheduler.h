@@ -3,19 +3,28 @@
 // within the token budget, capped by the number of sequences. When KV blocks run out for a
 // decode, the newest running sequence is preempted (its blocks freed; it is recomputed later).
 // With KV blocks in several pools (one per rank of a group of processes), a sequence is admitted
-// into the pool with the fewest running sequences that has room for it, keeps that pool while it
+// into the pool that caches the longest start of its prompt, then the one with the fewest running
+// sequences, among those with room for it; keeps that pool while it
 // runs, and a decode short of blocks preempts the newest sequence of its own pool.
+// For models with recurrent state (given StateSnapshots), a waiting sequence resumes from the
+// deepest state snapshot of its prompt, prefill chunks end at the positions where snapshots are
+// due (every interval, the prompt's branch point from the cached prefixes, its end), and the plan
+// carries the cache copies that take and restore snapshots. Snapshots holding KV blocks give them
+// back before a running sequence is preempted or a waiting one stalls for blocks.
 // Returns a plan; knows nothing of kernels or models. Not thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "engine/block_manager.h"
 #include "engine/sequence.h"
 #include "engine/state_slots.h"
+#include "engine/state_snapshots.h"
+#include "models/step_batch.h"
 
 namespace ls {
 
@@ -30,8 +39,15 @@ struct ScheduledSeq {
   bool sample;         // the step reaches the end of the sequence: sample its next token
 };
 
+// A cache copy for the cache of one pool, in that cache's own block and slot numbers.
+struct PoolCopy {
+  int32_t pool = 0;
+  CacheCopy copy;
+};
+
 struct SchedulerPlan {
   std::vector<ScheduledSeq> items;  // decodes first, then prefill chunks
+  std::vector<PoolCopy> copies;     // to make before the step, in order
   std::vector<Sequence*> preempted;
   int32_t num_tokens = 0;
   bool empty() const { return items.empty(); }
@@ -39,14 +55,17 @@ struct SchedulerPlan {
 
 class Scheduler {
  public:
-  // `slots` (null for models without recurrent state) gives every running sequence a state slot.
-  Scheduler(SchedulerConfig config, BlockManager* blocks, StateSlots* slots = nullptr);
+  // `slots` (null for models without recurrent state) gives every running sequence a state slot;
+  // `snapshots` (null: no prefix caching for such models) keeps their states at cached prefixes.
+  Scheduler(SchedulerConfig config, BlockManager* blocks, StateSlots* slots = nullptr,
+            StateSnapshots* snapshots = nullptr);
 
   // Queues a sequence (status kWaiting, empty block table).
   void Add(Sequence* seq);
   SchedulerPlan Schedule();
-  // After the model ran the plan: advances each sequence's computed count and commits its full
-  // blocks to the prefix cache. Sampled tokens are appended by the caller afterwards.
+  // After the model ran the plan: advances each sequence's computed count, commits its full
+  // blocks to the prefix cache and takes the state snapshots due (their copies ride on the next
+  // plan). Sampled tokens are appended by the caller afterwards.
   void OnStepDone(const SchedulerPlan& plan);
   // Removes a sequence wherever it is and frees its blocks (finish, cancel, error).
   void Remove(Sequence* seq);
@@ -68,12 +87,27 @@ class Scheduler {
   // The newest running sequence whose blocks are in `pool`.
   Sequence* NewestRunningIn(int32_t pool) const;
   void ReleaseSlot(Sequence* seq);
+  // Takes what the prefix cache holds of a sequence with an empty table; with snapshots, returns
+  // the one it resumes from (its copies are due once the sequence has its blocks and slot).
+  std::optional<SnapshotHit> AcquireCachedPrefix(Sequence* seq);
+  void AddRestoreCopies(const Sequence& seq, const SnapshotHit& hit, SchedulerPlan* plan) const;
+  // Tokens from the sequence's computed count to its next snapshot position (no limit without one).
+  int32_t ToNextSnapshot(const Sequence& seq) const;
+  void TakeSnapshot(Sequence* seq);
+  // Grows a table, first taking back blocks held by snapshots of its pool when none are free.
+  bool EnsureCapacity(Sequence* seq, int32_t num_tokens);
+  // Blocks a sequence of `pool` can get: free, cached and unused, or held by snapshots alone.
+  int32_t Available(int32_t pool) const { return blocks_->num_available(pool) + blocks_->num_held_only(pool); }
+  int32_t LocalSlot(const Sequence& seq) const { return seq.state_slot - seq.table.pool * slots_->pool_slots(); }
+  int32_t LocalBlock(int32_t block) const { return block % blocks_->pool_blocks(); }
   void ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* plan);
   void AdmitWaiting(int32_t* budget, SchedulerPlan* plan);
 
   SchedulerConfig config_;
   BlockManager* blocks_;
   StateSlots* slots_;
+  StateSnapshots* snapshots_;
+  std::vector<PoolCopy> pending_copies_;  // snapshots taken after the last step, made before the next
   std::set<Sequence*, WaitingOrder> waiting_;
   std::vector<Sequence*> running_;  // admission order: newest at the back
   int64_t num_preemptions_ = 0;

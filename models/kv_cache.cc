@@ -1,6 +1,9 @@
 // KvCache allocation and the choice of its element type.
 #include "models/kv_cache.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace ls {
@@ -42,7 +45,8 @@ size_t KvCache::BytesPerStateSlot(const std::vector<KvLayerSpec>& layers) {
 
 KvCache::KvCache(Backend* backend, std::vector<KvLayerSpec> layers, int32_t num_blocks, int32_t block_size,
                  DType dtype, int32_t num_state_slots)
-    : layers_(std::move(layers)),
+    : backend_(backend),
+      layers_(std::move(layers)),
       num_blocks_(num_blocks),
       block_size_(block_size),
       dtype_(dtype),
@@ -54,6 +58,42 @@ KvCache::KvCache(Backend* backend, std::vector<KvLayerSpec> layers, int32_t num_
     const size_t state = static_cast<size_t>(num_state_slots) * l.state_floats * sizeof(float);
     state_.push_back(state > 0 ? DeviceBuffer(backend, state) : DeviceBuffer(backend));
   }
+}
+
+void KvCache::CopyBytes(void* dst, const void* src, size_t bytes) {
+  if (bytes % sizeof(float) == 0) {
+    backend_->Copy(static_cast<float*>(dst), static_cast<const float*>(src), static_cast<int64_t>(bytes / sizeof(float)));
+    return;
+  }
+  std::vector<char> host(bytes);  // an odd byte count (never with even head widths): through the host
+  backend_->CopyToHost(host.data(), src, bytes);
+  backend_->CopyToDevice(dst, host.data(), bytes);
+}
+
+absl::Status KvCache::Copy(const CacheCopy& c) {
+  const int32_t limit = c.kind == CacheCopy::kState ? num_state_slots_ : num_blocks_;
+  const char* what = c.kind == CacheCopy::kState ? "state slot" : "KV block";
+  if (c.src < 0 || c.src >= limit || c.dst < 0 || c.dst >= limit)
+    return absl::InvalidArgumentError(absl::StrCat("cache copy: ", what, " ", c.src, " -> ", c.dst, " out of range (",
+                                                   limit, ")"));
+  if (c.src == c.dst) return absl::OkStatus();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (c.kind == CacheCopy::kState) {
+      const size_t bytes = static_cast<size_t>(layers_[i].state_floats) * sizeof(float);
+      if (bytes == 0) continue;
+      char* base = static_cast<char*>(state_[i].data());
+      CopyBytes(base + c.dst * bytes, base + c.src * bytes, bytes);
+    } else {
+      const size_t row = static_cast<size_t>(block_size_) * DTypeSize(dtype_);
+      for (auto [buf, width] : {std::pair{&k_[i], layers_[i].k_width}, std::pair{&v_[i], layers_[i].v_width}}) {
+        if (width == 0) continue;
+        const size_t bytes = row * static_cast<size_t>(width);
+        char* base = static_cast<char*>(buf->data());
+        CopyBytes(base + c.dst * bytes, base + c.src * bytes, bytes);
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ls

@@ -16,6 +16,7 @@
 #include "kernels/backend.h"
 #include "kernels/device_buffer.h"
 #include "kernels/ops.h"
+#include "models/step_batch.h"
 
 namespace ls {
 
@@ -44,12 +45,18 @@ class KvCache {
     return KvLayer{k_[i].data(), v_[i].data(), num_blocks_, block_size_, dtype_,
                    static_cast<float*>(state_[i].data()), layers_[i].state_floats};
   }
+  // Makes one copy inside the cache (a state slot onto another, or a block onto another, on every
+  // layer that has one); InvalidArgument naming the id when one is out of range.
+  absl::Status Copy(const CacheCopy& c);
   // Bytes of one block across all layers.
   static size_t BytesPerBlock(const std::vector<KvLayerSpec>& layers, int32_t block_size, DType dtype = DType::kF32);
   // Bytes of one sequence's state slot across all layers (0: the model keeps no state).
   static size_t BytesPerStateSlot(const std::vector<KvLayerSpec>& layers);
 
  private:
+  void CopyBytes(void* dst, const void* src, size_t bytes);
+
+  Backend* backend_;
   std::vector<KvLayerSpec> layers_;
   int32_t num_blocks_;
   int32_t block_size_;

@@ -136,9 +136,12 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
   return absl::OkStatus();
 }
 
-absl::Status Model::BeginStep(const StepBatch& batch, const KvCache& cache, std::vector<int32_t>* positions,
+absl::Status Model::BeginStep(const StepBatch& batch, KvCache& cache, std::vector<int32_t>* positions,
                               std::vector<AttentionSeq>* seqs) {
   backend_->BeginStep();
+  // The copies come first whatever else the batch holds: the engine's bookkeeping already counts them made.
+  for (const CacheCopy& c : batch.copies)
+    if (absl::Status st = cache.Copy(c); !st.ok()) return st;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   int64_t counted = 0;
   for (const auto& s : batch.seqs) counted += s.num_tokens;

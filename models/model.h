@@ -98,9 +98,9 @@ class Model {
   // config_.routed_experts_on_host the routed experts keep their host views (the MoE blocks
   // registered in moe_blocks_ name them). An error when a quantized tensor is not a matrix weight.
   absl::Status PrepareWeights(const std::function<void(const WeightFn&)>& for_each);
-  // Checks a batch against the cache and the vocabulary; fills the token positions [T] and the
-  // attention sequences.
-  absl::Status BeginStep(const StepBatch& batch, const KvCache& cache, std::vector<int32_t>* positions,
+  // Makes the batch's cache copies, then checks the batch against the cache and the vocabulary and
+  // fills the token positions [T] and the attention sequences.
+  absl::Status BeginStep(const StepBatch& batch, KvCache& cache, std::vector<int32_t>* positions,
                          std::vector<AttentionSeq>* seqs);
   // Final norm and LM head over the rows of x[T, d] whose logits the batch asks for.
   void Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs, const float* x, const Tensor& final_norm,

@@ -1,6 +1,7 @@
 // StepBatch: what the model needs for one forward step, as plain arrays: the new tokens of every
-// sequence in the batch, where each starts in its sequence, its KV block table, and which logits
-// to return. Built by the engine; the model knows nothing else of sequences.
+// sequence in the batch, where each starts in its sequence, its KV block table, which logits to
+// return, and the copies inside the cache to make first (the prefix cache's state snapshots).
+// Built by the engine; the model knows nothing else of sequences.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,20 @@ struct StepSequence {
   int32_t state_slot = -1;  // the sequence's recurrent-state slot (models with KDA layers)
 };
 
+// A copy inside the cache, made before the step's forward pass: one recurrent-state slot onto
+// another (every recurrent layer's state), or one KV block onto another (every layer's per-token rows).
+struct CacheCopy {
+  enum Kind : uint8_t { kState = 0, kBlock = 1 };
+  Kind kind = kState;
+  int32_t src = 0;
+  int32_t dst = 0;
+  bool operator==(const CacheCopy&) const = default;
+};
+
 struct StepBatch {
   std::vector<int32_t> tokens;  // [T] new tokens of all sequences, concatenated in order
   std::vector<StepSequence> seqs;
+  std::vector<CacheCopy> copies;  // made in order, before the forward pass
 
   // Rows of logits Forward returns: Σ over sequences wanting logits of (all_logits ? num_tokens : 1).
   int64_t num_logit_rows() const {

@@ -63,6 +63,12 @@ ABSL_FLAG(std::string, kv_cache_dtype, "auto",
           "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it: cpu; else "
           "float32), float32 or bfloat16 (cpu backend only)");
 ABSL_FLAG(bool, enable_prefix_caching, true, "share KV blocks of common prompt prefixes");
+ABSL_FLAG(int32_t, state_cache_mb, -1,
+          "models with recurrent (KDA) layers: MiB of the KV cache for the prefix cache's state snapshots "
+          "(-1: a quarter of --kv_cache_mb; 0: no prefix caching for such models)");
+ABSL_FLAG(int32_t, state_snapshot_interval, 512,
+          "models with recurrent layers: a state snapshot every that many prompt tokens, a multiple of --block_size "
+          "(0: only where a prompt leaves the cached prefixes and where it ends)");
 ABSL_FLAG(bool, warmup, true,
           "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
@@ -117,7 +123,9 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
         "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s"}},
-      {"Cache", {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching"}},
+      {"Cache",
+       {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching", "state_cache_mb",
+        "state_snapshot_interval"}},
       {"Expert parallelism",
        {"devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
         "expert_placement_dump"}},
@@ -301,6 +309,11 @@ int main(int argc, char** argv) {
   if (!kv_dtype.ok()) return fail("--" + std::string(kv_dtype.status().message()));
   cfg.kv_cache_dtype = *kv_dtype;
   cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
+  if (const int32_t mb = absl::GetFlag(FLAGS_state_cache_mb); mb < -1)
+    return fail(absl::StrCat("--state_cache_mb must be -1 (a quarter of --kv_cache_mb) or at least 0, got ", mb));
+  else if (mb >= 0)
+    cfg.state_cache_bytes = static_cast<int64_t>(mb) << 20;
+  cfg.state_snapshot_interval = absl::GetFlag(FLAGS_state_snapshot_interval);
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
@@ -363,6 +376,9 @@ int main(int argc, char** argv) {
                                 {"kv_cache_dtype", ls::KvCacheDTypeName((*engine)->kv_cache_dtype())},
                                 {"state_slots", (*engine)->num_state_slots()},
                                 {"prefix_caching", (*engine)->prefix_caching()},
+                                {"state_snapshot_slots", (*engine)->num_snapshot_slots()},
+                                {"state_cache_mb", static_cast<double>((*engine)->num_snapshot_slots() *
+                                                                       (*engine)->snapshot_slot_bytes()) / (1 << 20)},
                                 {"backend", std::string(backend->name())},
                                 {"activation_dtype", ls::ActivationDtypeName(backend_options)},
                                 {"cpu_isa", ls::CpuIsaName()},
@@ -382,9 +398,9 @@ int main(int argc, char** argv) {
   const std::string ready_fields = ready.dump();
   ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
   if (absl::GetFlag(FLAGS_enable_prefix_caching) && !(*engine)->prefix_caching())
-    ctx.Log(LogLevel::kInfo, "prefix_caching_disabled",
-            "\"reason\":\"the model has recurrent (linear-attention) layers: a cached prefix's KV blocks come "
-            "without the recurrent state at their end, so a hit could not resume the sequence\"");
+    ctx.Log(LogLevel::kWarning, "prefix_caching_disabled",
+            absl::StrCat("\"reason\":\"--state_cache_mb leaves no room for one recurrent-state snapshot (",
+                         ((*engine)->snapshot_slot_bytes() + (1 << 20) - 1) >> 20, " MiB each)\""));
 
   if (const auto& unknown = (*model)->config().unrecognized_keys; !unknown.empty())
     ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",

@@ -84,6 +84,20 @@ std::string RenderPrometheus(const ApiContext& ctx) {
         m.prefix_queried_tokens);
   Value(&out, "latentserve_prefix_cache_hits_tokens_total", "counter", "Prompt tokens found in the prefix cache.",
         m.prefix_hit_tokens);
+  Value(&out, "latentserve_prefix_cache_hits_total", "counter",
+        "Requests that found part of their prompt in the prefix cache.", static_cast<int64_t>(m.prefix_hit_requests));
+  if (m.snapshot_slots_total > 0) {
+    Value(&out, "latentserve_state_snapshots", "gauge",
+          "Recurrent-state snapshots the prefix cache holds (models with linear-attention layers).", m.snapshots_held);
+    Value(&out, "latentserve_state_snapshot_bytes", "gauge", "Memory those snapshots take.",
+          m.snapshots_held * m.snapshot_slot_bytes);
+    Value(&out, "latentserve_state_snapshot_capacity_bytes", "gauge", "Memory set aside for snapshots.",
+          m.snapshot_slots_total * m.snapshot_slot_bytes);
+    Value(&out, "latentserve_state_snapshots_taken_total", "counter", "Recurrent-state snapshots taken.",
+          m.snapshots_taken);
+    Value(&out, "latentserve_state_snapshot_evictions_total", "counter",
+          "Snapshots evicted (least recently used, or to give back their KV block).", m.snapshot_evictions);
+  }
   Value(&out, "latentserve_structured_output_tokens_total", "counter",
         "Tokens sampled under a structured-output grammar.", static_cast<int64_t>(m.grammar_tokens));
   Value(&out, "latentserve_structured_output_mask_seconds_total", "counter",

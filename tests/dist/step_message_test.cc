@@ -30,6 +30,7 @@ StepMessage Plan() {
   s.want_logits = false;
   s.state_slot = 3;
   b0.seqs.push_back(s);
+  b0.copies = {{CacheCopy::kState, 3, 7}, {CacheCopy::kBlock, 12, 4}};
   m.batch = b0;
   auto p = PlanPlacement({9, 1, 1, 1, 5, 1, 1, 1}, 2, 5);
   EXPECT_TRUE(p.ok());
@@ -53,6 +54,7 @@ TEST(StepMessage, PlanSurvivesEncoding) {
   EXPECT_TRUE(got->batch.seqs[0].all_logits);
   EXPECT_FALSE(got->batch.seqs[1].want_logits);
   EXPECT_EQ(got->batch.num_logit_rows(), 3);
+  EXPECT_EQ(got->batch.copies, m.batch.copies);
   StepMessage idle;
   EXPECT_TRUE(DecodeStepMessage(Encode(idle))->batch.seqs.empty()) << "a rank with nothing to run";
   ASSERT_TRUE(got->prepare.has_value());
@@ -120,6 +122,9 @@ TEST(StepMessage, DamagedValuesAreNamed) {
   m = Plan();
   m.batch.seqs[0].num_tokens = 2;  // the sequences no longer cover the tokens
   EXPECT_NE(DecodeStepMessage(Encode(m)).status().message().find("add up"), std::string::npos);
+  m = Plan();
+  m.batch.copies[1].src = -1;
+  EXPECT_NE(DecodeStepMessage(Encode(m)).status().message().find("cache copy"), std::string::npos);
   m = Plan();
   m.kind = StepKind::kStart;
   m.cache.block_size = 0;

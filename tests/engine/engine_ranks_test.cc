@@ -1,7 +1,8 @@
 // The engine over a group of ranks, without MPI: a group whose "ranks" are model instances in this
 // process (each with its own KV cache, as data-parallel attention gives every rank its own
 // sequences). Greedy tokens equal the single-process engine's, each rank computes only its own
-// sequences, and a group that breaks mid-run or while idle makes the engine answer every request,
+// sequences, a model with recurrent state resumes cached prefixes from snapshots in each rank's own
+// cache, and a group that breaks mid-run or while idle makes the engine answer every request,
 // close intake and report the failure once.
 #include <gtest/gtest.h>
 
@@ -192,6 +193,65 @@ TEST_F(EngineRanksTest, IdleEngineSendsHeartbeatsAndNoticesAGroupThatBroke) {
   EXPECT_TRUE((*e)->failed());
   e->reset();
   EXPECT_EQ(failures.load(), 1);
+}
+
+// Kimi-Linear over two ranks: two families of prompts, each sharing a prefix, submitted two at a
+// time so that both ranks run; later prompts go to the rank caching their prefix and resume from
+// snapshots kept in that rank's cache (copies travel in each rank's batch, in that cache's
+// numbers), with the tokens of a run without the cache.
+TEST_F(EngineRanksTest, RecurrentModelsResumeFromSnapshotsInTheirRanksCache) {
+  const std::string dir = testing::FixtureParamDir("hf/kimi_linear_f32");
+  auto leader = LoadModel(dir, &backend_);
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  std::mt19937 rng(6);
+  std::vector<int32_t> shared[2];
+  for (auto& s : shared)
+    for (int t = 0; t < 40; ++t) s.push_back(static_cast<int32_t>(rng() % (*leader)->config().vocab_size));
+  std::vector<Request> reqs;
+  for (int i = 0; i < 10; ++i) {
+    Request r;
+    r.id = absl::StrCat("h", i);
+    r.prompt_ids = shared[i % 2];
+    for (int t = 0; t <= i; ++t) r.prompt_ids.push_back(static_cast<int32_t>(1 + (7 * i + t) % 50));
+    r.params.max_tokens = 5;
+    r.params.temperature = 0;
+    r.params.ignore_eos = true;
+    reqs.push_back(std::move(r));
+  }
+  auto run = [&](EngineConfig cfg, size_t at_once, int32_t* cached) {
+    auto e = Engine::Create(leader->get(), nullptr, cfg);
+    EXPECT_TRUE(e.ok()) << e.status();
+    std::vector<std::vector<int32_t>> out;
+    *cached = 0;
+    for (size_t i = 0; i < reqs.size(); i += at_once) {
+      std::vector<std::unique_ptr<OutputQueue>> qs;
+      for (size_t j = i; j < std::min(i + at_once, reqs.size()); ++j) {
+        qs.push_back(std::make_unique<OutputQueue>());
+        EXPECT_TRUE((*e)->Submit(reqs[j], qs.back()->Callback()).ok());
+      }
+      for (auto& q : qs) {
+        const RequestOutput o = q->WaitFinal();
+        out.push_back(o.token_ids);
+        *cached += o.cached_prompt_tokens;
+      }
+    }
+    return out;
+  };
+  EngineConfig cold;
+  cold.enable_prefix_caching = false;
+  cold.kv_cache_dtype = DType::kF32;
+  int32_t cached = 0;
+  const auto expected = run(cold, reqs.size(), &cached);
+  InProcessGroup group(2, dir);
+  group.leader_ = leader->get();
+  EngineConfig cfg;
+  cfg.ranks = &group;
+  cfg.kv_cache_dtype = DType::kF32;
+  cfg.warmup = false;
+  EXPECT_EQ(run(cfg, 2, &cached), expected);
+  EXPECT_GE(cached, 6 * 40) << "the last three of each family resume from the snapshot at 40";
+  EXPECT_GT(group.tokens_[0], 0);
+  EXPECT_GT(group.tokens_[1], 0) << "rank 1 ran none of them";
 }
 
 }  // namespace

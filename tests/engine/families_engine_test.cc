@@ -3,7 +3,7 @@
 // shared expert, MLA with its latent cache, KDA with its per-sequence state slots beside MLA),
 // 32 requests batched with chunked prefills give each request's tokens alone (batch invariance),
 // a pool small enough to preempt gives the same tokens, a prefix-cache hit gives the tokens
-// computed without the cache (models with recurrent state run without prefix caching), and
+// computed without the cache (models with recurrent state resume from a state snapshot), and
 // random cancellations leave no KV block or state slot behind.
 #include <gtest/gtest.h>
 
@@ -101,24 +101,29 @@ TEST_P(FamiliesEngine, PreemptionGivesTheSameTokens) {
 TEST_P(FamiliesEngine, PrefixCacheHitGivesTheUncachedTokens) {
   std::mt19937 rng(8);
   const std::vector<int32_t> prefix = Prompt(rng, 48);
-  std::vector<int32_t> p1 = prefix, p2 = prefix;
+  std::vector<int32_t> p1 = prefix, p2 = prefix, p3 = prefix;
   p1.push_back(7);
-  p2.push_back(9);
-  p2.push_back(10);
+  p2.insert(p2.end(), {9, 10});
+  p3.insert(p3.end(), {11, 12, 13});
   auto engine = MakeEngine();
-  OutputQueue q1, q2;
-  ASSERT_TRUE(engine->Submit(Req("a", p1, 6), q1.Callback()).ok());
-  q1.WaitFinal();
-  ASSERT_TRUE(engine->Submit(Req("b", p2, 6), q2.Callback()).ok());
-  const RequestOutput o2 = q2.WaitFinal();
+  EXPECT_TRUE(engine->prefix_caching());
+  std::vector<RequestOutput> outs;
+  for (const auto& [id, p] : {std::pair{"a", p1}, std::pair{"b", p2}, std::pair{"c", p3}}) {
+    OutputQueue q;
+    ASSERT_TRUE(engine->Submit(Req(id, p, 6), q.Callback()).ok());
+    outs.push_back(q.WaitFinal());
+  }
+  // A model with recurrent state resumes only where a snapshot was taken: the second prompt leaves
+  // one where it leaves the first (48); the third resumes there.
   const bool recurrent = engine->num_state_slots() > 0;
-  EXPECT_EQ(engine->prefix_caching(), !recurrent);
-  EXPECT_EQ(o2.cached_prompt_tokens, recurrent ? 0 : 48);
+  EXPECT_EQ(outs[1].cached_prompt_tokens, recurrent ? 0 : 48);
+  EXPECT_EQ(outs[2].cached_prompt_tokens, 48);
   engine.reset();
   EngineConfig no_cache;
   no_cache.enable_prefix_caching = false;
   auto fresh = MakeEngine(no_cache);
-  EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 6)})[0], o2.token_ids);
+  EXPECT_EQ(RunAll(*fresh, {Req("b", p2, 6)})[0], outs[1].token_ids);
+  EXPECT_EQ(RunAll(*fresh, {Req("c", p3, 6)})[0], outs[2].token_ids);
 }
 
 TEST_P(FamiliesEngine, RandomCancellationsLeaveNoBlockOrSlotBehind) {

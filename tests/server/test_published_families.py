@@ -5,12 +5,13 @@ decode_ids: transformers', or for K3 our PyTorch reference's), and HTTP complete
 prompt."""
 import json
 import os
+import subprocess
 
 import grpc
 import pytest
 import requests
 
-from conftest import ROOT, Server
+from conftest import BIN, ROOT, Server
 
 DATA = os.path.join(ROOT, "tests", "data")
 FIXTURES = ["hf/qwen3_moe_f32", "hf/qwen2_moe_bf16", "hf/mixtral_f32", "hf/glm4_moe_f32", "hf/deepseek_v3_f32",
@@ -42,3 +43,44 @@ def test_served_greedy_tokens_are_transformers(name, grpc_stubs):
     finally:
         s.stop()
 
+
+
+def test_recurrent_models_serve_prefix_cache_hits_from_state_snapshots(grpc_stubs):
+    """Kimi-Linear (KDA layers): a conversation's next turn resumes from the snapshot taken at the
+    previous prompt's end (70 tokens, inside a KV block), with the tokens of a server without the
+    cache; the usage and /metrics say what was served from the cache, the ready line what it holds."""
+    model = os.path.join(DATA, "hf/kimi_linear_f32")
+    turn1 = [(7 * i + 3) % 200 + 5 for i in range(70)]
+    turn2 = turn1 + [11, 12, 13, 14, 15, 16, 17, 18, 19]
+    body = {"max_tokens": 6, "temperature": 0, "ignore_eos": True}
+    cold = Server("--model", model, "--kv_cache_dtype", "float32", "--enable_prefix_caching=false")
+    try:
+        want = requests.post(cold.url + "/v1/completions", timeout=60, json={"prompt": turn2, **body}).json()
+    finally:
+        cold.stop()
+    s = Server("--model", model, "--kv_cache_dtype", "float32", "--state_cache_mb", "8")
+    try:
+        assert s.ready["prefix_caching"] is True
+        assert s.ready["state_snapshot_slots"] > 0 and 0 < s.ready["state_cache_mb"] <= 8
+        assert "prefix_caching_disabled" not in s.logs()
+        r1 = requests.post(s.url + "/v1/completions", timeout=60, json={"prompt": turn1, **body})
+        assert r1.json()["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+        r2 = requests.post(s.url + "/v1/completions", timeout=60, json={"prompt": turn2, **body}).json()
+        assert r2["usage"]["prompt_tokens_details"]["cached_tokens"] == 70
+        assert r2["choices"][0]["text"] == want["choices"][0]["text"]
+        pb2, pb2_grpc = grpc_stubs
+        stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+        msgs = list(stub.Generate(pb2.GenerateRequest(
+            token_ids=pb2.TokenIds(ids=turn2 + [20]),
+            sampling=pb2.SamplingParams(max_tokens=3, temperature=0, ignore_eos=True))))
+        assert msgs[-1].usage.cached_prompt_tokens == 79, "turn 2's prompt end is a snapshot too"
+        assert s.metric("latentserve_prefix_cache_hits_total") == 2
+        assert s.metric("latentserve_state_snapshots") >= 2
+        assert s.metric("latentserve_state_snapshot_bytes") > 0
+        assert s.metric("latentserve_state_snapshots_taken_total") >= 2
+        assert s.metric("latentserve_state_snapshot_evictions_total") == 0
+    finally:
+        s.stop()
+    bad = subprocess.run([BIN, "--model", model, "--state_snapshot_interval", "24"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "state_snapshot_interval must be a multiple of block_size" in bad.stderr + bad.stdout
