@@ -260,18 +260,8 @@ int main(int argc, char** argv) {
   std::printf(
       "{\n  \"benchmark\": \"attention_kinds\",\n  \"threads\": %d,\n  \"kv_cache_mb\": %zu,\n  \"rounds\": %d,\n",
       backend.pool().num_threads(), budget_mb, rounds);
-  auto load = [&](const char* name, const ls::bench::RandomModelSpec& spec) -> std::unique_ptr<ls::Model> {
-    const std::string dir = root + "/" + name;
-    if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      std::exit(1);
-    }
-    auto model = ls::LoadModel(dir, &backend);
-    if (!model.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
-      std::exit(1);
-    }
-    return std::move(*model);
+  auto load = [&](const char* name, const ls::bench::RandomModelSpec& spec) {
+    return ls::bench::WriteAndLoadRandomModel(spec, root + "/" + name, &backend);
   };
   const char* sep = "";
   if (wants("kinds")) {

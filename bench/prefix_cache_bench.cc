@@ -20,7 +20,6 @@
 #include "bench/random_model.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "models/registry.h"
 
 namespace {
 
@@ -183,17 +182,7 @@ int main(int argc, char** argv) {
   const std::string root = (std::filesystem::temp_directory_path() / "latentserve_prefix_cache").string();
   ls::CpuBackend backend(threads);
   auto load = [&](const char* name, const ls::bench::RandomModelSpec& spec) {
-    const std::string dir = root + "/" + name;
-    if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      std::exit(1);
-    }
-    auto model = ls::LoadModel(dir, &backend);
-    if (!model.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
-      std::exit(1);
-    }
-    return std::move(*model);
+    return ls::bench::WriteAndLoadRandomModel(spec, root + "/" + name, &backend);
   };
   auto kimi = load("kimi_linear", hybrid);
   std::printf("{\n  \"benchmark\": \"prefix_cache\",\n  \"threads\": %d,\n  \"rounds\": %d,\n",

@@ -2,6 +2,8 @@
 #include "bench/random_model.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/loader/safetensors_writer.h"
+#include "models/registry.h"
 #include "nlohmann/json.hpp"
 
 namespace ls::bench {
@@ -203,6 +206,19 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
         {"ignore", {"lm_head"}}};
   std::ofstream(dir + "/config.json") << c.dump(1);
   return w.Write(dir + "/model.safetensors");
+}
+
+std::unique_ptr<Model> WriteAndLoadRandomModel(const RandomModelSpec& spec, const std::string& dir, Backend* backend) {
+  if (absl::Status s = WriteRandomModel(spec, dir, 1); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    std::exit(1);
+  }
+  auto model = LoadModel(dir, backend);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
+    std::exit(1);
+  }
+  return std::move(*model);
 }
 
 }  // namespace ls::bench

@@ -4,9 +4,12 @@
 // Kimi-Linear checkpoint with KDA attention (kda).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
+#include "kernels/backend.h"
+#include "models/model.h"
 
 namespace ls::bench {
 
@@ -28,5 +31,7 @@ struct RandomModelSpec {
 };
 
 absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& dir, unsigned seed);
+// Writes one (seed 1) into `dir` and loads it on `backend`; on failure prints why and exits.
+std::unique_ptr<Model> WriteAndLoadRandomModel(const RandomModelSpec& spec, const std::string& dir, Backend* backend);
 
 }  // namespace ls::bench

@@ -12,40 +12,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "engine/engine.h"
-#include "kernels/cpu/cpu_backend.h"
-#include "tests/test_util.h"
+#include "tests/engine/checkpoint_engine.h"
 
 namespace ls {
 namespace {
 
-class FamiliesEngine : public ::testing::TestWithParam<std::string> {
+class FamiliesEngine : public CheckpointEngineTest {
  protected:
-  void SetUp() override {
-    auto m = LoadModel(testing::FixtureParamDir(GetParam()), &backend_);
-    ASSERT_TRUE(m.ok()) << m.status();
-    model_ = std::move(*m);
-  }
-  std::unique_ptr<Engine> MakeEngine(EngineConfig cfg = {}) {
-    cfg.kv_cache_dtype = DType::kF32;
-    auto e = Engine::Create(model_.get(), nullptr, cfg);
-    EXPECT_TRUE(e.ok()) << e.status();
-    return e.ok() ? std::move(*e) : nullptr;
-  }
-  Request Req(const std::string& id, std::vector<int32_t> prompt, int32_t max_tokens) const {
-    Request r;
-    r.id = id;
-    r.prompt_ids = std::move(prompt);
-    r.params.max_tokens = max_tokens;
-    r.params.temperature = 0;
-    r.params.ignore_eos = true;
-    return r;
-  }
-  std::vector<int32_t> Prompt(std::mt19937& rng, int len) const {
-    std::vector<int32_t> p(len);
-    for (auto& t : p) t = static_cast<int32_t>(rng() % model_->config().vocab_size);
-    return p;
-  }
   static std::vector<std::vector<int32_t>> RunAll(Engine& engine, const std::vector<Request>& reqs) {
     std::vector<std::unique_ptr<OutputQueue>> qs;
     for (const auto& r : reqs) {
@@ -60,8 +33,6 @@ class FamiliesEngine : public ::testing::TestWithParam<std::string> {
     }
     return out;
   }
-  CpuBackend backend_{2};
-  std::unique_ptr<Model> model_;
 };
 
 TEST_P(FamiliesEngine, BatchedRequestsGiveTheirTokensAlone) {

@@ -10,45 +10,22 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "engine/engine.h"
-#include "kernels/cpu/cpu_backend.h"
-#include "tests/test_util.h"
+#include "tests/engine/checkpoint_engine.h"
 
 namespace ls {
 namespace {
 
-class HybridPrefixCache : public ::testing::TestWithParam<std::string> {
+class HybridPrefixCache : public CheckpointEngineTest {
  protected:
-  void SetUp() override {
-    auto m = LoadModel(testing::FixtureParamDir(GetParam()), &backend_);
-    ASSERT_TRUE(m.ok()) << m.status();
-    model_ = std::move(*m);
-  }
-  std::unique_ptr<Engine> MakeEngine(EngineConfig cfg = {}) {
-    cfg.kv_cache_dtype = DType::kF32;
-    auto e = Engine::Create(model_.get(), nullptr, cfg);
-    EXPECT_TRUE(e.ok()) << e.status();
-    return e.ok() ? std::move(*e) : nullptr;
-  }
   std::unique_ptr<Engine> Cold() {
     EngineConfig cfg;
     cfg.enable_prefix_caching = false;
     return MakeEngine(cfg);
   }
   Request Req(const std::string& id, std::vector<int32_t> prompt, int32_t max_tokens) const {
-    Request r;
-    r.id = id;
-    r.prompt_ids = std::move(prompt);
-    r.params.max_tokens = max_tokens;
-    r.params.temperature = 0;
-    r.params.ignore_eos = true;
+    Request r = CheckpointEngineTest::Req(id, std::move(prompt), max_tokens);
     r.params.logprobs = 0;
     return r;
-  }
-  std::vector<int32_t> Prompt(std::mt19937& rng, int len) const {
-    std::vector<int32_t> p(len);
-    for (auto& t : p) t = static_cast<int32_t>(rng() % model_->config().vocab_size);
-    return p;
   }
   static RequestOutput RunOne(Engine& engine, const Request& r) {
     OutputQueue q;
@@ -74,9 +51,6 @@ class HybridPrefixCache : public ::testing::TestWithParam<std::string> {
     for (size_t i = 0; i < got.logprobs.size(); ++i)
       EXPECT_NEAR(got.logprobs[i].logprob, cold.logprobs[i].logprob, 2e-3) << what << " token " << i;
   }
-
-  CpuBackend backend_{2};
-  std::unique_ptr<Model> model_;
 };
 
 TEST_P(HybridPrefixCache, NextTurnResumesAtThePreviousPromptsEndInsideABlock) {

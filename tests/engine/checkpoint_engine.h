@@ -1,0 +1,52 @@
+// A test fixture over one checkpoint directory (the parameter, under tests/data): the model loaded
+// on a 2-thread CPU backend, engines over it with a float32 KV cache, and greedy requests of random
+// prompts. Shared by the engine tests that run on every published family.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "tests/test_util.h"
+
+namespace ls {
+
+class CheckpointEngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto m = LoadModel(testing::FixtureParamDir(GetParam()), &backend_);
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+  }
+  std::unique_ptr<Engine> MakeEngine(EngineConfig cfg = {}) {
+    cfg.kv_cache_dtype = DType::kF32;
+    auto e = Engine::Create(model_.get(), nullptr, cfg);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? std::move(*e) : nullptr;
+  }
+  // A greedy request that runs to max_tokens.
+  Request Req(const std::string& id, std::vector<int32_t> prompt, int32_t max_tokens) const {
+    Request r;
+    r.id = id;
+    r.prompt_ids = std::move(prompt);
+    r.params.max_tokens = max_tokens;
+    r.params.temperature = 0;
+    r.params.ignore_eos = true;
+    return r;
+  }
+  std::vector<int32_t> Prompt(std::mt19937& rng, int len) const {
+    std::vector<int32_t> p(len);
+    for (auto& t : p) t = static_cast<int32_t>(rng() % model_->config().vocab_size);
+    return p;
+  }
+
+  CpuBackend backend_{2};
+  std::unique_ptr<Model> model_;
+};
+
+}  // namespace ls
