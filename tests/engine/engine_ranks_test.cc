@@ -39,6 +39,7 @@ class InProcessGroup final : public RankGroup {
   absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache,
                     std::vector<std::vector<float>>* logits) override {
     if (fail_at_step_ >= 0 && steps_ == fail_at_step_) return absl::UnavailableError("rank 1 stopped answering");
+    while (paused_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ++steps_;
     logits->resize(size());
     for (int32_t r = 0; r < size(); ++r) {
@@ -61,6 +62,7 @@ class InProcessGroup final : public RankGroup {
   void Stop() override {}
 
   Model* leader_ = nullptr;
+  std::atomic<bool> paused_{false};  // steps wait while set (requests submitted meanwhile run together)
   int fail_at_step_ = -1;
   std::atomic<bool> fail_when_idle_{false};
   std::atomic<int> idles_{0};
@@ -218,6 +220,8 @@ TEST_F(EngineRanksTest, RecurrentModelsResumeFromSnapshotsInTheirRanksCache) {
     r.params.ignore_eos = true;
     reqs.push_back(std::move(r));
   }
+  InProcessGroup group(2, dir);
+  group.leader_ = leader->get();
   auto run = [&](EngineConfig cfg, size_t at_once, int32_t* cached) {
     auto e = Engine::Create(leader->get(), nullptr, cfg);
     EXPECT_TRUE(e.ok()) << e.status();
@@ -229,6 +233,7 @@ TEST_F(EngineRanksTest, RecurrentModelsResumeFromSnapshotsInTheirRanksCache) {
         qs.push_back(std::make_unique<OutputQueue>());
         EXPECT_TRUE((*e)->Submit(reqs[j], qs.back()->Callback()).ok());
       }
+      group.paused_ = false;  // the first pair runs together, one on each rank
       for (auto& q : qs) {
         const RequestOutput o = q->WaitFinal();
         out.push_back(o.token_ids);
@@ -242,12 +247,11 @@ TEST_F(EngineRanksTest, RecurrentModelsResumeFromSnapshotsInTheirRanksCache) {
   cold.kv_cache_dtype = DType::kF32;
   int32_t cached = 0;
   const auto expected = run(cold, reqs.size(), &cached);
-  InProcessGroup group(2, dir);
-  group.leader_ = leader->get();
   EngineConfig cfg;
   cfg.ranks = &group;
   cfg.kv_cache_dtype = DType::kF32;
   cfg.warmup = false;
+  group.paused_ = true;
   EXPECT_EQ(run(cfg, 2, &cached), expected);
   EXPECT_GE(cached, 6 * 40) << "the last three of each family resume from the snapshot at 40";
   EXPECT_GT(group.tokens_[0], 0);
