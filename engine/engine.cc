@@ -77,6 +77,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   if (config.state_snapshot_interval < 0 || config.state_snapshot_interval % config.block_size != 0)
     return absl::InvalidArgumentError(absl::StrCat("state_snapshot_interval must be a multiple of block_size (",
                                                    config.block_size, "), got ", config.state_snapshot_interval));
+  const NgramConfig& ngram = config.speculative;
+  if (ngram.num_speculative_tokens < 0 || ngram.num_speculative_tokens > 16 || ngram.min_n < 1 ||
+      ngram.max_n < ngram.min_n)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "speculative decoding: num_speculative_tokens must be in [0, 16] and 1 <= prompt_lookup_min <= "
+        "prompt_lookup_max, got ",
+        ngram.num_speculative_tokens, ", ", ngram.min_n, ", ", ngram.max_n));
+  if (slots > 0) config.speculative.num_speculative_tokens = 0;  // a rejected token's state cannot be taken back
   int32_t snapshots = 0;
   if (slots > 0 && config.enable_prefix_caching) {
     const size_t budget = config.state_cache_bytes < 0 ? config.kv_cache_bytes / 4
@@ -395,7 +403,47 @@ void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
   if (cb) cb(std::move(out));
 }
 
-void Engine::HandleToken(Stream* s, float* logits) {
+void Engine::ProposeDrafts() {
+  const int32_t k = config_.speculative.num_speculative_tokens;
+  if (k <= 0) return;
+  for (const auto& [id, s] : streams_) {
+    Sequence& seq = s->seq;
+    seq.draft.clear();
+    // Decoding (its last token alone uncomputed), unconstrained (a grammar would have to follow the draft).
+    if (seq.status != SeqStatus::kRunning || seq.num_uncomputed() != 1 || seq.num_computed < seq.num_prompt_tokens ||
+        s->matcher)
+      continue;
+    // Room for the draft and the token after it within max_tokens and the context length.
+    const int32_t room = std::min(s->request.params.max_tokens - seq.num_output_tokens(), max_model_len_ - seq.num_tokens());
+    if (room <= 1) continue;
+    seq.draft = ProposeNgram(seq.tokens, config_.speculative, std::min(k, room - 1));
+  }
+}
+
+void Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
+  // Row j holds the logits after the last token (j = 0) or after draft token j. Each accepted draft
+  // token counts as computed; the first rejection (or the token after the whole draft) ends the step.
+  const std::vector<int32_t> draft(s->seq.draft.begin(), s->seq.draft.begin() + num_draft);
+  const int64_t V = model_->config().vocab_size;
+  int32_t accepted = 0;
+  bool live = true;
+  for (int32_t j = 0; j <= num_draft && live; ++j) {
+    const int32_t want = j < num_draft ? draft[j] : -1;
+    bool took = false;
+    live = HandleToken(s, logits + j * V, want, &took);
+    if (!took) break;
+    ++accepted;
+    if (live) scheduler_.AcceptDraftToken(&s->seq);
+  }
+  metrics_.Update([&](MetricsSnapshot& m) {
+    ++m.spec_steps;
+    m.spec_draft_tokens += num_draft;
+    m.spec_accepted_tokens += accepted;
+  });
+}
+
+bool Engine::HandleToken(Stream* s, float* logits, int32_t draft, bool* accepted) {
+  if (accepted) *accepted = false;
   const ModelConfig& mc = model_->config();
   const SamplingParams& p = s->request.params;
   const int32_t vocab = static_cast<int32_t>(mc.vocab_size);
@@ -407,11 +455,12 @@ void Engine::HandleToken(Stream* s, float* logits) {
     if (!p.ignore_eos) ends.insert(ends.end(), eos_ids_.begin(), eos_ids_.end());
     if (!s->matcher->MaskLogits(logits, vocab, ends)) {
       Finish(s, FinishReason::kError, "the output grammar allows no token here");
-      return;
+      return false;
     }
     step_grammar_seconds_ += std::chrono::duration<double>(Clock::now() - g0).count();
   }
-  SampleResult r = Sampler::Sample(logits, vocab, p, s->seq.tokens, s->seq.num_prompt_tokens, &s->rng);
+  SampleResult r = Sampler::Sample(logits, vocab, p, s->seq.tokens, s->seq.num_prompt_tokens, &s->rng, draft);
+  if (accepted) *accepted = r.accepted;
   // An end token leaves the grammar's place as it is; any other token advances it.
   bool grammar_done = false;
   if (s->matcher) {
@@ -451,14 +500,14 @@ void Engine::HandleToken(Stream* s, float* logits) {
   if (is_stop_token && may_stop) {
     s->on_output(std::move(out));  // the stop token's text is not emitted
     Finish(s, FinishReason::kStop);
-    return;
+    return false;
   }
   bool stopped = false;
   if (s->detok) {
     auto piece = s->detok->Push(r.token_id);
     if (!piece.ok()) {
       Finish(s, FinishReason::kError, std::string(piece.status().message()));
-      return;
+      return false;
     }
     out.text = s->stop->Push(*piece, &stopped);
     if (stopped && !may_stop) {
@@ -469,9 +518,13 @@ void Engine::HandleToken(Stream* s, float* logits) {
   s->on_output(std::move(out));
   if (stopped || grammar_done) {  // grammar_done: the grammar allows nothing more
     Finish(s, FinishReason::kStop);
-  } else if (s->seq.num_output_tokens() >= p.max_tokens || s->seq.num_tokens() >= max_model_len_) {
-    Finish(s, FinishReason::kLength);
+    return false;
   }
+  if (s->seq.num_output_tokens() >= p.max_tokens || s->seq.num_tokens() >= max_model_len_) {
+    Finish(s, FinishReason::kLength);
+    return false;
+  }
+  return true;
 }
 
 void Engine::CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits) {
@@ -505,12 +558,15 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     for (int32_t& b : ss.block_table) b -= r * blocks_.pool_blocks();
     ss.want_logits = plan.items[i].sample;
     ss.state_slot = seq->state_slot < 0 ? -1 : seq->state_slot - r * slots_.pool_slots();
-    if (by_seq_.at(seq)->WantsPromptRows()) ss.all_logits = ss.want_logits = true;
+    // A draft is verified from the logits of every position: after the last token and after each draft token.
+    if (by_seq_.at(seq)->WantsPromptRows() || plan.items[i].num_draft > 0) ss.all_logits = ss.want_logits = true;
     StepBatch& batch = batches[r];
     where[i] = {r, batch.seqs.size(), next_row[r]};
     next_row[r] += !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
+    const int32_t own = ss.num_tokens - plan.items[i].num_draft;
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
-                        seq->tokens.begin() + seq->num_computed + ss.num_tokens);
+                        seq->tokens.begin() + seq->num_computed + own);
+    batch.tokens.insert(batch.tokens.end(), seq->draft.begin(), seq->draft.begin() + plan.items[i].num_draft);
     batch.seqs.push_back(std::move(ss));
   }
   for (const PoolCopy& c : plan.copies) batches[c.pool].copies.push_back(c.copy);
@@ -547,6 +603,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     const StepSequence& ss = batches[where[i].rank].seqs[where[i].seq];
     const int64_t rows = !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
     float* at = logits_[where[i].rank].data() + where[i].row * V;
+    const int32_t draft = plan.items[i].num_draft;
+    if (draft > 0) {
+      VerifyDraft(s, draft, at);
+      continue;
+    }
     if (ss.all_logits) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, at);
     if (plan.items[i].sample) HandleToken(s, at + (rows - 1) * V);
   }
@@ -601,6 +662,7 @@ void Engine::Loop() {
     }
     TakeInbox();
     const auto s0 = Clock::now();
+    ProposeDrafts();
     SchedulerPlan plan = scheduler_.Schedule();
     if (!plan.empty()) {
       RunStep(plan, s0);

@@ -24,6 +24,7 @@
 #include "engine/expert_balancer.h"
 #include "engine/local_rank_group.h"
 #include "engine/metrics.h"
+#include "engine/ngram_proposer.h"
 #include "engine/rank_group.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -48,6 +49,10 @@ struct EngineConfig {
   // block_size; 0: only where a prompt leaves the cached prefixes and where it ends).
   int64_t state_cache_bytes = -1;
   int32_t state_snapshot_interval = 512;
+  // Speculative decoding by n-gram lookup (engine/ngram_proposer.h); num_speculative_tokens 0: off.
+  // Not for models with recurrent layers (a rejected token's state cannot be taken back) nor for
+  // structured output.
+  NgramConfig speculative;
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
   int32_t max_logprobs = 20;
@@ -120,6 +125,8 @@ class Engine {
   // State snapshot slots of all ranks together (0 for models without recurrent layers), and the
   // bytes each takes.
   int32_t num_snapshot_slots() const { return snapshots_.slots_per_pool() * group_->size(); }
+  // Tokens proposed per step by speculative decoding (0: off, as configured or for this model).
+  int32_t num_speculative_tokens() const { return config_.speculative.num_speculative_tokens; }
   size_t snapshot_slot_bytes() const { return KvCache::BytesPerStateSlot(model_->kv_layout()); }
   int32_t kv_block_size() const { return blocks_.block_size(); }
   // Tokens the cache holds: blocks × tokens per block.
@@ -139,7 +146,13 @@ class Engine {
   void Loop();
   void TakeInbox();
   void RunStep(const SchedulerPlan& plan, std::chrono::steady_clock::time_point start);
-  void HandleToken(Stream* s, float* logits);
+  // Samples a sequence's next token from its logits row and emits it; false when that finished the
+  // stream (it is gone then). draft >= 0: the proposed token to verify, `accepted` says whether it was.
+  bool HandleToken(Stream* s, float* logits, int32_t draft = -1, bool* accepted = nullptr);
+  // Speculative decoding: sets the draft of every decoding sequence that may have one (before scheduling),
+  // and verifies one after the step from its logits rows [num_draft + 1, vocab].
+  void ProposeDrafts();
+  void VerifyDraft(Stream* s, int32_t num_draft, float* logits);
   // Prompt logprobs from the rows of positions start..start+n-1 ([n, vocab]).
   void CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits);
   void UpdateGauges();

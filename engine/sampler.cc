@@ -58,7 +58,7 @@ void Sampler::ApplyPenalties(float* logits, int32_t vocab, const SamplingParams&
 }
 
 SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
-                             int32_t num_prompt_tokens, std::mt19937_64* rng) {
+                             int32_t num_prompt_tokens, std::mt19937_64* rng, int32_t draft) {
   SampleResult r;
   std::vector<float> raw;
   if (p.logprobs) raw.assign(logits, logits + vocab);
@@ -67,6 +67,7 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
 
   if (p.greedy()) {
     r.token_id = Argmax(logits, vocab);
+    r.accepted = r.token_id == draft;
   } else {
     const float inv_t = 1.f / p.temperature;
     const bool truncate = (p.top_k > 0 && p.top_k < vocab) || p.top_p < 1.f || p.min_p > 0.f;
@@ -107,15 +108,34 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
     }
     double mass = 0;
     for (int32_t i = 0; i < n; ++i) mass += prob[i];
-    const double u = std::uniform_real_distribution<double>(0.0, mass)(*rng);
-    double cum = 0;
-    r.token_id = idx[n - 1];
-    for (int32_t i = 0; i < n; ++i) {
-      cum += prob[i];
-      if (u < cum) {
-        r.token_id = idx[i];
-        break;
+    // A draft: accepted with its probability; else the draw is from the rest.
+    int32_t skip = -1;
+    if (draft >= 0) {
+      for (int32_t i = 0; i < n && skip < 0; ++i)
+        if (idx[i] == draft) skip = i;
+      if (skip >= 0) {
+        if (std::uniform_real_distribution<double>(0.0, mass)(*rng) < prob[skip] || mass - prob[skip] <= 0) {
+          r.token_id = draft;
+          r.accepted = true;
+        } else {
+          mass -= prob[skip];
+        }
       }
+    }
+    if (!r.accepted) {
+      const double u = std::uniform_real_distribution<double>(0.0, mass)(*rng);
+      double cum = 0;
+      r.token_id = -1;
+      for (int32_t i = 0; i < n; ++i) {
+        if (i == skip) continue;
+        cum += prob[i];
+        if (u < cum) {
+          r.token_id = idx[i];
+          break;
+        }
+      }
+      for (int32_t i = n - 1; r.token_id < 0 && i >= 0; --i)  // rounding left u at the end
+        if (i != skip) r.token_id = idx[i];
     }
   }
   if (p.logprobs) {

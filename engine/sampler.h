@@ -3,6 +3,10 @@
 // followed by a draw from the sequence's own random stream (so a seeded request gives the same
 // tokens alone or batched). Logprobs are of the model's raw distribution (log-softmax of the
 // logits before logit bias, penalties and temperature), with the top-n alternatives.
+// Speculative decoding verifies a proposed (draft) token with the same call: greedy accepts it when
+// it is the argmax; sampling accepts it with its probability under the request's distribution and
+// otherwise draws from that distribution without it, which leaves the distribution of the token
+// returned exactly the one without a draft (the draft is deterministic, as n-gram lookup's is).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +20,7 @@ namespace ls {
 
 struct SampleResult {
   int32_t token_id = -1;
+  bool accepted = false;  // the token is the draft passed in
   bool has_logprobs = false;
   TokenLogprob logprob;
 };
@@ -23,8 +28,10 @@ struct SampleResult {
 class Sampler {
  public:
   // `logits` [vocab] is modified in place. `tokens` are the sequence's prompt + output so far.
+  // draft >= 0: the proposed token to verify.
   static SampleResult Sample(float* logits, int32_t vocab, const SamplingParams& params,
-                             const std::vector<int32_t>& tokens, int32_t num_prompt_tokens, std::mt19937_64* rng);
+                             const std::vector<int32_t>& tokens, int32_t num_prompt_tokens, std::mt19937_64* rng,
+                             int32_t draft = -1);
 
   // Steps exposed for tests.
   static void ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,

@@ -89,8 +89,11 @@ void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* pl
     Sequence* seq = running_[i];
     const bool is_decode = seq->num_uncomputed() == 1 && seq->num_computed >= seq->num_prompt_tokens;
     if (is_decode != decodes) continue;
-    const int32_t n = std::min({seq->num_uncomputed(), *budget, ToNextSnapshot(*seq)});
+    int32_t n = std::min({seq->num_uncomputed(), *budget, ToNextSnapshot(*seq)});
     if (n <= 0) continue;
+    // A draft rides along when it fits the budget and the free blocks; it never preempts anyone.
+    int32_t draft = decodes ? static_cast<int32_t>(seq->draft.size()) : 0;
+    if (draft > 0 && (n + draft > *budget || !EnsureCapacity(seq, seq->num_computed + n + draft))) draft = 0;
     bool preempted_self = false;
     while (!EnsureCapacity(seq, seq->num_computed + n)) {
       if (!decodes) return;  // prefills wait for blocks rather than evicting others
@@ -102,9 +105,9 @@ void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* pl
       }
     }
     if (preempted_self) break;  // it was the newest: nothing after it remains
-    plan->items.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
-    plan->num_tokens += n;
-    *budget -= n;
+    plan->items.push_back({seq, n + draft, seq->num_computed + n == seq->num_tokens(), draft});
+    plan->num_tokens += n + draft;
+    *budget -= n + draft;
   }
 }
 
@@ -179,9 +182,14 @@ SchedulerPlan Scheduler::Schedule() {
   return plan;
 }
 
+void Scheduler::AcceptDraftToken(Sequence* seq) {
+  ++seq->num_computed;
+  blocks_->CommitFullBlocks(seq->tokens, seq->num_computed, &seq->table);
+}
+
 void Scheduler::OnStepDone(const SchedulerPlan& plan) {
   for (const ScheduledSeq& s : plan.items) {
-    s.seq->num_computed += s.num_tokens;
+    s.seq->num_computed += s.num_tokens - s.num_draft;
     s.seq->tokens_computed_by_model += s.num_tokens;
     blocks_->CommitFullBlocks(s.seq->tokens, s.seq->num_computed, &s.seq->table);
     if (snapshots_) TakeSnapshot(s.seq);

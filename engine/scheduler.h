@@ -6,6 +6,8 @@
 // into the pool that caches the longest start of its prompt, then the one with the fewest running
 // sequences, among those with room for it; keeps that pool while it
 // runs, and a decode short of blocks preempts the newest sequence of its own pool.
+// A decoding sequence with a draft (speculative decoding) computes its last token and the draft
+// in one step when the budget and its blocks allow, else its last token alone.
 // For models with recurrent state (given StateSnapshots), a waiting sequence resumes from the
 // deepest state snapshot of its prompt, prefill chunks end at the positions where snapshots are
 // due (every interval, the prompt's branch point from the cached prefixes, its end), and the plan
@@ -35,8 +37,9 @@ struct SchedulerConfig {
 
 struct ScheduledSeq {
   Sequence* seq;
-  int32_t num_tokens;  // tokens to compute this step, starting at seq->num_computed
+  int32_t num_tokens;  // tokens to compute this step, starting at seq->num_computed (drafts included)
   bool sample;         // the step reaches the end of the sequence: sample its next token
+  int32_t num_draft = 0;  // of num_tokens, the sequence's draft tokens (after its last token)
 };
 
 // A cache copy for the cache of one pool, in that cache's own block and slot numbers.
@@ -67,6 +70,9 @@ class Scheduler {
   // blocks to the prefix cache and takes the state snapshots due (their copies ride on the next
   // plan). Sampled tokens are appended by the caller afterwards.
   void OnStepDone(const SchedulerPlan& plan);
+  // A draft token verified after the step: its KV, computed in the step, now counts (and full
+  // blocks are committed). OnStepDone counted the sequence's last token only.
+  void AcceptDraftToken(Sequence* seq);
   // Removes a sequence wherever it is and frees its blocks (finish, cancel, error).
   void Remove(Sequence* seq);
 

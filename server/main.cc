@@ -34,6 +34,7 @@
 #include "server/grouped_help.h"
 #include "server/grpc_server.h"
 #include "server/http_server.h"
+#include "server/speculative_config.h"
 
 ABSL_FLAG(std::string, model, "", "model directory: config.json, safetensors weights, tokenizer.json or tiktoken.model");
 ABSL_FLAG(std::string, served_model_name, "", "model name in the API (default: the model directory's name)");
@@ -69,6 +70,9 @@ ABSL_FLAG(int32_t, state_cache_mb, -1,
 ABSL_FLAG(int32_t, state_snapshot_interval, 512,
           "models with recurrent layers: a state snapshot every that many prompt tokens, a multiple of --block_size "
           "(0: only where a prompt leaves the cached prefixes and where it ends)");
+ABSL_FLAG(std::string, speculative_config, "",
+          "speculative decoding, as JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": k, "
+          "\"prompt_lookup_min\": n, \"prompt_lookup_max\": m} (prompt lookup; not for models with recurrent layers)");
 ABSL_FLAG(bool, warmup, true,
           "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
@@ -122,7 +126,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
-        "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s"}},
+        "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s", "speculative_config"}},
       {"Cache",
        {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching", "state_cache_mb",
         "state_snapshot_interval"}},
@@ -314,6 +318,9 @@ int main(int argc, char** argv) {
   else if (mb >= 0)
     cfg.state_cache_bytes = static_cast<int64_t>(mb) << 20;
   cfg.state_snapshot_interval = absl::GetFlag(FLAGS_state_snapshot_interval);
+  auto speculative = ls::server::ParseSpeculativeConfig(absl::GetFlag(FLAGS_speculative_config));
+  if (!speculative.ok()) return fail(std::string(speculative.status().message()));
+  cfg.speculative = *speculative;
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
@@ -377,6 +384,11 @@ int main(int argc, char** argv) {
                                 {"state_slots", (*engine)->num_state_slots()},
                                 {"prefix_caching", (*engine)->prefix_caching()},
                                 {"state_snapshot_slots", (*engine)->num_snapshot_slots()},
+                                {"speculative",
+                                 (*engine)->num_speculative_tokens() > 0
+                                     ? nlohmann::json{{"method", "ngram"},
+                                                      {"num_speculative_tokens", (*engine)->num_speculative_tokens()}}
+                                     : nlohmann::json(nullptr)},
                                 {"state_cache_mb", static_cast<double>((*engine)->num_snapshot_slots() *
                                                                        (*engine)->snapshot_slot_bytes()) / (1 << 20)},
                                 {"backend", std::string(backend->name())},
@@ -401,6 +413,11 @@ int main(int argc, char** argv) {
     ctx.Log(LogLevel::kWarning, "prefix_caching_disabled",
             absl::StrCat("\"reason\":\"--state_cache_mb leaves no room for one recurrent-state snapshot (",
                          ((*engine)->snapshot_slot_bytes() + (1 << 20) - 1) >> 20, " MiB each)\""));
+
+  if (cfg.speculative.num_speculative_tokens > 0 && (*engine)->num_speculative_tokens() == 0)
+    ctx.Log(LogLevel::kWarning, "speculative_decoding_disabled",
+            "\"reason\":\"the model has recurrent (linear-attention) layers, whose state a rejected draft token "
+            "would leave changed\"");
 
   if (const auto& unknown = (*model)->config().unrecognized_keys; !unknown.empty())
     ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",

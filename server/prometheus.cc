@@ -98,6 +98,14 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Value(&out, "latentserve_state_snapshot_evictions_total", "counter",
           "Snapshots evicted (least recently used, or to give back their KV block).", m.snapshot_evictions);
   }
+  if (m.spec_steps > 0) {
+    Value(&out, "latentserve_spec_decode_num_drafts_total", "counter",
+          "Speculative decoding: sequence steps that verified a draft.", static_cast<int64_t>(m.spec_steps));
+    Value(&out, "latentserve_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.",
+          static_cast<int64_t>(m.spec_draft_tokens));
+    Value(&out, "latentserve_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+          static_cast<int64_t>(m.spec_accepted_tokens));
+  }
   Value(&out, "latentserve_structured_output_tokens_total", "counter",
         "Tokens sampled under a structured-output grammar.", static_cast<int64_t>(m.grammar_tokens));
   Value(&out, "latentserve_structured_output_mask_seconds_total", "counter",

@@ -39,6 +39,17 @@ class CheckpointEngineTest : public ::testing::TestWithParam<std::string> {
     r.params.ignore_eos = true;
     return r;
   }
+  // Submits every request at once and waits for each one's final output.
+  static std::vector<RequestOutput> RunOutputs(Engine& engine, const std::vector<Request>& reqs) {
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    for (const auto& r : reqs) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      EXPECT_TRUE(engine.Submit(r, qs.back()->Callback()).ok());
+    }
+    std::vector<RequestOutput> out;
+    for (auto& q : qs) out.push_back(q->WaitFinal());
+    return out;
+  }
   std::vector<int32_t> Prompt(std::mt19937& rng, int len) const {
     std::vector<int32_t> p(len);
     for (auto& t : p) t = static_cast<int32_t>(rng() % model_->config().vocab_size);

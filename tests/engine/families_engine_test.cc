@@ -20,14 +20,8 @@ namespace {
 class FamiliesEngine : public CheckpointEngineTest {
  protected:
   static std::vector<std::vector<int32_t>> RunAll(Engine& engine, const std::vector<Request>& reqs) {
-    std::vector<std::unique_ptr<OutputQueue>> qs;
-    for (const auto& r : reqs) {
-      qs.push_back(std::make_unique<OutputQueue>());
-      EXPECT_TRUE(engine.Submit(r, qs.back()->Callback()).ok());
-    }
     std::vector<std::vector<int32_t>> out;
-    for (auto& q : qs) {
-      RequestOutput o = q->WaitFinal();
+    for (const RequestOutput& o : RunOutputs(engine, reqs)) {
       EXPECT_EQ(o.finish_reason, FinishReason::kLength) << o.error;
       out.push_back(o.token_ids);
     }
@@ -55,12 +49,13 @@ TEST_P(FamiliesEngine, BatchedRequestsGiveTheirTokensAlone) {
 TEST_P(FamiliesEngine, PreemptionGivesTheSameTokens) {
   std::mt19937 rng(3);
   std::vector<Request> reqs;
-  for (int i = 0; i < 8; ++i) reqs.push_back(Req(absl::StrCat("p", i), Prompt(rng, 10 + i), 16));
+  // Long enough that the eight overlap however slowly they are submitted.
+  for (int i = 0; i < 8; ++i) reqs.push_back(Req(absl::StrCat("p", i), Prompt(rng, 10 + i), 40));
   auto big = MakeEngine();
   const auto expected = RunAll(*big, reqs);
   big.reset();
   EngineConfig small;
-  small.num_kv_blocks = 8;  // 128 token slots for 8 sequences of ~30 tokens
+  small.num_kv_blocks = 8;  // 128 token slots for 8 sequences of ~54 tokens
   small.enable_prefix_caching = false;
   auto engine = MakeEngine(small);
   EXPECT_EQ(RunAll(*engine, reqs), expected);

@@ -34,16 +34,6 @@ class HybridPrefixCache : public CheckpointEngineTest {
     EXPECT_EQ(o.finish_reason, FinishReason::kLength) << o.error;
     return o;
   }
-  static std::vector<RequestOutput> RunAll(Engine& engine, const std::vector<Request>& reqs) {
-    std::vector<std::unique_ptr<OutputQueue>> qs;
-    for (const auto& r : reqs) {
-      qs.push_back(std::make_unique<OutputQueue>());
-      EXPECT_TRUE(engine.Submit(r, qs.back()->Callback()).ok());
-    }
-    std::vector<RequestOutput> out;
-    for (auto& q : qs) out.push_back(q->WaitFinal());
-    return out;
-  }
   // Same tokens, and logprobs within the tolerance of a different prefill chunking.
   static void ExpectSame(const RequestOutput& got, const RequestOutput& cold, const std::string& what) {
     ASSERT_EQ(got.token_ids, cold.token_ids) << what;
@@ -114,7 +104,7 @@ TEST_P(HybridPrefixCache, PreemptionAndEvictionKeepTheColdTokens) {
   // Half one at a time (hits), half all at once (preemptions).
   std::vector<RequestOutput> got;
   for (int i = 0; i < 5; ++i) got.push_back(RunOne(*engine, reqs[i]));
-  const auto batch = RunAll(*engine, std::vector<Request>(reqs.begin() + 5, reqs.end()));
+  const auto batch = RunOutputs(*engine, std::vector<Request>(reqs.begin() + 5, reqs.end()));
   got.insert(got.end(), batch.begin(), batch.end());
   for (size_t i = 0; i < reqs.size(); ++i) ExpectSame(got[i], cold[i], reqs[i].id);
   const MetricsSnapshot m = engine->Metrics();

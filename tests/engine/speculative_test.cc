@@ -1,0 +1,166 @@
+// Speculative decoding by n-gram lookup: the proposer's lookup; greedy output token for token the
+// output without speculation (with logprobs, batching, stop tokens, max_tokens and preemption) on
+// checkpoints of this project's format, GQA and MLA; the sampler's verification leaves the sampled
+// distribution unchanged (chi-square); models with recurrent state run without it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/ngram_proposer.h"
+#include "engine/sampler.h"
+#include "tests/engine/checkpoint_engine.h"
+
+namespace ls {
+namespace {
+
+TEST(NgramProposer, ContinuesTheLatestEarlierOccurrenceOfTheLongestSuffix) {
+  const NgramConfig cfg{4, 1, 3};
+  // "5 6 7" occurs at 0 and 6; the suffix "6 7" last occurred at 7: propose what followed it.
+  EXPECT_EQ(ProposeNgram({5, 6, 7, 8, 9, 1, 5, 6, 7, 2, 3, 6, 7}, cfg, 4), (std::vector<int32_t>{2, 3, 6, 7}));
+  EXPECT_EQ(ProposeNgram({1, 2, 3, 1, 2}, cfg, 2), (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(ProposeNgram({1, 2, 3, 1, 2}, cfg, 9), (std::vector<int32_t>{3, 1, 2})) << "as many as follow";
+  EXPECT_TRUE(ProposeNgram({1, 2, 3, 4}, cfg, 3).empty()) << "nothing recurs";
+  EXPECT_TRUE(ProposeNgram({1, 2, 3, 1}, NgramConfig{3, 2, 3}, 3).empty()) << "a 1-gram is below min_n";
+  EXPECT_TRUE(ProposeNgram({1, 2, 1, 2}, cfg, 0).empty());
+}
+
+// With a draft, the sampled token's distribution is the one without: the draft is accepted with its
+// probability and otherwise excluded from the draw.
+TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
+  const int32_t V = 6;
+  const std::vector<float> logits = {1.0f, 0.2f, -0.5f, 2.0f, 0.7f, -3.0f};
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_p = 0.95f;
+  const int n = 40000;
+  for (int32_t draft : {3, 1, 5}) {
+    std::map<int32_t, int> plain, spec;
+    int accepted = 0;
+    std::mt19937_64 rng_a(1), rng_b(2);
+    for (int i = 0; i < n; ++i) {
+      std::vector<float> a = logits, b = logits;
+      ++plain[Sampler::Sample(a.data(), V, p, {}, 0, &rng_a).token_id];
+      const SampleResult r = Sampler::Sample(b.data(), V, p, {}, 0, &rng_b, draft);
+      ++spec[r.token_id];
+      accepted += r.accepted;
+      EXPECT_EQ(r.accepted, r.token_id == draft);
+    }
+    // Chi-square of the speculative counts against the plain ones' frequencies (two samples, df <= 5):
+    // 20.5 is the 0.999 quantile at df 5.
+    double chi = 0;
+    for (int32_t v = 0; v < V; ++v) {
+      const double e = (plain[v] + spec[v]) / 2.0;
+      if (e > 0) chi += 2 * (plain[v] - e) * (plain[v] - e) / e;
+    }
+    EXPECT_LT(chi, 20.5) << "draft " << draft;
+    EXPECT_NEAR(static_cast<double>(accepted) / n, static_cast<double>(plain[draft]) / n, 0.02) << "draft " << draft;
+  }
+  // Greedy accepts exactly the argmax.
+  std::vector<float> g = logits;
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::mt19937_64 rng(3);
+  EXPECT_TRUE(Sampler::Sample(g.data(), V, greedy, {}, 0, &rng, 3).accepted);
+  g = logits;
+  EXPECT_FALSE(Sampler::Sample(g.data(), V, greedy, {}, 0, &rng, 0).accepted);
+}
+
+class Speculative : public CheckpointEngineTest {
+ protected:
+  // Prompts whose continuation the n-gram lookup can guess: a phrase, the model's own greedy
+  // continuation of it, and the phrase again.
+  std::vector<Request> Requests(int count) {
+    std::mt19937 rng(31);
+    std::vector<Request> reqs;
+    auto plain = MakeEngine();
+    for (int i = 0; i < count; ++i) {
+      const std::vector<int32_t> phrase = Prompt(rng, 6 + i % 5);
+      const RequestOutput first = RunOutputs(*plain, {Req(absl::StrCat("w", i), phrase, 12)})[0];
+      std::vector<int32_t> prompt = phrase;
+      prompt.insert(prompt.end(), first.token_ids.begin(), first.token_ids.end());
+      prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+      Request r = Req(absl::StrCat("s", i), prompt, 10 + 3 * i);
+      r.params.logprobs = 1;
+      if (i % 4 == 3) r.params.stop_token_ids = {first.token_ids[4]};  // ends inside an accepted draft
+      reqs.push_back(std::move(r));
+    }
+    return reqs;
+  }
+  static void ExpectSame(const std::vector<RequestOutput>& got, const std::vector<RequestOutput>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << "request " << i;
+      EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << "request " << i;
+      EXPECT_EQ(got[i].completion_tokens, want[i].completion_tokens) << "request " << i;
+      ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+      for (size_t j = 0; j < got[i].logprobs.size(); ++j)
+        EXPECT_NEAR(got[i].logprobs[j].logprob, want[i].logprobs[j].logprob, 2e-3) << "request " << i << " token " << j;
+    }
+  }
+};
+
+TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
+  const std::vector<Request> reqs = Requests(12);
+  auto plain = MakeEngine();
+  const auto want = RunOutputs(*plain, reqs);
+  plain.reset();
+  EngineConfig cfg;
+  cfg.speculative = {4, 1, 4};
+  auto engine = MakeEngine(cfg);
+  ASSERT_EQ(engine->num_speculative_tokens(), 4);
+  // One at a time, then all batched (sequences with and without a draft in one step).
+  std::vector<RequestOutput> alone;
+  for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
+  ExpectSame(alone, want);
+  ExpectSame(RunOutputs(*engine, reqs), want);
+  const MetricsSnapshot m = engine->Metrics();
+  EXPECT_GT(m.spec_steps, 0u);
+  EXPECT_GT(m.spec_accepted_tokens, 0u) << "the repeated phrase's continuation is proposed and accepted";
+  EXPECT_LE(m.spec_accepted_tokens, m.spec_draft_tokens);
+  EXPECT_EQ(m.kv_blocks_used, 0);
+}
+
+TEST_P(Speculative, PreemptionKeepsTheOutput) {
+  const std::vector<Request> reqs = Requests(8);
+  auto plain = MakeEngine();
+  const auto want = RunOutputs(*plain, reqs);
+  plain.reset();
+  EngineConfig cfg;
+  cfg.speculative = {3, 2, 3};
+  cfg.num_kv_blocks = 12;  // too few for all at once
+  cfg.enable_prefix_caching = false;
+  auto engine = MakeEngine(cfg);
+  ExpectSame(RunOutputs(*engine, reqs), want);
+  EXPECT_GT(engine->Metrics().preemptions, 0u);
+  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, Speculative,
+                         ::testing::Values("latent_sigmoid_situ_bf16", "hf/qwen3_moe_f32", "hf/deepseek_v3_f32"),
+                         [](const auto& info) {
+                           const std::string& p = info.param;
+                           return p.find('/') == std::string::npos ? p : p.substr(3);
+                         });
+
+class SpeculativeRecurrent : public CheckpointEngineTest {};
+
+TEST_P(SpeculativeRecurrent, ModelsWithRecurrentStateRunWithoutIt) {
+  EngineConfig cfg;
+  cfg.speculative = {4, 1, 4};
+  auto engine = MakeEngine(cfg);
+  EXPECT_EQ(engine->num_speculative_tokens(), 0);
+  cfg.speculative = {4, 3, 2};
+  cfg.kv_cache_dtype = DType::kF32;
+  auto bad = Engine::Create(model_.get(), nullptr, cfg);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("prompt_lookup_min"), std::string::npos) << bad.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, SpeculativeRecurrent, ::testing::Values("hf/kimi_linear_f32"),
+                         [](const auto& info) { return info.param.substr(3); });
+
+}  // namespace
+}  // namespace ls
