@@ -6,10 +6,12 @@
 
 namespace ls {
 
-BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools)
+BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools,
+                           bool track_branches)
     : num_blocks_(num_blocks),
       block_size_(block_size),
       prefix_caching_(enable_prefix_caching),
+      track_branches_(track_branches),
       blocks_(num_blocks),
       free_(std::max(num_pools, 1)),
       evictable_(std::max(num_pools, 1)),
@@ -59,19 +61,27 @@ int32_t BlockManager::TakeBlock(int32_t pool) {
   } else if (!evictable_[pool].empty()) {
     b = evictable_[pool].front();
     evictable_[pool].pop_front();
-    cache_.erase(blocks_[b].hash);
-    for (auto [it, end] = children_.equal_range(blocks_[b].parent); it != end; ++it)
-      if (it->second == b) {
-        children_.erase(it);
-        break;
-      }
-    blocks_[b].cached = false;
-    blocks_[b].tokens.clear();
+    Uncache(b);
   } else {
     return -1;
   }
   blocks_[b].ref = 1;
   return b;
+}
+
+void BlockManager::Uncache(int32_t b) {
+  Block& blk = blocks_[b];
+  cache_.erase(blk.hash);
+  if (blk.child_pos >= 0) {  // swap-remove from its parent's children
+    std::vector<int32_t>& siblings = children_.at(blk.parent);
+    siblings[blk.child_pos] = siblings.back();
+    blocks_[siblings.back()].child_pos = blk.child_pos;
+    siblings.pop_back();
+    if (siblings.empty()) children_.erase(blk.parent);
+    blk.child_pos = -1;
+  }
+  blk.cached = false;
+  blk.tokens.clear();
 }
 
 int32_t BlockManager::num_held_only() const {
@@ -161,9 +171,11 @@ int32_t BlockManager::CommonPrefix(const std::vector<int32_t>& tokens, int32_t p
   const int32_t start = k * block_size_;
   const int32_t rest = std::min<int32_t>(block_size_, static_cast<int32_t>(tokens.size()) - start);
   int32_t best = 0;
-  for (auto [it, end] = children_.equal_range(PrefixHash(pool, cached, k)); it != end; ++it) {
-    if (it->second / pool_blocks() != pool) continue;
-    const std::vector<int32_t>& t = blocks_[it->second].tokens;
+  auto children = children_.find(PrefixHash(pool, cached, k));
+  if (children == children_.end()) return start;
+  for (int32_t child : children->second) {
+    if (child / pool_blocks() != pool) continue;
+    const std::vector<int32_t>& t = blocks_[child].tokens;
     const int32_t same = static_cast<int32_t>(
         std::mismatch(t.begin(), t.begin() + rest, tokens.begin() + start).first - t.begin());
     best = std::max(best, same);
@@ -196,7 +208,11 @@ void BlockManager::CommitFullBlocks(const std::vector<int32_t>& tokens, int32_t 
     blk.cached = true;
     blk.hash = h;
     blk.parent = parent;
-    children_.emplace(parent, table->blocks[i]);
+    if (track_branches_) {
+      std::vector<int32_t>& siblings = children_[parent];
+      blk.child_pos = static_cast<int32_t>(siblings.size());
+      siblings.push_back(table->blocks[i]);
+    }
     blk.tokens.assign(t, t + block_size_);
     cache_[h] = table->blocks[i];
   }

@@ -25,7 +25,10 @@ class BlockManager {
  public:
   // num_blocks: in all pools together (a multiple of num_pools); pool p holds blocks
   // [p·pool_blocks, (p+1)·pool_blocks).
-  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools = 1);
+  // track_branches: keep, per cached chain, the cached blocks that follow it (CommonPrefix needs
+  // them; only models whose prefix cache takes state snapshots at branch points ask for it).
+  BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools = 1,
+               bool track_branches = false);
 
   int32_t block_size() const { return block_size_; }
   int32_t num_blocks() const { return num_blocks_; }
@@ -59,7 +62,8 @@ class BlockManager {
     hit_tokens_ += hit_tokens;
   }
   // How many leading tokens of `tokens` some cached chain of `pool` shares: the cached full blocks
-  // (`cached`) and the longest common start with a cached block that follows them.
+  // (`cached`) and the longest common start with a cached block that follows them (with
+  // track_branches; without, the cached full blocks alone).
   int32_t CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool, const std::vector<uint64_t>& cached) const;
   // One more holder of a block in use (a state snapshot keeps the block its position falls in),
   // and the release of that hold.
@@ -94,6 +98,7 @@ class BlockManager {
     bool cached = false;       // registered in cache_ under `hash`
     uint64_t hash = 0;
     uint64_t parent = 0;          // the chain hash of the blocks before it
+    int32_t child_pos = -1;       // its place in children_[parent] (track_branches)
     std::vector<int32_t> tokens;  // the block's tokens, to confirm hash hits
     std::list<int32_t>::iterator lru;  // position in evictable_ when ref == 0 && cached
   };
@@ -104,16 +109,18 @@ class BlockManager {
   void Release(int32_t b);
   // A change of a block's references by `dref`, `dholds` of them holds, keeping held_only_ right.
   void ChangeRefs(int32_t b, int32_t dref, int32_t dholds);
+  void Uncache(int32_t b);  // out of cache_ (and children_) before reuse
 
   int32_t num_blocks_;
   int32_t block_size_;
   bool prefix_caching_;
+  bool track_branches_;
   std::vector<Block> blocks_;
   std::vector<std::vector<int32_t>> free_;       // [pools] unreferenced, uncached
   std::vector<std::list<int32_t>> evictable_;    // [pools] unreferenced, cached; front = least recently used
   std::vector<int32_t> held_only_;               // [pools] blocks referenced by holds alone
   std::unordered_map<uint64_t, int32_t> cache_;  // chain hash -> block
-  std::unordered_multimap<uint64_t, int32_t> children_;  // parent chain hash -> cached blocks after it
+  std::unordered_map<uint64_t, std::vector<int32_t>> children_;  // parent chain hash -> cached blocks after it
   int64_t queried_tokens_ = 0;
   int64_t hit_tokens_ = 0;
 };

@@ -187,7 +187,8 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
       cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype,
              num_state_slots + num_snapshot_slots),
-      blocks_(num_blocks * group_->size(), config.block_size, config.enable_prefix_caching, group_->size()),
+      blocks_(num_blocks * group_->size(), config.block_size, config.enable_prefix_caching, group_->size(),
+              /*track_branches=*/num_snapshot_slots > 0),
       slots_(num_state_slots * group_->size(), group_->size()),
       // Snapshot slots follow the running sequences' slots in each rank's cache.
       snapshots_(&blocks_, num_snapshot_slots, num_state_slots, group_->size(), config.state_snapshot_interval),

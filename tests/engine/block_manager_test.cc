@@ -92,3 +92,36 @@ TEST(BlockManager, EvictsLeastRecentlyUsedCachedBlocks) {
 
 }  // namespace
 }  // namespace ls
+
+namespace ls {
+namespace {
+
+// Branch points: how far a prompt shares a cached chain, into the cached block that follows it, and
+// that an evicted block no longer counts.
+TEST(BlockManagerBranches, CommonPrefixReachesIntoTheNextCachedBlockUntilItIsEvicted) {
+  BlockManager bm(4, 4, true, 1, /*track_branches=*/true);
+  BlockTable a;
+  const std::vector<int32_t> ta = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(bm.EnsureCapacity(&a, 8));
+  bm.CommitFullBlocks(ta, 8, &a);
+  bm.Free(&a);
+  const std::vector<int32_t> tb = {1, 2, 3, 4, 5, 6, 9, 9, 9};
+  const std::vector<uint64_t> cached = bm.CachedPrefix(tb, 0);
+  ASSERT_EQ(cached.size(), 1u);
+  EXPECT_EQ(bm.CommonPrefix(tb, 0, cached), 6) << "one cached block, then 2 tokens into the next";
+  EXPECT_EQ(bm.CommonPrefix({7, 7}, 0, {}), 0);
+  // Four fresh blocks evict both cached ones: the chain is gone.
+  BlockTable c;
+  ASSERT_TRUE(bm.EnsureCapacity(&c, 16));
+  EXPECT_TRUE(bm.CachedPrefix(tb, 0).empty());
+  EXPECT_EQ(bm.CommonPrefix(tb, 0, {}), 0);
+  // Without tracking, only the cached full blocks count.
+  BlockManager plain(4, 4, true);
+  BlockTable d;
+  ASSERT_TRUE(plain.EnsureCapacity(&d, 8));
+  plain.CommitFullBlocks(ta, 8, &d);
+  EXPECT_EQ(plain.CommonPrefix(tb, 0, plain.CachedPrefix(tb, 0)), 4);
+}
+
+}  // namespace
+}  // namespace ls

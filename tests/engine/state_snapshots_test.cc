@@ -27,7 +27,7 @@ std::unique_ptr<Sequence> Seq(int32_t shared, int32_t len, uint64_t arrival, int
 
 struct Rig {
   explicit Rig(int32_t snapshot_slots, int32_t interval = 8, int32_t blocks = 64)
-      : bm(blocks, kBlock, true), slots(4), snaps(&bm, snapshot_slots, /*first_slot=*/4, 1, interval),
+      : bm(blocks, kBlock, true, 1, /*track_branches=*/true), slots(4), snaps(&bm, snapshot_slots, /*first_slot=*/4, 1, interval),
         sch({4, 100}, &bm, &slots, &snaps) {}
   // Runs a sequence to the end of its prompt alone; returns each step's chunk.
   std::vector<int32_t> Prefill(Sequence* s, std::vector<SchedulerPlan>* plans = nullptr) {
