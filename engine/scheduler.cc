@@ -89,11 +89,8 @@ void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* pl
     Sequence* seq = running_[i];
     const bool is_decode = seq->num_uncomputed() == 1 && seq->num_computed >= seq->num_prompt_tokens;
     if (is_decode != decodes) continue;
-    int32_t n = std::min({seq->num_uncomputed(), *budget, ToNextSnapshot(*seq)});
+    const int32_t n = std::min({seq->num_uncomputed(), *budget, ToNextSnapshot(*seq)});
     if (n <= 0) continue;
-    // A draft rides along when it fits the budget and the free blocks; it never preempts anyone.
-    int32_t draft = decodes ? static_cast<int32_t>(seq->draft.size()) : 0;
-    if (draft > 0 && (n + draft > *budget || !EnsureCapacity(seq, seq->num_computed + n + draft))) draft = 0;
     bool preempted_self = false;
     while (!EnsureCapacity(seq, seq->num_computed + n)) {
       if (!decodes) return;  // prefills wait for blocks rather than evicting others
@@ -105,9 +102,9 @@ void Scheduler::ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* pl
       }
     }
     if (preempted_self) break;  // it was the newest: nothing after it remains
-    plan->items.push_back({seq, n + draft, seq->num_computed + n == seq->num_tokens(), draft});
-    plan->num_tokens += n + draft;
-    *budget -= n + draft;
+    plan->items.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
+    plan->num_tokens += n;
+    *budget -= n;
   }
 }
 
@@ -176,10 +173,25 @@ SchedulerPlan Scheduler::Schedule() {
   pending_copies_.clear();
   int32_t budget = config_.max_num_batched_tokens;
   ScheduleRunning(/*decodes=*/true, &budget, &plan);
+  AddDrafts(&budget, &plan);
   ScheduleRunning(/*decodes=*/false, &budget, &plan);
   AdmitWaiting(&budget, &plan);
   if (plan.empty()) std::swap(pending_copies_, plan.copies);  // no step runs: they wait for the next
   return plan;
+}
+
+void Scheduler::AddDrafts(int32_t* budget, SchedulerPlan* plan) {
+  // After every decode has its token (and whatever preemption that took): drafts only use what is
+  // left, so they never cost another sequence its place.
+  for (ScheduledSeq& item : plan->items) {
+    Sequence* seq = item.seq;
+    const int32_t d = std::min(static_cast<int32_t>(seq->draft.size()), *budget);
+    if (d <= 0 || !blocks_->EnsureCapacity(&seq->table, seq->num_computed + item.num_tokens + d)) continue;
+    item.num_tokens += d;
+    item.num_draft = d;
+    plan->num_tokens += d;
+    *budget -= d;
+  }
 }
 
 void Scheduler::AcceptDraftToken(Sequence* seq) {

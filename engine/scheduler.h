@@ -7,7 +7,8 @@
 // sequences, among those with room for it; keeps that pool while it
 // runs, and a decode short of blocks preempts the newest sequence of its own pool.
 // A decoding sequence with a draft (speculative decoding) computes its last token and the draft
-// in one step when the budget and its blocks allow, else its last token alone.
+// in one step when, after every decode has its token, the budget and the free blocks allow; else
+// its last token alone.
 // For models with recurrent state (given StateSnapshots), a waiting sequence resumes from the
 // deepest state snapshot of its prompt, prefill chunks end at the positions where snapshots are
 // due (every interval, the prompt's branch point from the cached prefixes, its end), and the plan
@@ -107,6 +108,8 @@ class Scheduler {
   int32_t LocalSlot(const Sequence& seq) const { return seq.state_slot - seq.table.pool * slots_->pool_slots(); }
   int32_t LocalBlock(int32_t block) const { return block % blocks_->pool_blocks(); }
   void ScheduleRunning(bool decodes, int32_t* budget, SchedulerPlan* plan);
+  // Extends the planned decodes by their drafts, within the budget and the free blocks.
+  void AddDrafts(int32_t* budget, SchedulerPlan* plan);
   void AdmitWaiting(int32_t* budget, SchedulerPlan* plan);
 
   SchedulerConfig config_;

@@ -171,3 +171,39 @@ TEST(Scheduler, RandomInterleavingsLeakNoBlockAndShareNoneWrongly) {
 
 }  // namespace
 }  // namespace ls
+
+namespace ls {
+namespace {
+
+// Speculative drafts extend the planned decodes with what the budget and the free blocks leave.
+TEST(SchedulerDrafts, DraftsUseOnlyWhatTheDecodesLeave) {
+  for (int32_t blocks : {4, 2}) {
+    BlockManager bm(blocks, 4, false);
+    Scheduler sch({4, 8}, &bm);
+    Sequence a, b;
+    b.arrival = 1;
+    for (Sequence* s : {&a, &b}) {
+      s->tokens = {1, 2, 3};
+      s->num_prompt_tokens = 3;
+      sch.Add(s);
+    }
+    Complete(sch, sch.Schedule(), 4);  // both prompts, a token each: both decode next, a block each
+    // A proposes 8 tokens; the budget leaves 6 after the two decodes.
+    a.draft = {5, 6, 7, 8, 9, 10, 11, 12};
+    SchedulerPlan p = sch.Schedule();
+    ASSERT_EQ(p.items.size(), 2u);
+    EXPECT_TRUE(p.preempted.empty()) << "a draft never costs another sequence its place";
+    const ScheduledSeq& ia = p.items[0].seq == &a ? p.items[0] : p.items[1];
+    if (blocks == 4) {
+      EXPECT_EQ(ia.num_draft, 6) << "cut to the budget";
+      EXPECT_EQ(ia.num_tokens, 7);
+      EXPECT_EQ(p.num_tokens, 8);
+    } else {
+      EXPECT_EQ(ia.num_draft, 0) << "no free block for the draft's positions";
+      EXPECT_EQ(p.num_tokens, 2);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ls
