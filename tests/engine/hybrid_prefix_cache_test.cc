@@ -87,7 +87,7 @@ TEST_P(HybridPrefixCache, PreemptionAndEvictionKeepTheColdTokens) {
     std::vector<int32_t> p(base.begin(), base.begin() + 20 + 7 * i);
     const std::vector<int32_t> own = Prompt(rng, 3 + i % 4);
     p.insert(p.end(), own.begin(), own.end());
-    reqs.push_back(Req(absl::StrCat("r", i), p, 12));
+    reqs.push_back(Req(absl::StrCat("r", i), p, 30));  // long enough to overlap when submitted together
   }
   std::vector<RequestOutput> cold;
   {
