@@ -50,7 +50,8 @@ class BlockManager {
   // model with recurrent state resumes only where a state snapshot exists):
   // the chain hashes of the cached full blocks that start `tokens` in `pool` (looked up only);
   std::vector<uint64_t> CachedPrefix(const std::vector<int32_t>& tokens, int32_t pool) const;
-  // the chain hash of the first `num_blocks` of them (the pool's seed for none);
+  // the chain hash of the first `num_blocks` of them (the pool's seed for none; a table's committed
+  // `hashes` serve as well);
   uint64_t PrefixHash(int32_t pool, const std::vector<uint64_t>& cached, int32_t num_blocks) const {
     return num_blocks == 0 ? PoolSeed(pool) : cached[num_blocks - 1];
   }
@@ -72,10 +73,6 @@ class BlockManager {
   // Blocks of `pool` that only holds keep (given back when a sequence needs them): in use by no sequence.
   int32_t num_held_only(int32_t pool) const { return held_only_[pool]; }
   int32_t num_held_only() const;
-  // The chain hash of a table's first `num_blocks` blocks, once committed.
-  uint64_t TableHash(const BlockTable& table, int32_t num_blocks) const {
-    return num_blocks == 0 ? PoolSeed(table.pool) : table.hashes[num_blocks - 1];
-  }
   // Blocks to add so the table holds `num_tokens` tokens.
   int32_t BlocksNeeded(const BlockTable& table, int32_t num_tokens) const;
   // Grows the table to hold `num_tokens` tokens; false, changing nothing, if blocks run out.

@@ -14,9 +14,9 @@
 namespace ls {
 namespace {
 
-// The error of requests the server itself cancels as it stops.
 // State snapshots per rank at most, whatever the budget: past a few thousand the hit rate no longer grows.
 constexpr size_t kMaxSnapshotSlots = 4096;
+// The error of requests the server itself cancels as it stops.
 constexpr const char* kShutdownReason = "the server is shutting down and cancelled the request";
 
 }  // namespace
@@ -421,7 +421,7 @@ void Engine::ProposeDrafts() {
   }
 }
 
-void Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
+int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
   // Row j holds the logits after the last token (j = 0) or after draft token j. Each accepted draft
   // token counts as computed; the first rejection (or the token after the whole draft) ends the step.
   const std::vector<int32_t> draft(s->seq.draft.begin(), s->seq.draft.begin() + num_draft);
@@ -436,11 +436,7 @@ void Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
     ++accepted;
     if (live) scheduler_.AcceptDraftToken(&s->seq);
   }
-  metrics_.Update([&](MetricsSnapshot& m) {
-    ++m.spec_steps;
-    m.spec_draft_tokens += num_draft;
-    m.spec_accepted_tokens += accepted;
-  });
+  return accepted;
 }
 
 bool Engine::HandleToken(Stream* s, float* logits, int32_t draft, bool* accepted) {
@@ -587,6 +583,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   }
   scheduler_.OnStepDone(plan);
   const int64_t V = model_->config().vocab_size;
+  uint64_t spec_steps = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;  // added to the metrics once
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Stream* s = streams[i];
     if (!s->scheduled) {
@@ -606,7 +603,9 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     float* at = logits_[where[i].rank].data() + where[i].row * V;
     const int32_t draft = plan.items[i].num_draft;
     if (draft > 0) {
-      VerifyDraft(s, draft, at);
+      ++spec_steps;
+      spec_draft_tokens += draft;
+      spec_accepted_tokens += VerifyDraft(s, draft, at);
       continue;
     }
     if (ss.all_logits) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, at);
@@ -624,6 +623,9 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     m.step_seconds += std::chrono::duration<double>(t1 - t0).count();
     m.grammar_seconds += step_grammar_seconds_;
     m.grammar_tokens += step_grammar_tokens_;
+    m.spec_steps += spec_steps;
+    m.spec_draft_tokens += spec_draft_tokens;
+    m.spec_accepted_tokens += spec_accepted_tokens;
   });
   step_grammar_seconds_ = 0;
   step_grammar_tokens_ = 0;

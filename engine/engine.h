@@ -150,9 +150,10 @@ class Engine {
   // stream (it is gone then). draft >= 0: the proposed token to verify, `accepted` says whether it was.
   bool HandleToken(Stream* s, float* logits, int32_t draft = -1, bool* accepted = nullptr);
   // Speculative decoding: sets the draft of every decoding sequence that may have one (before scheduling),
-  // and verifies one after the step from its logits rows [num_draft + 1, vocab].
+  // and verifies one after the step from its logits rows [num_draft + 1, vocab], returning the
+  // draft tokens accepted.
   void ProposeDrafts();
-  void VerifyDraft(Stream* s, int32_t num_draft, float* logits);
+  int32_t VerifyDraft(Stream* s, int32_t num_draft, float* logits);
   // Prompt logprobs from the rows of positions start..start+n-1 ([n, vocab]).
   void CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits);
   void UpdateGauges();

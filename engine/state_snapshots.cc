@@ -61,7 +61,7 @@ int32_t StateSnapshots::CommonPrefix(const std::vector<int32_t>& tokens, int32_t
 int32_t StateSnapshots::Take(const std::vector<int32_t>& tokens, int32_t position, const BlockTable& table) {
   const int32_t bs = blocks_->block_size(), k = position / bs, pool = table.pool;
   assert(position > 0 && static_cast<int32_t>(table.hashes.size()) >= k);
-  const uint64_t parent = blocks_->TableHash(table, k);
+  const uint64_t parent = blocks_->PrefixHash(pool, table.hashes, k);
   bool exists = false;
   ForEachMatch(tokens, pool, parent, k * bs, [&](int32_t, const Snapshot& s, int32_t same) {
     exists |= s.position == position && same == static_cast<int32_t>(s.tail.size());
