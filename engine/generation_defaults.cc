@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/read_file.h"
 #include "nlohmann/json.hpp"
 
 namespace ls {
@@ -33,11 +32,9 @@ absl::StatusOr<GenerationDefaults> GenerationDefaults::FromModelDir(const std::s
 }
 
 absl::StatusOr<GenerationDefaults> GenerationDefaults::FromFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": invalid JSON"));
   GenerationDefaults d;
   for (auto [key, out] : {std::pair<const char*, std::optional<float>*>{"temperature", &d.temperature},

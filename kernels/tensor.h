@@ -27,6 +27,9 @@ enum class Layout : uint8_t {
 };
 inline constexpr int64_t kPanelRows = 32;
 
+// n rounded up to a multiple of 64 bytes: where the parts of a packed or placed weight start.
+inline constexpr size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+
 // How a quantized weight's codes become values: w[n, k] = (code[n, k] − zero) · scale, one scale
 // (and zero point) per block of block_rows × block_cols elements. Row-major: the scales form the
 // grid [ceil(rows / block_rows), ceil(cols / block_cols)] (edge blocks may be partial). Packed

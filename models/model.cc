@@ -78,8 +78,6 @@ void Model::SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed) {
 
 namespace {
 
-size_t Aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // The online quantization a weight gets: GEMM weights the chosen scheme, the LM head 8 bits (int8
 // under int4, as llama.cpp's 4-bit types keep the output matrix wider), routers and gates none.
 QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
@@ -114,7 +112,7 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
       status = absl::InvalidArgumentError(absl::StrCat(
           store_->dir(), ": a quantized ", std::string(DTypeName(t.dtype)), " tensor [", t.rows, ", ", t.cols,
           "] is read as a norm, embedding or bias weight; only matrix weights of the GEMMs may be quantized"));
-    total += Aligned(backend_->PreparedWeightBytes(QuantizedLayout(t, OnlineScheme(online, use)), use));
+    total += Align64(backend_->PreparedWeightBytes(QuantizedLayout(t, OnlineScheme(online, use)), use));
   });
   if (!status.ok()) return status;
   weight_storage_ = DeviceBuffer(backend_, std::max<size_t>(total, 64));
@@ -128,7 +126,7 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
     if (bytes && IsMatmul(use)) copied.push_back(t);
     if (bytes && Quantizable(t, scheme)) t = Quantize(t, scheme, &scratch);
     t = backend_->PrepareWeight(t, use, bytes ? next : nullptr);
-    next += Aligned(bytes);
+    next += Align64(bytes);
   });
   // The backend reads its own copies of these: their mapped file pages need not stay resident
   // (otherwise a packed model would hold its GEMM weights twice).

@@ -8,10 +8,8 @@
 namespace ls {
 namespace {
 
-size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
-
 // Device bytes of a weight's copy: values or codes, and a quantized weight's scales and zero points.
-size_t StoredBytes(const Tensor& t) { return Aligned(t.bytes()) + Aligned(t.scale_bytes()) + Aligned(t.zero_bytes()); }
+size_t StoredBytes(const Tensor& t) { return Align64(t.bytes()) + Align64(t.scale_bytes()) + Align64(t.zero_bytes()); }
 
 }  // namespace
 
@@ -57,7 +55,7 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
   };
   auto stored = [&](const Tensor& t) {
     const size_t n = prepared_bytes(t);
-    return n > 0 ? Aligned(n) : StoredBytes(t);
+    return n > 0 ? Align64(n) : StoredBytes(t);
   };
   // Bytes per device of this rank, then one buffer per device holding its slots of every layer.
   std::vector<size_t> bytes(held, 0);
@@ -85,13 +83,13 @@ absl::StatusOr<std::shared_ptr<const PlacedExperts>> PlacedExperts::Build(
   auto copy = [&](int32_t d, const Tensor& t) {
     if (const size_t n = prepared_bytes(t); n > 0) {
       auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
-      used[d] += Aligned(n);
+      used[d] += Align64(n);
       return backend->PrepareWeight(t, WeightUse::kMatmulExpert, dst);
     }
     auto part = [&](const void* src, size_t n) {
       auto* dst = static_cast<unsigned char*>(out->storage_[d].data()) + used[d];
       backend->CopyToDevice(dst, src, n);
-      used[d] += Aligned(n);
+      used[d] += Align64(n);
       return dst;
     };
     Tensor placed = t;

@@ -14,8 +14,6 @@ using grpc::Status;
 using grpc::StatusCode;
 using ojson = nlohmann::ordered_json;
 
-Status Invalid(const std::string& msg) { return Status(StatusCode::INVALID_ARGUMENT, msg); }
-
 SamplingParams ToParams(const pb::SamplingParams& s, SampledFields* given) {
   SamplingParams p;
   if (s.has_temperature()) p.temperature = s.temperature();
@@ -50,7 +48,7 @@ Status ApplyStructuredOutput(const pb::SamplingParams& s, const ApiContext& ctx,
   ApiError e;
   if (!s.has_structured_output()) {
     if (chat && !ApplyReplyConstraint(*chat, c, ctx, "structured_output", params, &e))
-      return Invalid(absl::StrCat("chat.", e.param, ": ", e.message));
+      return InvalidArgument(absl::StrCat("chat.", e.param, ": ", e.message));
     return Status::OK;
   }
   const pb::StructuredOutput& so = s.structured_output();
@@ -76,13 +74,14 @@ Status ApplyStructuredOutput(const pb::SamplingParams& s, const ApiContext& ctx,
       c.text = so.grammar();
       break;
     case pb::StructuredOutput::KIND_NOT_SET:
-      return Invalid("sampling.structured_output: set one of json_schema, json_object, regex, choice and grammar");
+      return InvalidArgument(
+          "sampling.structured_output: set one of json_schema, json_object, regex, choice and grammar");
   }
   if (c.kind != Kind::kNone && c.kind != Kind::kChoice && c.kind != Kind::kJsonObject && c.text.empty())
-    return Invalid(absl::StrCat("sampling.structured_output.", c.KindName(), " must not be empty"));
+    return InvalidArgument(absl::StrCat("sampling.structured_output.", c.KindName(), " must not be empty"));
   if (chat ? !ApplyReplyConstraint(*chat, c, ctx, "structured_output", params, &e)
            : !ApplyConstraint(c, ctx, "structured_output", params, &e))
-    return Invalid(absl::StrCat("sampling.structured_output: ", e.message));
+    return InvalidArgument(absl::StrCat("sampling.structured_output: ", e.message));
   return Status::OK;
 }
 
@@ -90,7 +89,7 @@ Status ApplyStructuredOutput(const pb::SamplingParams& s, const ApiContext& ctx,
 Status ParseJsonField(const std::string& text, const char* field, ojson* out) {
   if (text.empty()) return Status::OK;
   *out = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (out->is_discarded()) return Invalid(absl::StrCat("chat.", field, " is not valid JSON"));
+  if (out->is_discarded()) return InvalidArgument(absl::StrCat("chat.", field, " is not valid JSON"));
   return Status::OK;
 }
 
@@ -149,9 +148,9 @@ Status RenderGrpcChat(const pb::Chat& chat, const ApiContext& ctx, std::optional
   f.prompt_only = for_tokenize;
   ChatRequest request;
   ApiError err;
-  if (!ReadChatRequest(f, ctx, &request, &err)) return Invalid(absl::StrCat("chat: ", err.message));
+  if (!ReadChatRequest(f, ctx, &request, &err)) return InvalidArgument(absl::StrCat("chat: ", err.message));
   *session = RenderChat(ctx, std::move(request), &err);
-  if (!*session) return Invalid(absl::StrCat("chat: ", err.message));
+  if (!*session) return InvalidArgument(absl::StrCat("chat: ", err.message));
   return Status::OK;
 }
 
@@ -160,18 +159,18 @@ static Status Prompt(const pb::GenerateRequest& req, const ApiContext& ctx, std:
   switch (req.prompt_case()) {
     case pb::GenerateRequest::kTokenIds:
       ids->assign(req.token_ids().ids().begin(), req.token_ids().ids().end());
-      if (ids->empty()) return Invalid("token_ids must not be empty");
+      if (ids->empty()) return InvalidArgument("token_ids must not be empty");
       return Status::OK;
     case pb::GenerateRequest::kText: {
-      if (!ctx.tokenizer()) return Invalid("this model has no tokenizer: send token_ids");
-      if (req.text().empty()) return Invalid("text must not be empty");
+      if (!ctx.tokenizer()) return InvalidArgument("this model has no tokenizer: send token_ids");
+      if (req.text().empty()) return InvalidArgument("text must not be empty");
       auto enc = ctx.tokenizer()->Encode(req.text());
-      if (!enc.ok()) return Invalid(absl::StrCat("text: ", enc.status().message()));
+      if (!enc.ok()) return InvalidArgument(absl::StrCat("text: ", enc.status().message()));
       *ids = std::move(*enc);
       return Status::OK;
     }
     case pb::GenerateRequest::kChat: {
-      if (!ctx.tokenizer()) return Invalid("this model has no tokenizer: send token_ids");
+      if (!ctx.tokenizer()) return InvalidArgument("this model has no tokenizer: send token_ids");
       std::shared_ptr<const ChatSession> session;
       if (Status s = RenderGrpcChat(req.chat(), ctx, std::nullopt, false, &session); !s.ok()) return s;
       *ids = session->prompt.ids;
@@ -179,7 +178,7 @@ static Status Prompt(const pb::GenerateRequest& req, const ApiContext& ctx, std:
       return Status::OK;
     }
     default:
-      return Invalid("a prompt is required: set text, token_ids or chat");
+      return InvalidArgument("a prompt is required: set text, token_ids or chat");
   }
 }
 

@@ -17,6 +17,11 @@
 
 namespace ls::server {
 
+// INVALID_ARGUMENT with a message naming what was wrong.
+inline grpc::Status InvalidArgument(const std::string& msg) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+}
+
 // Fills *out (id assigned when the request has none); sampling values are range-checked by the
 // engine on submission. A chat prompt's session (for its reply's parser) goes to *chat when given.
 grpc::Status GrpcToEngineRequest(const latentserve::v1::GenerateRequest& req, const ApiContext& ctx, ls::Request* out,

@@ -26,8 +26,6 @@ using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
 
-Status Invalid(const std::string& msg) { return Status(StatusCode::INVALID_ARGUMENT, msg); }
-
 pb::FinishReason ToProto(FinishReason f) {
   switch (f) {
     case FinishReason::kStop: return pb::FINISH_REASON_STOP;
@@ -139,7 +137,7 @@ class Service final : public pb::GenerationService::Service {
     } else {
       auto enc = ctx_->tokenizer()->Encode(
           req->text(), tok::EncodeOptions{add_special.value_or(true), tok::SpecialText::kLayoutDefault});
-      if (!enc.ok()) return Count(Invalid(absl::StrCat("text: ", enc.status().message())));
+      if (!enc.ok()) return Count(InvalidArgument(absl::StrCat("text: ", enc.status().message())));
       ids = std::move(*enc);
     }
     for (int32_t id : ids) resp->add_token_ids(id);
@@ -153,7 +151,7 @@ class Service final : public pb::GenerationService::Service {
     if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
     std::vector<int32_t> ids(req->token_ids().begin(), req->token_ids().end());
     auto text = ctx_->tokenizer()->Decode(ids, req->skip_special_tokens());
-    if (!text.ok()) return Count(Invalid(absl::StrCat("token_ids: ", text.status().message())));
+    if (!text.ok()) return Count(InvalidArgument(absl::StrCat("token_ids: ", text.status().message())));
     resp->set_text(*text);
     return Count(Status::OK);
   }
@@ -249,7 +247,8 @@ struct GrpcServer::Impl {
   int port = 0;
 };
 
-GrpcServer::GrpcServer(GrpcOptions options, ApiContext* ctx) : impl_(new Impl{std::move(options), ctx, nullptr, nullptr}) {}
+GrpcServer::GrpcServer(GrpcOptions options, ApiContext* ctx)
+    : impl_(new Impl{std::move(options), ctx, nullptr, nullptr}) {}
 GrpcServer::~GrpcServer() { Stop(); }
 
 absl::Status GrpcServer::Start() {

@@ -11,7 +11,7 @@
 namespace ls::server {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // Reads one field's value; a wrong type or range fails naming the field.
 class FieldReader {
@@ -24,30 +24,30 @@ class FieldReader {
     if (ok_) *err_ = std::move(e);
     ok_ = false;
   }
-  void Number(const json& v, float* out) {
+  void Number(const ojson& v, float* out) {
     if (!v.is_number()) return Fail(absl::StrCat("'", name_, "' must be a number"));
     const double d = v.get<double>();
     if (!std::isfinite(d)) return Fail(absl::StrCat("'", name_, "' must be finite"));
     *out = static_cast<float>(d);
   }
   template <typename T>
-  void Int(const json& v, T* out, int64_t lo, int64_t hi) {
+  void Int(const ojson& v, T* out, int64_t lo, int64_t hi) {
     if (!v.is_number_integer()) return Fail(absl::StrCat("'", name_, "' must be an integer"));
     const int64_t x = v.get<int64_t>();
     if (x < lo || x > hi) return Fail(absl::StrCat("'", name_, "' must be between ", lo, " and ", hi, ", got ", x));
     *out = static_cast<T>(x);
   }
   template <typename T>
-  void Int(const json& v, std::optional<T>* out, int64_t lo, int64_t hi) {
+  void Int(const ojson& v, std::optional<T>* out, int64_t lo, int64_t hi) {
     T x{};
     Int(v, &x, lo, hi);
     if (ok_) *out = x;
   }
-  void Bool(const json& v, bool* out) {
+  void Bool(const ojson& v, bool* out) {
     if (!v.is_boolean()) return Fail(absl::StrCat("'", name_, "' must be true or false"));
     *out = v.get<bool>();
   }
-  void String(const json& v) {
+  void String(const ojson& v) {
     if (!v.is_string()) Fail(absl::StrCat("'", name_, "' must be a string"));
   }
 
@@ -57,7 +57,7 @@ class FieldReader {
   bool ok_ = true;
 };
 
-using Reader = void (*)(FieldReader& f, const json& v, RequestDraft& d);
+using Reader = void (*)(FieldReader& f, const ojson& v, RequestDraft& d);
 
 enum class FieldUse { kHonoured, kIgnored, kRefused };
 
@@ -80,7 +80,7 @@ Row Refused(const char* name, unsigned endpoints, const char* what, std::array<c
   return {name, endpoints, FieldUse::kRefused, nullptr, what, neutral};
 }
 
-void ReadStop(FieldReader& f, const json& v, RequestDraft& d) {
+void ReadStop(FieldReader& f, const ojson& v, RequestDraft& d) {
   auto& out = d.params.stop;
   if (v.is_string()) {
     out.push_back(v.get<std::string>());
@@ -96,7 +96,7 @@ void ReadStop(FieldReader& f, const json& v, RequestDraft& d) {
     if (s.empty()) return f.Fail("'stop' strings must not be empty");
 }
 
-void ReadIdList(FieldReader& f, const json& v, std::vector<int32_t>* out) {
+void ReadIdList(FieldReader& f, const ojson& v, std::vector<int32_t>* out) {
   const std::string msg = absl::StrCat("'", f.name(), "' must be a list of integers");
   if (!v.is_array()) return f.Fail(msg);
   for (const auto& id : v) {
@@ -106,7 +106,7 @@ void ReadIdList(FieldReader& f, const json& v, std::vector<int32_t>* out) {
 }
 
 // {"token id": bias, ...}; ids and ranges are checked with the other sampling parameters.
-void ReadLogitBias(FieldReader& f, const json& v, RequestDraft& d) {
+void ReadLogitBias(FieldReader& f, const ojson& v, RequestDraft& d) {
   if (!v.is_object()) return f.Fail("'logit_bias' must be an object mapping token ids to biases");
   for (const auto& [key, bias] : v.items()) {
     int32_t id;
@@ -117,13 +117,13 @@ void ReadLogitBias(FieldReader& f, const json& v, RequestDraft& d) {
 }
 
 // One of the structured-output fields (server/structured_request.h): at most one per request.
-void ReadConstraint(FieldReader& f, const json& v, RequestDraft& d) {
+void ReadConstraint(FieldReader& f, const ojson& v, RequestDraft& d) {
   ApiError e;
   if (!ReadConstraintField(f.name(), v, &d.constraint, &e)) return f.Fail(std::move(e));
   if (!d.constraint.empty() && d.constraint_field.empty()) d.constraint_field = f.name();
 }
 
-void ReadStreamOptions(FieldReader& f, const json& v, RequestDraft& d) {
+void ReadStreamOptions(FieldReader& f, const ojson& v, RequestDraft& d) {
   if (!v.is_object()) return f.Fail("'stream_options' must be an object");
   if (auto it = v.find("include_usage"); it != v.end() && !it->is_null()) {
     if (!it->is_boolean()) return f.Fail("'stream_options.include_usage' must be true or false");
@@ -137,93 +137,93 @@ constexpr const char* kFunctions = "the deprecated function calling (use tools a
 // Every field of either endpoint's OpenAI and vLLM request schema, and a few more.
 const std::vector<Row>& Table() {
   static const std::vector<Row> rows = {
-      Honoured("model", kBoth, [](FieldReader& f, const json& v, RequestDraft&) { f.String(v); }),
-      Honoured("prompt", kC, [](FieldReader&, const json& v, RequestDraft& d) { d.prompt = &v; }),
-      Honoured("messages", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.messages = &v; }),
+      Honoured("model", kBoth, [](FieldReader& f, const ojson& v, RequestDraft&) { f.String(v); }),
+      Honoured("prompt", kC, [](FieldReader&, const ojson& v, RequestDraft& d) { d.prompt = &v; }),
+      Honoured("messages", kH, [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.messages = &v; }),
       Honoured("temperature", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  f.Number(v, &d.params.temperature);
                  d.given.temperature = true;
                }),
       Honoured("top_p", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  f.Number(v, &d.params.top_p);
                  d.given.top_p = true;
                }),
       Honoured("top_k", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  f.Int(v, &d.params.top_k, -1, kBig);
                  d.given.top_k = true;
                }),
       Honoured("min_p", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  f.Number(v, &d.params.min_p);
                  d.given.min_p = true;
                }),
       Honoured("repetition_penalty", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  f.Number(v, &d.params.repetition_penalty);
                  d.given.repetition_penalty = true;
                }),
       Honoured("presence_penalty", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.presence_penalty); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Number(v, &d.params.presence_penalty); }),
       Honoured("frequency_penalty", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Number(v, &d.params.frequency_penalty); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Number(v, &d.params.frequency_penalty); }),
       Honoured("max_tokens", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.max_tokens, 0, kBig); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.max_tokens, 0, kBig); }),
       // After max_tokens: it wins when both are sent.
       Honoured("max_completion_tokens", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.max_tokens, 1, kBig); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.max_tokens, 1, kBig); }),
       Honoured("min_tokens", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.params.min_tokens, 0, kBig); }),
-      Honoured("n", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.n, 1, kMaxChoices); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.params.min_tokens, 0, kBig); }),
+      Honoured("n", kBoth, [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.n, 1, kMaxChoices); }),
       Honoured("priority", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.priority, -1000000, 1000000); }),
-      Honoured("stream", kBoth, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.stream); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.priority, -1000000, 1000000); }),
+      Honoured("stream", kBoth, [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.stream); }),
       Honoured("stream_options", kBoth, ReadStreamOptions),
       Honoured("ignore_eos", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.params.ignore_eos); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.params.ignore_eos); }),
       Honoured("skip_special_tokens", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.params.skip_special_tokens); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.params.skip_special_tokens); }),
       Honoured("seed", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  if (!v.is_number_integer()) return f.Fail("'seed' must be an integer");
                  d.params.seed = static_cast<uint64_t>(v.get<int64_t>());
                }),
       Honoured("stop", kBoth, ReadStop),
       Honoured("stop_token_ids", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { ReadIdList(f, v, &d.params.stop_token_ids); }),
-      Honoured("logprobs", kC, [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.logprobs, 0, 20); }),
-      Honoured("logprobs", kH, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat_logprobs); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { ReadIdList(f, v, &d.params.stop_token_ids); }),
+      Honoured("logprobs", kC, [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.logprobs, 0, 20); }),
+      Honoured("logprobs", kH, [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.chat_logprobs); }),
       Honoured("top_logprobs", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.top_logprobs, 0, 20); }),
-      Honoured("echo", kC, [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.echo); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.top_logprobs, 0, 20); }),
+      Honoured("echo", kC, [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.echo); }),
       Honoured("logit_bias", kBoth, ReadLogitBias),
       Honoured("add_generation_prompt", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  bool b = true;
                  f.Bool(v, &b);
                  d.chat.add_generation_prompt = b;
                }),
       Honoured("continue_final_message", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat.continue_final_message); }),
-      Honoured("tools", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.tools = &v; }),
-      Honoured("tool_choice", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.tool_choice = &v; }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.chat.continue_final_message); }),
+      Honoured("tools", kH, [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.tools = &v; }),
+      Honoured("tool_choice", kH, [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.tool_choice = &v; }),
       Honoured("parallel_tool_calls", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat.parallel_tool_calls); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.chat.parallel_tool_calls); }),
       Honoured("chat_template_kwargs", kH,
-               [](FieldReader&, const json& v, RequestDraft& d) { d.chat.chat_template_kwargs = &v; }),
-      Honoured("documents", kH, [](FieldReader&, const json& v, RequestDraft& d) { d.chat.documents = &v; }),
+               [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.chat_template_kwargs = &v; }),
+      Honoured("documents", kH, [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.documents = &v; }),
       Honoured("include_reasoning", kH,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.chat.include_reasoning); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.chat.include_reasoning); }),
       Honoured("truncate_prompt_tokens", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Int(v, &d.truncate_prompt_tokens, 1, kBig); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.truncate_prompt_tokens, 1, kBig); }),
       Honoured("return_tokens_as_token_ids", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) { f.Bool(v, &d.tokens_as_ids); }),
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.tokens_as_ids); }),
       // Whether the prompt goes through the tokenizer's post-processor (Llama-3's BOS): by default
       // for a completion prompt, not for a rendered chat (its template wrote BOS), as in vLLM.
       Honoured("add_special_tokens", kBoth,
-               [](FieldReader& f, const json& v, RequestDraft& d) {
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  bool b = false;
                  f.Bool(v, &b);
                  d.add_special_tokens = b;
@@ -287,7 +287,7 @@ const Row* Find(const std::string& name, unsigned endpoint) {
   return nullptr;
 }
 
-bool IsNeutral(const Row& r, const json& v) {
+bool IsNeutral(const Row& r, const ojson& v) {
   const std::string s = v.dump();
   for (const char* n : r.neutral)
     if (n && s == n) return true;
@@ -296,7 +296,7 @@ bool IsNeutral(const Row& r, const json& v) {
 
 }  // namespace
 
-bool ReadRequestFields(Endpoint endpoint, const json& body, RequestDraft* draft, ApiError* error) {
+bool ReadRequestFields(Endpoint endpoint, const ojson& body, RequestDraft* draft, ApiError* error) {
   const unsigned ep = endpoint == Endpoint::kChat ? kH : kC;
   const char* path = endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
   for (const auto& [key, value] : body.items()) {

@@ -6,7 +6,7 @@
 namespace ls::server {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 using Kind = structured::OutputConstraint::Kind;
 
 bool Bad(ApiError* error, const std::string& field, const std::string& message) {
@@ -15,13 +15,13 @@ bool Bad(ApiError* error, const std::string& field, const std::string& message) 
 }
 
 // A schema given as an object, or as JSON text (vLLM accepts both).
-bool SchemaText(const std::string& field, const json& v, std::string* out, ApiError* error) {
+bool SchemaText(const std::string& field, const ojson& v, std::string* out, ApiError* error) {
   if (v.is_object() || v.is_boolean()) {
     *out = v.dump();
     return true;
   }
   if (v.is_string()) {
-    const auto parsed = json::parse(v.get<std::string>(), nullptr, false);
+    const auto parsed = ojson::parse(v.get<std::string>(), nullptr, false);
     if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_boolean()))
       return Bad(error, field, absl::StrCat("'", field, "' must be a JSON schema (an object, or its JSON text)"));
     *out = parsed.dump();
@@ -30,10 +30,10 @@ bool SchemaText(const std::string& field, const json& v, std::string* out, ApiEr
   return Bad(error, field, absl::StrCat("'", field, "' must be a JSON schema (an object, or its JSON text)"));
 }
 
-bool Choices(const std::string& field, const json& v, structured::OutputConstraint* out, ApiError* error) {
+bool Choices(const std::string& field, const ojson& v, structured::OutputConstraint* out, ApiError* error) {
   if (!v.is_array() || v.empty())
     return Bad(error, field, absl::StrCat("'", field, "' must be a non-empty list of strings"));
-  for (const json& c : v) {
+  for (const ojson& c : v) {
     if (!c.is_string() || c.get<std::string>().empty())
       return Bad(error, field, absl::StrCat("'", field, "' must be a non-empty list of non-empty strings"));
     out->choices.push_back(c.get<std::string>());
@@ -42,7 +42,7 @@ bool Choices(const std::string& field, const json& v, structured::OutputConstrai
   return true;
 }
 
-bool Text(const std::string& field, const json& v, Kind kind, structured::OutputConstraint* out, ApiError* error) {
+bool Text(const std::string& field, const ojson& v, Kind kind, structured::OutputConstraint* out, ApiError* error) {
   if (!v.is_string() || v.get<std::string>().empty())
     return Bad(error, field, absl::StrCat("'", field, "' must be a non-empty string"));
   out->kind = kind;
@@ -52,7 +52,7 @@ bool Text(const std::string& field, const json& v, Kind kind, structured::Output
 
 }  // namespace
 
-bool ReadConstraintField(const std::string& key, const json& value, structured::OutputConstraint* out,
+bool ReadConstraintField(const std::string& key, const ojson& value, structured::OutputConstraint* out,
                          ApiError* error) {
   if (value.is_null()) return true;
   if (!out->empty())

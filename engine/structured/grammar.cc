@@ -11,12 +11,6 @@ namespace {
 
 constexpr int64_t kMaxRepeat = 4096;  // copies one repetition may unroll into
 
-ByteSet Range(int lo, int hi) {
-  ByteSet s;
-  for (int b = lo; b <= hi; ++b) s.set(b);
-  return s;
-}
-
 }  // namespace
 
 GrammarBuilder::GrammarBuilder() { Declare("root"); }
@@ -92,7 +86,7 @@ Symbol GrammarBuilder::OneOf(const std::vector<std::vector<Symbol>>& alternative
 Symbol GrammarBuilder::Utf8Char(const ByteSet& ascii, const std::string& name) {
   if (utf8_tail_ < 0) {
     utf8_tail_ = Declare("utf8-continuation");
-    AddAlternative(utf8_tail_, {Bytes(Range(0x80, 0xBF))});
+    AddAlternative(utf8_tail_, {Bytes(ByteRange(0x80, 0xBF))});
   }
   const Symbol t = Ref(utf8_tail_);
   ByteSet low = ascii;
@@ -100,14 +94,14 @@ Symbol GrammarBuilder::Utf8Char(const ByteSet& ascii, const std::string& name) {
   std::vector<std::vector<Symbol>> alts;
   if (low.any()) alts.push_back({Bytes(low)});
   // Well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past U+10FFFF.
-  alts.push_back({Bytes(Range(0xC2, 0xDF)), t});
-  alts.push_back({Byte(0xE0), Bytes(Range(0xA0, 0xBF)), t});
-  alts.push_back({Bytes(Range(0xE1, 0xEC)), t, t});
-  alts.push_back({Byte(0xED), Bytes(Range(0x80, 0x9F)), t});
-  alts.push_back({Bytes(Range(0xEE, 0xEF)), t, t});
-  alts.push_back({Byte(0xF0), Bytes(Range(0x90, 0xBF)), t, t});
-  alts.push_back({Bytes(Range(0xF1, 0xF3)), t, t, t});
-  alts.push_back({Byte(0xF4), Bytes(Range(0x80, 0x8F)), t, t});
+  alts.push_back({Bytes(ByteRange(0xC2, 0xDF)), t});
+  alts.push_back({Byte(0xE0), Bytes(ByteRange(0xA0, 0xBF)), t});
+  alts.push_back({Bytes(ByteRange(0xE1, 0xEC)), t, t});
+  alts.push_back({Byte(0xED), Bytes(ByteRange(0x80, 0x9F)), t});
+  alts.push_back({Bytes(ByteRange(0xEE, 0xEF)), t, t});
+  alts.push_back({Byte(0xF0), Bytes(ByteRange(0x90, 0xBF)), t, t});
+  alts.push_back({Bytes(ByteRange(0xF1, 0xF3)), t, t, t});
+  alts.push_back({Byte(0xF4), Bytes(ByteRange(0x80, 0x8F)), t, t});
   return OneOf(alts, name);
 }
 

@@ -17,6 +17,12 @@
 namespace ls::structured {
 
 using ByteSet = std::bitset<256>;
+// The bytes lo..hi, both included.
+inline ByteSet ByteRange(int lo, int hi) {
+  ByteSet s;
+  for (int b = lo; b <= hi; ++b) s.set(b);
+  return s;
+}
 
 // The byte a special token's bytes begin with in a vocabulary given to the matcher (vocabulary.h):
 // no UTF-8 text has it, so a special token matches only where a grammar writes it as a marker

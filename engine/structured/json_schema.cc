@@ -16,24 +16,19 @@
 namespace ls::structured {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // Keywords that say nothing about the value (or that the compiler follows elsewhere).
 const std::set<std::string> kAnnotations = {"title",    "description", "default",  "examples", "$schema",
                                             "$id",      "$comment",    "deprecated", "readOnly", "writeOnly",
                                             "$defs",    "definitions", "strict",     "name"};
 
-ByteSet Range(int lo, int hi) {
-  ByteSet s;
-  for (int b = lo; b <= hi; ++b) s.set(b);
-  return s;
-}
-
 class Compiler {
  public:
-  Compiler(GrammarBuilder& b, const json& root, JsonWhitespace ws) : b_(b), root_(root), compact_(ws == JsonWhitespace::kCompact) {}
+  Compiler(GrammarBuilder& b, const ojson& root, JsonWhitespace ws)
+      : b_(b), root_(root), compact_(ws == JsonWhitespace::kCompact) {}
 
-  absl::StatusOr<Symbol> Value(const json& schema, const std::string& where) {
+  absl::StatusOr<Symbol> Value(const ojson& schema, const std::string& where) {
     Symbol s = Node(schema, where);
     if (!error_.ok()) return error_;
     return s;
@@ -50,7 +45,7 @@ class Compiler {
   Symbol Ws() {
     if (ws_ < 0 && compact_) ws_ = b_.OneOf({{}, {b_.Byte(' ')}}, "ws").index;
     if (ws_ < 0) {
-      const Symbol indent = b_.Repeat({b_.Bytes(Range(' ', ' ') | Range('\t', '\t'))}, 0, 32, "indent");
+      const Symbol indent = b_.Repeat({b_.Bytes(ByteRange(' ', ' ') | ByteRange('\t', '\t'))}, 0, 32, "indent");
       const Symbol r = b_.OneOf({{}, {b_.Byte(' ')}, {b_.Byte('\n'), indent}}, "ws");
       ws_ = r.index;
     }
@@ -65,13 +60,13 @@ class Compiler {
 
   Symbol StringChar() {
     if (string_char_ < 0) {
-      ByteSet plain = Range(0x20, 0x7F);
+      ByteSet plain = ByteRange(0x20, 0x7F);
       plain.reset('"');
       plain.reset('\\');
       const Symbol ch = b_.Utf8Char(plain, "string-char");
       ByteSet esc_set;
       for (char c : std::string("\"\\/bfnrt")) esc_set.set(static_cast<uint8_t>(c));
-      ByteSet hex = Range('0', '9') | Range('a', 'f') | Range('A', 'F');
+      ByteSet hex = ByteRange('0', '9') | ByteRange('a', 'f') | ByteRange('A', 'F');
       const Symbol h = b_.Bytes(hex);
       const Symbol esc = b_.OneOf({{b_.Byte('\\'), b_.Bytes(esc_set)}, {b_.Byte('\\'), b_.Byte('u'), h, h, h, h}},
                                   "string-escape");
@@ -112,12 +107,12 @@ class Compiler {
     const Symbol rest = b_.Repeat({StringChar()}, 0, -1, "key-rest");
     ByteSet simple;
     for (char c : std::string("\"\\/bfnrt")) simple.set(static_cast<uint8_t>(c));
-    const Symbol h = b_.Bytes(Range('0', '9') | Range('a', 'f') | Range('A', 'F'));
+    const Symbol h = b_.Bytes(ByteRange('0', '9') | ByteRange('a', 'f') | ByteRange('A', 'F'));
     const Symbol escape = b_.OneOf({{b_.Bytes(simple)}, {b_.Byte('u'), h, h, h, h}}, "escape-tail");
     std::vector<int32_t> rules(trie.size());
     for (size_t n = 0; n < trie.size(); ++n) rules[n] = b_.Declare("key-except");
     for (size_t n = 0; n < trie.size(); ++n) {
-      ByteSet other = Range(0x20, 0x7F);
+      ByteSet other = ByteRange(0x20, 0x7F);
       other.reset('"');
       other.reset('\\');
       for (const auto& [c, child] : trie[n].kids) {
@@ -135,11 +130,11 @@ class Compiler {
     return b_.OneOf({{b_.Byte('"'), GrammarBuilder::Ref(rules[0]), b_.Byte('"')}}, "undeclared-key");
   }
 
-  Symbol Digits(int64_t min, int64_t max) { return b_.Repeat({b_.Bytes(Range('0', '9'))}, min, max, "digits"); }
+  Symbol Digits(int64_t min, int64_t max) { return b_.Repeat({b_.Bytes(ByteRange('0', '9'))}, min, max, "digits"); }
 
   // Non-negative integers without leading zeros: 0 | [1-9][0-9]*.
   std::vector<std::vector<Symbol>> Natural() {
-    return {{b_.Byte('0')}, {b_.Bytes(Range('1', '9')), Digits(0, -1)}};
+    return {{b_.Byte('0')}, {b_.Bytes(ByteRange('1', '9')), Digits(0, -1)}};
   }
 
   // Decimal strings of the naturals in [lo, hi] (hi < 0: unbounded), no leading zeros.
@@ -154,7 +149,7 @@ class Compiler {
       const int64_t from = std::max(lo, d == 1 ? int64_t{0} : pow);
       if (hi < 0 && d == db) {  // d digits and more: from..., then any longer number
         SameLength(std::to_string(from), std::string(d, '9'), &out);
-        out.push_back({b_.Bytes(Range('1', '9')), Digits(static_cast<int64_t>(d), -1)});
+        out.push_back({b_.Bytes(ByteRange('1', '9')), Digits(static_cast<int64_t>(d), -1)});
         break;
       }
       const int64_t to = hi >= 0 && d == db ? hi : (d == 1 ? 9 : pow * 10 - 1);  // d ≤ 18 here
@@ -182,11 +177,11 @@ class Compiler {
     const bool a_low = a.substr(1) == std::string(n, '0'), b_high = b.substr(1) == std::string(n, '9');
     // a[0] with tails ≥ a's tail; the digits strictly between with any tail; b[0] with tails ≤ b's.
     if (a_low && b_high) {
-      out->push_back(Prefixed(Range(a[0], b[0]), n));
+      out->push_back(Prefixed(ByteRange(a[0], b[0]), n));
       return;
     }
     if (a_low) {
-      out->push_back(Prefixed(Range(a[0], b[0] - 1), n));
+      out->push_back(Prefixed(ByteRange(a[0], b[0] - 1), n));
     } else {
       std::vector<std::vector<Symbol>> rest;
       SameLength(a.substr(1), std::string(n, '9'), &rest);
@@ -194,10 +189,10 @@ class Compiler {
         r.insert(r.begin(), b_.Byte(static_cast<uint8_t>(a[0])));
         out->push_back(std::move(r));
       }
-      if (a[0] + 1 <= b[0] - 1) out->push_back(Prefixed(Range(a[0] + 1, b[0] - 1), n));
+      if (a[0] + 1 <= b[0] - 1) out->push_back(Prefixed(ByteRange(a[0] + 1, b[0] - 1), n));
     }
     if (b_high && !a_low) {
-      out->push_back(Prefixed(Range(b[0], b[0]), n));
+      out->push_back(Prefixed(ByteRange(b[0], b[0]), n));
     } else if (!b_high) {
       std::vector<std::vector<Symbol>> rest;
       SameLength(std::string(n, '0'), b.substr(1), &rest);
@@ -238,7 +233,7 @@ class Compiler {
 
   Symbol Fraction() { return b_.OneOf({{b_.Byte('.'), Digits(1, -1)}}, "fraction"); }
 
-  Symbol Number(const json& s, const std::string& where) {
+  Symbol Number(const ojson& s, const std::string& where) {
     const bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
                          s.contains("exclusiveMaximum");
     if (!bounded) {
@@ -246,8 +241,8 @@ class Compiler {
       seq.push_back(b_.Repeat({b_.Byte('-')}, 0, 1, "sign"));
       seq.push_back(b_.OneOf(Natural(), "natural"));
       seq.push_back(b_.Repeat({Fraction()}, 0, 1, "fraction?"));
-      seq.push_back(b_.Repeat({b_.Bytes(Range('e', 'e') | Range('E', 'E')),
-                               b_.Repeat({b_.Bytes(Range('+', '+') | Range('-', '-'))}, 0, 1, "exp-sign"),
+      seq.push_back(b_.Repeat({b_.Bytes(ByteRange('e', 'e') | ByteRange('E', 'E')),
+                               b_.Repeat({b_.Bytes(ByteRange('+', '+') | ByteRange('-', '-'))}, 0, 1, "exp-sign"),
                                Digits(1, -1)},
                               0, 1, "exponent"));
       return b_.OneOf({seq}, "number");
@@ -257,7 +252,7 @@ class Compiler {
     std::optional<int64_t> lo, hi;
     for (const char* k : {"minimum", "maximum"}) {
       if (!s.contains(k)) continue;
-      const json& v = s[k];
+      const ojson& v = s[k];
       if (!v.is_number() || std::floor(v.get<double>()) != v.get<double>() || std::fabs(v.get<double>()) > 1e15) {
         Fail(where, absl::StrCat("'", k, "' on a number must be an integer value (got ", v.dump(), ")"));
         return b_.Byte('0');
@@ -312,11 +307,11 @@ class Compiler {
     return b_.OneOf(alts, "number-range");
   }
 
-  Symbol Integer(const json& s, const std::string& where) {
+  Symbol Integer(const ojson& s, const std::string& where) {
     std::optional<int64_t> lo, hi;
     auto bound = [&](const char* k, int64_t delta, std::optional<int64_t>* out, bool is_lo) {
       if (!s.contains(k)) return;
-      const json& v = s[k];
+      const ojson& v = s[k];
       if (v.is_boolean()) {
         Fail(where, absl::StrCat("'", k, "' as a boolean (draft 4) is not supported"));
         return;
@@ -374,7 +369,7 @@ class Compiler {
     return b_.OneOf({Quoted(*content)}, "format-" + format);
   }
 
-  Symbol String(const json& s, const std::string& where) {
+  Symbol String(const ojson& s, const std::string& where) {
     if (s.contains("pattern")) {
       if (!s["pattern"].is_string()) Fail(where, "'pattern' must be a string");
       if (s.contains("minLength") || s.contains("maxLength") || s.contains("format"))
@@ -402,7 +397,7 @@ class Compiler {
 
   // A count's bounds (minLength/maxLength, minItems/maxItems): each, where present, a non-negative
   // integer into *min or *max; false, failing, when one is not.
-  bool CountBounds(const json& s, const char* min_key, const char* max_key, const std::string& where, int64_t* min,
+  bool CountBounds(const ojson& s, const char* min_key, const char* max_key, const std::string& where, int64_t* min,
                    int64_t* max) {
     for (const auto& [k, out] : {std::pair{min_key, min}, std::pair{max_key, max}}) {
       if (!s.contains(k)) continue;
@@ -415,28 +410,28 @@ class Compiler {
     return true;
   }
 
-  Symbol Literal(const json& v) { return b_.OneOf({b_.Literal(v.dump())}, "literal"); }
+  Symbol Literal(const ojson& v) { return b_.OneOf({b_.Literal(v.dump())}, "literal"); }
 
-  Symbol Array(const json& s, const std::string& where) {
-    std::vector<const json*> prefix;
+  Symbol Array(const ojson& s, const std::string& where) {
+    std::vector<const ojson*> prefix;
     if (s.contains("prefixItems")) {
       if (!s["prefixItems"].is_array()) Fail(where, "'prefixItems' must be an array");
-      for (const json& p : s["prefixItems"]) prefix.push_back(&p);
+      for (const ojson& p : s["prefixItems"]) prefix.push_back(&p);
     }
     bool more = true;  // items after the prefix
     Symbol item{};
     if (s.contains("items")) {
-      const json& it = s["items"];
+      const ojson& it = s["items"];
       if (it.is_boolean()) {
         more = it.get<bool>();
-        if (more) item = Node(json::object(), where + "/items");
+        if (more) item = Node(ojson::object(), where + "/items");
       } else if (it.is_object()) {
         item = Node(it, where + "/items");
       } else {
         Fail(where, "'items' must be a schema (an array of schemas is 'prefixItems')");
       }
     } else {
-      item = Node(json::object(), where + "/items");
+      item = Node(ojson::object(), where + "/items");
     }
     int64_t min = 0, max = -1;
     if (!CountBounds(s, "minItems", "maxItems", where, &min, &max)) return b_.Byte('[');
@@ -479,7 +474,7 @@ class Compiler {
     return b_.OneOf({{b_.Byte('['), Ws(), rest(0), b_.Byte(']')}}, "array");
   }
 
-  Symbol Object(const json& s, const std::string& where) {
+  Symbol Object(const ojson& s, const std::string& where) {
     struct Prop {
       std::string name;
       Symbol value;
@@ -489,7 +484,7 @@ class Compiler {
     std::set<std::string> required;
     if (s.contains("required")) {
       if (!s["required"].is_array()) Fail(where, "'required' must be an array of names");
-      for (const json& r : s["required"]) {
+      for (const ojson& r : s["required"]) {
         if (!r.is_string()) Fail(where, "'required' must be an array of names");
         if (r.is_string()) required.insert(r.get<std::string>());
       }
@@ -513,12 +508,12 @@ class Compiler {
     // and any are taken where none are ({"type": "object"} is any object).
     bool extra = props.empty() && !s.contains("additionalProperties");
     Symbol extra_value{};
-    if (extra) extra_value = Node(json::object(), where + "/additionalProperties");
+    if (extra) extra_value = Node(ojson::object(), where + "/additionalProperties");
     if (s.contains("additionalProperties")) {
-      const json& a = s["additionalProperties"];
+      const ojson& a = s["additionalProperties"];
       if (a.is_boolean()) {
         extra = a.get<bool>();
-        if (extra) extra_value = Node(json::object(), where + "/additionalProperties");
+        if (extra) extra_value = Node(ojson::object(), where + "/additionalProperties");
       } else if (a.is_object()) {
         extra = true;
         extra_value = Node(a, where + "/additionalProperties");
@@ -529,7 +524,7 @@ class Compiler {
     if (!error_.ok()) return b_.Byte('{');
     const Symbol comma = Comma();
     auto pair = [&](const std::string& name, Symbol value) {
-      std::vector<Symbol> kv = b_.Literal(json(name).dump());
+      std::vector<Symbol> kv = b_.Literal(ojson(name).dump());
       kv.push_back(Ws());
       kv.push_back(b_.Byte(':'));
       kv.push_back(Ws());
@@ -592,14 +587,14 @@ class Compiler {
       full.push_back(b_.Repeat(more, 0, -1, "any-pairs"));
       full.push_back(b_.Byte('}'));
       const Symbol object = b_.OneOf({{b_.Byte('{'), Ws(), b_.Byte('}')}, full}, "any-object");
-      const Symbol number = Number(json::object(), "");
+      const Symbol number = Number(ojson::object(), "");
       for (const Symbol& s : {AnyString(0, -1), number, array, object}) b_.AddAlternative(any_, {s});
       for (const char* lit : {"true", "false", "null"}) b_.AddAlternative(any_, b_.Literal(lit));
     }
     return GrammarBuilder::Ref(any_);
   }
 
-  Symbol OfType(const std::string& type, const json& s, const std::string& where) {
+  Symbol OfType(const std::string& type, const ojson& s, const std::string& where) {
     if (type == "string") return String(s, where);
     if (type == "integer") return Integer(s, where);
     if (type == "number") return Number(s, where);
@@ -613,7 +608,7 @@ class Compiler {
 
   Symbol Ref(const std::string& ref, const std::string& where) {
     if (auto it = refs_.find(ref); it != refs_.end()) return GrammarBuilder::Ref(it->second);
-    const json* target = nullptr;
+    const ojson* target = nullptr;
     if (ref == "#") {
       target = &root_;
     } else {
@@ -637,7 +632,7 @@ class Compiler {
     return GrammarBuilder::Ref(rule);
   }
 
-  Symbol Node(const json& s, const std::string& where) {
+  Symbol Node(const ojson& s, const std::string& where) {
     if (!error_.ok()) return b_.Byte('n');
     if (s.is_boolean()) {
       if (s.get<bool>()) return AnyValue();
@@ -680,7 +675,7 @@ class Compiler {
         return b_.Byte('n');
       }
       std::vector<std::vector<Symbol>> alts;
-      for (const json& v : s["enum"]) alts.push_back(b_.Literal(v.dump()));
+      for (const ojson& v : s["enum"]) alts.push_back(b_.Literal(v.dump()));
       return b_.OneOf(alts, "enum");
     }
     for (const char* k : {"anyOf", "oneOf"}) {
@@ -691,7 +686,7 @@ class Compiler {
       }
       std::vector<std::vector<Symbol>> alts;
       for (size_t i = 0; i < s[k].size(); ++i) {
-        json branch = s[k][i];
+        ojson branch = s[k][i];
         // Keywords beside anyOf apply to every branch (a common form: {"type": "object", "anyOf": [...]}).
         if (branch.is_object())
           for (auto it = s.begin(); it != s.end(); ++it)
@@ -709,11 +704,11 @@ class Compiler {
         return String(s, where);
       return AnyValue();
     }
-    const json& type = s["type"];
+    const ojson& type = s["type"];
     if (type.is_string()) return OfType(type.get<std::string>(), s, where);
     if (type.is_array() && !type.empty()) {
       std::vector<std::vector<Symbol>> alts;
-      for (const json& t : type) {
+      for (const ojson& t : type) {
         if (!t.is_string()) Fail(where, "'type' must be a string or an array of strings");
         if (t.is_string()) alts.push_back({OfType(t.get<std::string>(), s, where)});
       }
@@ -724,7 +719,7 @@ class Compiler {
   }
 
   GrammarBuilder& b_;
-  const json& root_;
+  const ojson& root_;
   bool compact_;
   absl::Status error_;
   std::map<std::string, int32_t> refs_;
@@ -733,12 +728,13 @@ class Compiler {
 
 }  // namespace
 
-absl::StatusOr<Symbol> AddJsonSchema(GrammarBuilder& b, const json& schema, const std::string& name, JsonWhitespace ws) {
+absl::StatusOr<Symbol> AddJsonSchema(GrammarBuilder& b, const ojson& schema, const std::string& name,
+                                     JsonWhitespace ws) {
   (void)name;
   return Compiler(b, schema, ws).Value(schema, "");
 }
 
-absl::StatusOr<Grammar> JsonSchemaGrammar(const json& schema) {
+absl::StatusOr<Grammar> JsonSchemaGrammar(const ojson& schema) {
   GrammarBuilder b;
   auto value = AddJsonSchema(b, schema, "root");
   if (!value.ok()) return value.status();
@@ -747,7 +743,7 @@ absl::StatusOr<Grammar> JsonSchemaGrammar(const json& schema) {
 }
 
 absl::StatusOr<Grammar> JsonObjectGrammar() {
-  return JsonSchemaGrammar(json{{"type", "object"}, {"additionalProperties", true}});
+  return JsonSchemaGrammar(ojson{{"type", "object"}, {"additionalProperties", true}});
 }
 
 }  // namespace ls::structured

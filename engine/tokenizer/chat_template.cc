@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
 #include "engine/tokenizer/jinja/pystr.h"
 #include "engine/tokenizer/jinja/python_json.h"
 #include "engine/tokenizer/jinja/template.h"
@@ -32,14 +31,6 @@ constexpr const char* kReasoningFields[] = {"reasoning_content", "thinking", "re
 
 // Marks the end of the final message for continue_final_message (transformers' tag).
 constexpr std::string_view kContinueTag = "CONTINUE_FINAL_MESSAGE_TAG ";
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 absl::StatusOr<SpecialTokens> ReadSpecialTokens(const ojson& cfg, const std::string& path) {
   SpecialTokens tokens;

@@ -23,7 +23,9 @@ namespace {
 
 constexpr char kReplacementChar[] = "\xef\xbf\xbd";
 
-absl::Status Unsupported(const std::string& what) { return absl::InvalidArgumentError("unsupported: decoder " + what); }
+absl::Status UnsupportedDecoder(const std::string& what) {
+  return absl::InvalidArgumentError("unsupported: decoder " + what);
+}
 
 // The byte a "<0xXX>" token stands for, or -1 (the reference parses the two characters as a
 // base-16 u8, which also takes a '+' sign).
@@ -121,7 +123,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::FromJson(const json& j) {
     std::vector<Step>& list = fused ? d->fused_steps_ : d->token_steps_;
     Step step{};
     if (type == "ByteLevel") {
-      if (fused) return Unsupported("ByteLevel after Fuse or ByteLevel");
+      if (fused) return UnsupportedDecoder("ByteLevel after Fuse or ByteLevel");
       d->fuse_ = Fuse::kByteLevel;
       continue;
     }
@@ -132,15 +134,15 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::FromJson(const json& j) {
     if (type == "Replace") {
       const json pat = s.value("pattern", json::object());
       if (!pat.contains("String") || !pat["String"].is_string() || !s.contains("content") || !s["content"].is_string())
-        return Unsupported("Replace without a String pattern and a content");
+        return UnsupportedDecoder("Replace without a String pattern and a content");
       step.kind = Step::Kind::kReplace;
       step.pattern = pat["String"];
       step.content = s["content"];
       size_t i = 0;
       if (fused && !step.pattern.empty() && (NextCodePoint(step.pattern, &i), i != step.pattern.size()))
-        return Unsupported("Replace of more than one character after Fuse or ByteLevel");
+        return UnsupportedDecoder("Replace of more than one character after Fuse or ByteLevel");
     } else if (type == "ByteFallback") {
-      if (fused) return Unsupported("ByteFallback after Fuse or ByteLevel");
+      if (fused) return UnsupportedDecoder("ByteFallback after Fuse or ByteLevel");
       step.kind = Step::Kind::kByteFallback;
     } else if (type == "Strip") {
       const std::string c = s.value("content", std::string(" "));
@@ -162,7 +164,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::FromJson(const json& j) {
         scheme = "never";
       step.drop_first = scheme != "never";
     } else {
-      return Unsupported(type);
+      return UnsupportedDecoder(type);
     }
     list.push_back(std::move(step));
   }

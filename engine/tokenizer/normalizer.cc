@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/regex.h"
+#include "engine/tokenizer/unicode_props.h"
 #include "engine/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 
@@ -20,19 +21,11 @@ using json = nlohmann::json;
 // Code points utf8proc's tables (Unicode 15) normalize but Hugging Face's do not: they were
 // assigned, or gained their decomposition, combining class or composition, after the Unicode
 // version `tokenizers` 0.23 was built with. Written by models/reference/hf_unicode_pin.py.
-struct CodePointRange {
-  uint32_t first, last;
-};
 constexpr CodePointRange kHfUnknownToNormalization[] = {
 #include "engine/tokenizer/hf_unicode_pin.inc"
 };
 
-bool HfUnknown(uint32_t cp) {
-  const auto* end = std::end(kHfUnknownToNormalization);
-  const auto* it = std::upper_bound(std::begin(kHfUnknownToNormalization), end, cp,
-                                    [](uint32_t c, const CodePointRange& r) { return c < r.first; });
-  return it != std::begin(kHfUnknownToNormalization) && cp <= (it - 1)->last;
-}
+bool HfUnknown(uint32_t cp) { return InRanges(kHfUnknownToNormalization, cp); }
 
 void AppendNormalized(std::string_view s, NormalForm form, std::string* out) {
   if (s.empty()) return;

@@ -198,7 +198,7 @@ class SequencePreTokenizer final : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> steps_;
 };
 
-absl::Status Unsupported(const std::string& what) {
+absl::Status UnsupportedPreTokenizer(const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("unsupported: ", what));
 }
 
@@ -238,7 +238,7 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::FromJson(const json&
     if (scheme == "always") p = P::kAlways;
     else if (scheme == "first") p = P::kFirst;
     else if (scheme == "never") p = P::kNever;
-    else return Unsupported("Metaspace prepend_scheme " + scheme);
+    else return UnsupportedPreTokenizer("Metaspace prepend_scheme " + scheme);
     // Older files say add_prefix_space instead; false means never (HF refuses it with another scheme).
     if (j.contains("add_prefix_space") && j["add_prefix_space"].is_boolean() && !j["add_prefix_space"].get<bool>()) {
       if (p != P::kNever && j.contains("prepend_scheme"))
@@ -266,12 +266,12 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::FromJson(const json&
     else if (behavior == "MergedWithPrevious") b = Behavior::kMergedWithPrevious;
     else if (behavior == "MergedWithNext") b = Behavior::kMergedWithNext;
     else if (behavior == "Contiguous") b = Behavior::kContiguous;
-    else return Unsupported("Split behavior " + behavior);
+    else return UnsupportedPreTokenizer("Split behavior " + behavior);
     auto re = Regex::Compile(pattern);
     if (!re.ok()) return absl::InvalidArgumentError(absl::StrCat("pre_tokenizer Split: ", re.status().message()));
     return std::unique_ptr<PreTokenizer>(new SplitPreTokenizer(std::move(*re), b, j.value("invert", false)));
   }
-  return Unsupported("pre_tokenizer " + type);
+  return UnsupportedPreTokenizer("pre_tokenizer " + type);
 }
 
 }  // namespace ls::tok

@@ -1,12 +1,11 @@
 // tiktoken.model loading, the chunk guard, rank-based BPE and control tokens.
 #include "engine/tokenizer/tiktoken_tokenizer.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
 #include "engine/tokenizer/bpe_merge.h"
 #include "engine/tokenizer/unicode_props.h"
 #include "engine/tokenizer/utf8.h"
@@ -18,14 +17,6 @@ namespace {
 using json = nlohmann::json;
 
 absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Strict standard base64 (tiktoken writes it padded, without line breaks).
 bool DecodeBase64(std::string_view s, std::string* out) {

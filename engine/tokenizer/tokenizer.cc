@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/tiktoken_patterns.h"
 #include "engine/tokenizer/tiktoken_tokenizer.h"
@@ -88,11 +89,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromPath(const std::string
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto t = FromJson(ss.str());
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  auto t = FromJson(*text);
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
   return t;
 }

@@ -9,20 +9,13 @@
 namespace ls::tok {
 namespace {
 
-struct CodePointRange {
-  uint32_t first, last;
-};
 // Word characters assigned after utf8proc's Unicode 15 that the reference's regex tables (Unicode
 // 16) know. Written by models/reference/hf_unicode_pin.py.
 constexpr CodePointRange kNewerWordChars[] = {
 #include "engine/tokenizer/hf_word_newer.inc"
 };
 
-bool InNewerWordChars(uint32_t cp) {
-  const auto* it = std::upper_bound(std::begin(kNewerWordChars), std::end(kNewerWordChars), cp,
-                                    [](uint32_t c, const CodePointRange& r) { return c < r.first; });
-  return it != std::begin(kNewerWordChars) && cp <= (it - 1)->last;
-}
+bool InNewerWordChars(uint32_t cp) { return InRanges(kNewerWordChars, cp); }
 
 }  // namespace
 

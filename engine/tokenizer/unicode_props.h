@@ -4,7 +4,9 @@
 // str.isspace (Kimi's chunk guard). Pure functions over utf8proc's tables; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 namespace ls::tok {
 
@@ -14,5 +16,17 @@ bool IsWhiteSpace(uint32_t cp);
 bool IsWordChar(uint32_t cp);
 // Python str.isspace: bidirectional class WS, B or S, or category Zs.
 bool IsPythonSpace(uint32_t cp);
+
+// A closed range of code points, for the tables generated from the reference's Unicode version.
+struct CodePointRange {
+  uint32_t first, last;
+};
+// Whether cp lies in one of a sorted table's disjoint ranges.
+template <size_t N>
+bool InRanges(const CodePointRange (&table)[N], uint32_t cp) {
+  const auto* it = std::upper_bound(std::begin(table), std::end(table), cp,
+                                    [](uint32_t c, const CodePointRange& r) { return c < r.first; });
+  return it != std::begin(table) && cp <= (it - 1)->last;
+}
 
 }  // namespace ls::tok

@@ -17,8 +17,6 @@ namespace {
 
 constexpr int64_t P = kPanelRows;
 
-size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
-
 Tensor PackedView(const Tensor& w, void* dst) {
   Tensor out = w;
   out.layout = Layout::kPanelsInt8Dot;
@@ -26,7 +24,7 @@ Tensor PackedView(const Tensor& w, void* dst) {
   out.quant.block_rows = 1;
   out.quant.zero = nullptr;
   out.quant.scale_dtype = w.dtype == DType::kU4 && w.quant.scale_dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
-  out.quant.scale = static_cast<unsigned char*>(dst) + Aligned(out.bytes());
+  out.quant.scale = static_cast<unsigned char*>(dst) + Align64(out.bytes());
   return out;
 }
 
@@ -50,7 +48,7 @@ bool UsesInt8Dot(const Tensor& w) {
 
 size_t Int8DotPackedBytes(const Tensor& w) {
   const Tensor v = PackedView(w, nullptr);
-  return Aligned(v.bytes()) + v.scale_bytes();
+  return Align64(v.bytes()) + v.scale_bytes();
 }
 
 Tensor PackInt8DotWeight(const Tensor& w, void* dst) {

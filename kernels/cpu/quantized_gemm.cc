@@ -15,8 +15,6 @@ namespace {
 
 constexpr int64_t P = kPanelRows;
 
-size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
-
 // The scale type a packed copy keeps.
 DType PackedScaleType(const Tensor& w) {
   const DType s = w.quant.scale_dtype;
@@ -33,8 +31,8 @@ Tensor PackedView(const Tensor& w, void* dst) {
   out.quant.block_rows = 1;
   out.quant.scale_dtype = PackedScaleType(w);
   auto* base = static_cast<unsigned char*>(dst);
-  out.quant.scale = base + Aligned(out.bytes());
-  out.quant.zero = w.quant.zero ? base + Aligned(out.bytes()) + Aligned(out.scale_bytes()) : nullptr;
+  out.quant.scale = base + Align64(out.bytes());
+  out.quant.zero = w.quant.zero ? base + Align64(out.bytes()) + Align64(out.scale_bytes()) : nullptr;
   return out;
 }
 
@@ -45,7 +43,7 @@ bool FourBit(DType t) { return DTypeBits(t) == 4; }
 size_t QuantizedPackedBytes(const Tensor& w) {
   Tensor v = PackedView(w, nullptr);
   v.quant.scale = w.quant.scale;  // any non-null: only the sizes are read
-  return Aligned(v.bytes()) + Aligned(v.scale_bytes()) + v.zero_bytes();
+  return Align64(v.bytes()) + Align64(v.scale_bytes()) + v.zero_bytes();
 }
 
 Tensor PackQuantizedWeight(const Tensor& w, void* dst) {

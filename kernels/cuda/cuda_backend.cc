@@ -29,8 +29,6 @@ void SetError(std::string* error, std::string message) {
   if (error) *error = std::move(message);
 }
 
-size_t Aligned64(size_t n) { return (n + 63) / 64 * 64; }
-
 // Whether the grouped GEMMs read this quantized weight as it is (kernels/cuda/grouped_gemm.h).
 bool GroupedGemmFormat(const Tensor& w) {
   if (!w.quantized() || w.layout != Layout::kRowMajor || w.quant.block_rows < 1 || w.quant.block_cols < 1) return false;
@@ -218,8 +216,8 @@ bool CudaBackend::KeepsFp8(const Tensor& w, WeightUse use) const {
 }
 
 size_t CudaBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
-  if (KeepsCodes(w, use)) return Aligned64(w.bytes()) + Aligned64(w.scale_bytes()) + w.zero_bytes();
-  if (KeepsFp8(w, use)) return Aligned64(w.bytes()) + cuda::Fp8WeightScaleBytes(w);
+  if (KeepsCodes(w, use)) return Align64(w.bytes()) + Align64(w.scale_bytes()) + w.zero_bytes();
+  if (KeepsFp8(w, use)) return Align64(w.bytes()) + cuda::Fp8WeightScaleBytes(w);
   return IsMatmul(use) ? static_cast<size_t>(w.numel()) * DTypeSize(DType::kBF16) : w.bytes();
 }
 
@@ -230,8 +228,8 @@ Tensor CudaBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
     // A routed expert's codes and scales as they are: the grouped GEMMs widen them in their load
     // stage to the BF16 the dequantization below would give.
     auto* codes = static_cast<unsigned char*>(dst);
-    unsigned char* scales = codes + Aligned64(w.bytes());
-    unsigned char* zeros = scales + Aligned64(w.scale_bytes());
+    unsigned char* scales = codes + Align64(w.bytes());
+    unsigned char* zeros = scales + Align64(w.scale_bytes());
     Tensor t = w;
     CopyToDevice(codes, w.data, w.bytes());
     CopyToDevice(scales, w.quant.scale, w.scale_bytes());
@@ -247,7 +245,7 @@ Tensor CudaBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
     // An FP8 block-scaled weight for the FP8 GEMMs: its codes, then its scales as cuBLASLt reads them.
     const std::vector<float> scales = cuda::Fp8WeightScales(w);
     auto* codes = static_cast<unsigned char*>(dst);
-    auto* d_scales = codes + Aligned64(w.bytes());
+    auto* d_scales = codes + Align64(w.bytes());
     CopyToDevice(codes, w.data, w.bytes());
     CopyToDevice(d_scales, scales.data(), scales.size() * sizeof(float));
     Tensor t{codes, DType::kF8E4M3, w.rows, w.cols, Layout::kRowMajor};

@@ -15,7 +15,7 @@ namespace ls {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 constexpr const char* kSingle = "model.safetensors";
 constexpr const char* kIndex = "model.safetensors.index.json";
@@ -38,13 +38,13 @@ absl::Status RewriteCheckpoint(const std::string& in_dir, const std::string& out
 
   // The shards and which tensor each holds.
   std::vector<std::string> shards;
-  json index;
+  ojson index;
   const bool sharded = fs::exists(fs::path(in_dir) / kIndex);
   if (sharded) {
     std::ifstream in(fs::path(in_dir) / kIndex, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    index = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    index = ojson::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
     if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       return absl::InvalidArgumentError(absl::StrCat(in_dir, "/", kIndex, ": missing object 'weight_map'"));
     std::set<std::string> seen;

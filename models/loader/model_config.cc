@@ -1,10 +1,9 @@
 // ModelConfig: dispatch to the family adapter and the validation shared by every family.
 #include "models/loader/model_config.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
 #include "models/families/family.h"
 #include "models/loader/math_keys.h"
 #include "nlohmann/json.hpp"
@@ -139,11 +138,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text, absl::
 
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir) {
   const std::string path = model_dir + "/config.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseModelConfig(ss.str(), path);
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseModelConfig(*text, path);
 }
 
 }  // namespace ls

@@ -217,8 +217,6 @@ struct QuantizedFixture {
 };
 class CudaQuantizedFixture : public ::testing::TestWithParam<QuantizedFixture> {};
 
-size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
-
 TEST_P(CudaQuantizedFixture, ExpertsKeptAsCodesGiveTheLogitsOfLoadTimeBf16InLessMemory) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const std::string dir = testing::FixtureParamDir(GetParam().dir);
@@ -246,8 +244,8 @@ TEST_P(CudaQuantizedFixture, ExpertsKeptAsCodesGiveTheLogitsOfLoadTimeBf16InLess
     for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
       if (!c.is_moe_layer(l)) continue;
       for (const auto& [rows, cols] : {std::pair{f, w}, std::pair{f, w}, std::pair{w, f}}) {
-        const size_t codes = Aligned(Aligned(rows * cols / 2) + Aligned(rows * ((cols + 31) / 32)));
-        saved += static_cast<size_t>(c.moe.num_experts) * (Aligned(rows * cols * 2) - codes);
+        const size_t codes = Align64(Align64(rows * cols / 2) + Align64(rows * ((cols + 31) / 32)));
+        saved += static_cast<size_t>(c.moe.num_experts) * (Align64(rows * cols * 2) - codes);
       }
     }
     EXPECT_EQ(bf16_bytes - packed_bytes, saved);

@@ -90,8 +90,6 @@ void MakeWeight(const Format& f, int64_t rows, int64_t cols, bool extreme, std::
       QuantScales{w->scales.data(), f.zeros ? w->zeros.data() : nullptr, f.scale_dtype, f.block_rows, f.block_cols};
 }
 
-size_t Aligned(size_t n) { return (n + 63) / 64 * 64; }
-
 struct Shape {
   int64_t T, din, f, dout;
   int32_t K, N;
@@ -119,7 +117,7 @@ void MakeExperts(const Format& f, const Shape& s, bool extreme, std::mt19937& rn
       const size_t bf16 = gpu.PreparedWeightBytes(t, WeightUse::kMatmul);
       const size_t packed = gpu.PreparedWeightBytes(t, WeightUse::kMatmulExpert);
       EXPECT_EQ(bf16, static_cast<size_t>(t.numel()) * 2);
-      EXPECT_EQ(packed, Aligned(t.bytes()) + Aligned(t.scale_bytes()) + t.zero_bytes()) << f.name;
+      EXPECT_EQ(packed, Align64(t.bytes()) + Align64(t.scale_bytes()) + t.zero_bytes()) << f.name;
       void* pm = gpu.Allocate(packed);
       void* bm = gpu.Allocate(bf16);
       x->memory.insert(x->memory.end(), {pm, bm});
@@ -271,7 +269,7 @@ TEST(CudaQuantizedExperts, OnlyRoutedExpertsKeepTheirCodesAndOnlyWhenPacked) {
   std::mt19937 rng(43);
   HostWeight h;
   MakeWeight(kFormats[0], 64, 128, false, rng, &h);
-  const size_t bf16 = static_cast<size_t>(64 * 128 * 2), packed = Aligned(64 * 64) + Aligned(64 * 4);
+  const size_t bf16 = static_cast<size_t>(64 * 128 * 2), packed = Align64(64 * 64) + Align64(64 * 4);
   EXPECT_EQ(gpu->PreparedWeightBytes(h.t, WeightUse::kMatmulExpert), packed);
   EXPECT_EQ(gpu->PreparedWeightBytes(h.t, WeightUse::kMatmul), bf16);
   EXPECT_EQ(gpu->PreparedWeightBytes(h.t, WeightUse::kMatmulHead), bf16);
