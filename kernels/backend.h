@@ -1,5 +1,5 @@
 // Backend: the ops a model step is built from, implemented once per device (kernels/cpu,
-// kernels/cuda). Ops know tensors and shapes, never requests or sequences. Activations, weights
+// kernels/cuda). The compute ops are listed once, in kernels/ops.def. Ops know tensors and shapes, never requests or sequences. Activations, weights
 // and router outputs are memory of this backend; the step's integer metadata (token ids,
 // positions, AttentionSeq and block tables) is host memory that the backend uploads as it needs.
 // A backend instance is used by one thread at a time.
@@ -55,71 +55,18 @@ class Backend {
   virtual size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const = 0;
   virtual Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) = 0;
 
-  // out[t] = table[ids[t]] as float32.                                 out: [T, d]
-  virtual void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) = 0;
-  // out[r] = x[r] / sqrt(mean(x[r]²) + eps) · w over rows of width w.cols; in place allowed.
-  virtual void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) = 0;
-  // y[M, N] (+)= x[M, K] · w[N, K]ᵀ.
-  virtual void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) = 0;
+  // The compute ops (kernels/ops.def), pure virtual.
+#define LS_OP(name, params, args) virtual void name params = 0;
+#include "kernels/ops.def"
+#undef LS_OP
   // Several GEMMs over the same input (the q, k and v projections of one norm's output), each
   // with Gemm's result; a backend may run them as one launch. The outputs must not overlap x.
   virtual void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
     for (int32_t i = 0; i < n; ++i) Gemm(x, M, *outs[i].w, outs[i].y, outs[i].accumulate);
   }
-  // RoPE in place on x[T, num_heads * head_dim] at positions[T] (host memory).
-  virtual void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) = 0;
-  // y[r] += bias for rows of width bias.cols (a bias vector, F32, BF16 or F16).
-  virtual void AddBias(float* y, int64_t rows, const Tensor& bias) = 0;
-  // x[r, i] *= σ(gate[r, i]) (gate_width == width) or σ(gate[r, 0]) (gate_width == 1).
-  //                                                       x: [rows, width]  gate: [rows, gate_width]
-  virtual void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) = 0;
   // Whether PagedAttention reads and writes a KV cache of this element type (float32 always).
   virtual bool SupportsKvCacheDType(DType dtype) const { return dtype == DType::kF32; }
-  // Writes the new K/V into the cache, then causal GQA attention for every new token.
-  virtual void PagedAttention(const AttentionParams& p) = 0;
-  // Writes the new latent rows into the cache, then causal latent attention (MLA) for every new
-  // token.
-  virtual void PagedLatentAttention(const LatentAttentionParams& p) = 0;
-  // MLA's expanded form, the ops around the caller's per-head expansion: StoreLatentRows writes
-  // the new latent rows of p.seqs into the cache as PagedLatentAttention does, attending nothing
-  // (it reads c_new, k_rope_new, latent_dim, rope_dim, cache and seqs); LoadLatentRows reads
-  // `count` cached rows of `seq` from position `first` as float32 rows of `width` values
-  // ([count, width]); ExpandedLatentAttention attends one sequence's tokens to one tile of keys.
-  virtual void StoreLatentRows(const LatentAttentionParams& p) = 0;
-  virtual void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
-                              int32_t count, float* out) = 0;
-  virtual void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) = 0;
-  // The short causal convolution of linear-attention layers (ShortConvParams).
-  virtual void ShortConv(const ShortConvParams& p) = 0;
-  // Kimi Delta Attention over the sequences' recurrent state (KdaParams).
-  virtual void KdaAttention(const KdaParams& p) = 0;
-  // One GEMM per head: y[t, h, 0:w[h].rows] = x[t, h, 0:w[h].cols] · w[h]ᵀ for t < num_tokens and
-  // h < heads, with x[t, h] at x + t·x.token + h·x.head and y[t, h] at y + t·y.token + h·y.head
-  // (x.head = 0: every head reads the token's one row).
-  virtual void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
-                        RowStrides ys) = 0;
-  // out[r, i] = act(gate[r, i]) · up[r, i] for rows of width `width`.
-  virtual void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
-                             GluAct act, float* out) = 0;
-  // Scores, biased top-K selection and weights for every token.
-  virtual void Router(const RouterParams& p) = 0;
-  // Routed experts, grouped by expert: permute, one GEMM per active expert, weighted combine.
-  virtual void MoeExperts(const MoeParams& p) = 0;
-  // out[t] = Σ_k weights[t, k] · y[t * K + k] in k order: the combine of expert outputs.
-  //                                         y: [T * K, width]  weights: [T, K]  out: [T, width]
-  virtual void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
-                                    float* out) = 0;
-  // x[i] += y[i].
-  virtual void Add(float* x, const float* y, int64_t n) = 0;
-  // dst[i] = src[i] for i < n (backend memory, not overlapping); x[i] = 0 for i < n.
-  virtual void Copy(float* dst, const float* src, int64_t n) = 0;
-  virtual void SetZero(float* x, int64_t n) = 0;
-  // Attention residuals' mix of block residuals (AttnResParams).
-  virtual void AttnResMix(const AttnResParams& p) = 0;
-  // Row moves of expert-parallel dispatch and combine, rows of `width` floats (rows: host memory):
-  // gather dst[i] = src[rows[i]], scatter dst[rows[i]] = src[i], for i < n.
-  virtual void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;
-  virtual void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) = 0;
+
   // The transport between the ranks (processes) of an expert-parallel group: send_rows[p] rows go
   // to rank p (blocks laid out rank by rank in `send`) and recv_rows[p] rows arrive from rank p
   // (rank by rank in `recv`), rows of `width` floats; every rank calls it together. A process

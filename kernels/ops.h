@@ -6,6 +6,9 @@
 
 #include "kernels/tensor.h"
 
+// Strips one pair of parentheses: the parameter and argument lists of kernels/ops.def's entries.
+#define LS_UNPARENTHESIZED(...) __VA_ARGS__
+
 namespace ls {
 
 enum class Activation : uint8_t { kSiTU, kSiLU };  // gate functions of the GLU experts

@@ -1,4 +1,4 @@
-// CpuBackend: forwards each Backend op to its kernels/cpu implementation.
+// CpuBackend: memory, weight packing and the rank group; each compute op calls its kernels/cpu function.
 #include "kernels/cpu/cpu_backend.h"
 
 #include <cstdlib>
@@ -41,63 +41,14 @@ Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   return TakesBf16Rows(w, activation_dtype_) ? cpu::PackBf16DotWeight(w, dst) : cpu::PackWeight(w, dst);
 }
 
-void CpuBackend::Embedding(const int32_t* ids, int64_t n, const Tensor& table, float* out) {
-  cpu::Embedding(pool_, ids, n, table, out);
-}
-void CpuBackend::RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) {
-  cpu::RmsNorm(pool_, x, rows, w, eps, out);
-}
-void CpuBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
-  cpu::Gemm(pool_, x, M, w, y, accumulate);
-}
+// Each op of kernels/ops.def calls its kernels/cpu function with the pool first.
+#define LS_OP(name, params, args) \
+  void CpuBackend::name params { cpu::name(pool_, LS_UNPARENTHESIZED args); }
+#include "kernels/ops.def"
+#undef LS_OP
+
 void CpuBackend::GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) {
   cpu::GemmMany(pool_, x, M, outs, n);
-}
-void CpuBackend::Rope(float* x, int64_t n, const int32_t* positions, const RopeParams& p) {
-  cpu::Rope(pool_, x, n, positions, p);
-}
-void CpuBackend::AddBias(float* y, int64_t rows, const Tensor& bias) { cpu::AddBias(pool_, y, rows, bias); }
-void CpuBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) {
-  cpu::MulSigmoid(pool_, x, rows, width, gate, gate_width);
-}
-void CpuBackend::PagedAttention(const AttentionParams& p) { cpu::PagedAttention(pool_, p); }
-void CpuBackend::PagedLatentAttention(const LatentAttentionParams& p) { cpu::PagedLatentAttention(pool_, p); }
-void CpuBackend::StoreLatentRows(const LatentAttentionParams& p) { cpu::StoreLatentRows(pool_, p); }
-void CpuBackend::LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
-                                int32_t count, float* out) {
-  cpu::LoadLatentRows(pool_, cache, width, seq, first, count, out);
-}
-void CpuBackend::ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) {
-  cpu::ExpandedLatentAttention(pool_, p);
-}
-void CpuBackend::ShortConv(const ShortConvParams& p) { cpu::ShortConv(pool_, p); }
-void CpuBackend::KdaAttention(const KdaParams& p) { cpu::KdaAttention(pool_, p); }
-void CpuBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
-                          RowStrides ys) {
-  cpu::HeadGemm(pool_, x, xs, num_tokens, heads, w, y, ys);
-}
-void CpuBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width,
-                               GluAct act, float* out) {
-  cpu::GluActivation(pool_, gate, up, rows, width, act, out);
-}
-void CpuBackend::Router(const RouterParams& p) { cpu::Router(pool_, p); }
-void CpuBackend::MoeExperts(const MoeParams& p) { cpu::MoeExperts(pool_, p); }
-void CpuBackend::CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
-                                      float* out) {
-  cpu::CombineExpertOutputs(pool_, y, nullptr, weights, T, K, width, out);
-}
-void CpuBackend::Add(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-void CpuBackend::Copy(float* dst, const float* src, int64_t n) {
-  if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-}
-void CpuBackend::SetZero(float* x, int64_t n) {
-  if (n > 0) std::memset(x, 0, static_cast<size_t>(n) * sizeof(float));
-}
-void CpuBackend::AttnResMix(const AttnResParams& p) { cpu::AttnResMix(pool_, p); }
-void CpuBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * width, src + rows[i] * width, width * sizeof(float));
 }
 void CpuBackend::ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
                               const std::vector<int64_t>& recv_rows, int64_t width) {
@@ -116,9 +67,6 @@ void CpuBackend::ExchangeRows(const float* send, const std::vector<int64_t>& sen
 bool CpuBackend::JoinRankGroup(RankTransport* group, std::string*) {
   group_ = group;
   return true;
-}
-void CpuBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + rows[i] * width, src + i * width, width * sizeof(float));
 }
 
 }  // namespace ls

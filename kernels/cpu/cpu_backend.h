@@ -29,37 +29,13 @@ class CpuBackend : public Backend {
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
 
-  void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
-  void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
   void BeginStep() override { pool_.Wake(); }
-  void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
-  void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) override;
-  void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) override;
-  void AddBias(float* y, int64_t rows, const Tensor& bias) override;
-  void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
   bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
-  void PagedAttention(const AttentionParams& p) override;
-  void PagedLatentAttention(const LatentAttentionParams& p) override;
-  void StoreLatentRows(const LatentAttentionParams& p) override;
-  void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first, int32_t count,
-                      float* out) override;
-  void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) override;
-  void ShortConv(const ShortConvParams& p) override;
-  void KdaAttention(const KdaParams& p) override;
-  void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
-                RowStrides ys) override;
-  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act,
-                     float* out) override;
-  void Router(const RouterParams& p) override;
-  void MoeExperts(const MoeParams& p) override;
-  void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
-                            float* out) override;
-  void Add(float* x, const float* y, int64_t n) override;
-  void Copy(float* dst, const float* src, int64_t n) override;
-  void SetZero(float* x, int64_t n) override;
-  void AttnResMix(const AttnResParams& p) override;
-  void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
-  void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
+  // The compute ops of kernels/ops.def, each the kernels/cpu function of its name.
+#define LS_OP(name, params, args) void name params override;
+#include "kernels/ops.def"
+#undef LS_OP
+  void GemmMany(const float* x, int64_t M, const GemmOutput* outs, int32_t n) override;
   // Copies alone; in a rank group, moves the rows over the group's transport (MPI all-to-all-v).
   void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
                     const std::vector<int64_t>& recv_rows, int64_t width) override;

@@ -1,7 +1,8 @@
-// CPU elementwise ops on activation rows: bias addition, sigmoid gating and the attention
-// residuals' mix of block residuals.
+// CPU elementwise ops on activation rows: bias addition, sigmoid gating, the attention
+// residuals' mix of block residuals, and plain adds, copies and zeroing.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -68,6 +69,16 @@ void AttnResMix(ThreadPool& pool, const AttnResParams& p) {
       }
     }
   });
+}
+
+void Add(ThreadPool&, float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+void Copy(ThreadPool&, float* dst, const float* src, int64_t n) {
+  if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+void SetZero(ThreadPool&, float* x, int64_t n) {
+  if (n > 0) std::memset(x, 0, static_cast<size_t>(n) * sizeof(float));
 }
 
 }  // namespace ls::cpu

@@ -121,5 +121,9 @@ void CombineExpertOutputs(ThreadPool& pool, const float* y, const int64_t* rows,
     for (int64_t t = t0; t < t1; ++t) token(t);
   });
 }
+void CombineExpertOutputs(ThreadPool& pool, const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                          float* out) {
+  CombineExpertOutputs(pool, y, nullptr, weights, T, K, width, out);
+}
 
 }  // namespace ls::cpu

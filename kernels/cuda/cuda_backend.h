@@ -66,35 +66,12 @@ class CudaBackend final : public Backend {
   bool fp8_gemms() const { return fp8_gemms_; }
   bool fp8_gemms_supported() const { return fp8_gemms_supported_; }
 
-  void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) override;
-  void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) override;
-  void Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) override;
-  void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) override;
-  void AddBias(float* y, int64_t rows, const Tensor& bias) override;
-  void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) override;
-  void PagedAttention(const AttentionParams& p) override;
-  void PagedLatentAttention(const LatentAttentionParams& p) override;
-  void StoreLatentRows(const LatentAttentionParams& p) override;
-  void LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first, int32_t count,
-                      float* out) override;
-  void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) override;
-  void ShortConv(const ShortConvParams& p) override;
-  void KdaAttention(const KdaParams& p) override;
-  void HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
-                RowStrides ys) override;
-  void GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act, float* out) override;
-  void Router(const RouterParams& p) override;
-  // With p.tokens_per_expert (host memory), the per-expert counts are copied back without a
-  // wait and added at the next synchronization.
-  void MoeExperts(const MoeParams& p) override;
-  void CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
-                            float* out) override;
-  void Add(float* x, const float* y, int64_t n) override;
-  void Copy(float* dst, const float* src, int64_t n) override;
-  void SetZero(float* x, int64_t n) override;
-  void AttnResMix(const AttnResParams& p) override;
-  void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
-  void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) override;
+  // The compute ops of kernels/ops.def, queued on the stream. MoeExperts with p.tokens_per_expert
+  // (host memory): the per-expert counts are copied back without a wait and added at the next
+  // synchronization.
+#define LS_OP(name, params, args) void name params override;
+#include "kernels/ops.def"
+#undef LS_OP
   // Alone: an NCCL all-to-all of this GPU's rank with itself. In a rank group: an NCCL all-to-all
   // across the group's GPUs (the communicator bootstrapped through the group's transport by
   // JoinRankGroup), each one polled within the group's deadline; a peer that fails or never
