@@ -155,9 +155,12 @@ void RaiseFileLimit() {
   }
 }
 
-}  // namespace
+using ls::server::LogLevel;
 
-int main(int argc, char** argv) {
+// Reads the flags: environment values first, so that the command line overrides them (every flag
+// of this program, not Abseil's own, may come from LATENTSERVE_<NAME>). False after --help, which
+// it prints.
+bool ParseFlags(int argc, char** argv) {
   ls::ShowOwnFlagsInHelp();
   absl::SetProgramUsageMessage(
       "LatentServe: serves a Stable LatentMoE model over gRPC and an OpenAI-compatible HTTP API.\n"
@@ -165,10 +168,8 @@ int main(int argc, char** argv) {
       "Every flag can also be set as an environment variable LATENTSERVE_<NAME>, e.g. LATENTSERVE_HTTP_PORT.");
   if (ls::server::WantsHelp(argc, argv)) {
     std::fputs(ls::server::GroupedHelp(std::string(absl::ProgramUsageMessage()), FlagTopics()).c_str(), stdout);
-    return 0;
+    return false;
   }
-  // Environment values first, so that the command line overrides them: every flag of this
-  // program (not Abseil's own) may come from LATENTSERVE_<NAME>.
   std::vector<std::string> args = {argv[0]};
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (absl::StrContains(flag->Filename(), "absl/")) continue;
@@ -179,21 +180,23 @@ int main(int argc, char** argv) {
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
   absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
+  return true;
+}
 
-  using ls::server::LogLevel;
+// The checks that need nothing loaded: the log level (returned), the model flag, ports and limits.
+absl::StatusOr<LogLevel> CheckFlags() {
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   LogLevel level;
   if (level_name == "debug") level = LogLevel::kDebug;
   else if (level_name == "info") level = LogLevel::kInfo;
   else if (level_name == "warning") level = LogLevel::kWarning;
   else if (level_name == "error") level = LogLevel::kError;
-  else return Fail("--log_level must be debug, info, warning or error, got '" + level_name + "'");
+  else return absl::InvalidArgumentError("--log_level must be debug, info, warning or error, got '" + level_name + "'");
 
-  const std::string dir = absl::GetFlag(FLAGS_model);
-  if (dir.empty()) return Fail("--model is required (or LATENTSERVE_MODEL)");
+  if (absl::GetFlag(FLAGS_model).empty()) return absl::InvalidArgumentError("--model is required (or LATENTSERVE_MODEL)");
   for (auto [name, v] : {std::pair<const char*, int32_t>{"http_port", absl::GetFlag(FLAGS_http_port)},
                          {"grpc_port", absl::GetFlag(FLAGS_grpc_port)}})
-    if (v < 0 || v > 65535) return Fail(absl::StrCat("--", name, " must be in [0, 65535], got ", v));
+    if (v < 0 || v > 65535) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [0, 65535], got ", v));
   for (auto [name, v] : {std::pair<const char*, int32_t>{"max_num_seqs", absl::GetFlag(FLAGS_max_num_seqs)},
                          {"max_num_batched_tokens", absl::GetFlag(FLAGS_max_num_batched_tokens)},
                          {"kv_cache_mb", absl::GetFlag(FLAGS_kv_cache_mb)},
@@ -207,11 +210,219 @@ int main(int argc, char** argv) {
                          {"rank_timeout_s", absl::GetFlag(FLAGS_rank_timeout_s)},
                          {"rank_start_timeout_s", absl::GetFlag(FLAGS_rank_start_timeout_s)},
                          {"rank_heartbeat_ms", absl::GetFlag(FLAGS_rank_heartbeat_ms)}})
-    if (v < 1) return Fail(absl::StrCat("--", name, " must be at least 1, got ", v));
-  if (absl::GetFlag(FLAGS_drain_timeout_s) < 0) return Fail("--drain_timeout_s must not be negative");
+    if (v < 1) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least 1, got ", v));
+  if (absl::GetFlag(FLAGS_drain_timeout_s) < 0) return absl::InvalidArgumentError("--drain_timeout_s must not be negative");
   if (absl::GetFlag(FLAGS_rank_heartbeat_ms) >= 1000 * absl::GetFlag(FLAGS_rank_timeout_s))
-    return Fail("--rank_heartbeat_ms must be below --rank_timeout_s (a worker counts a silent leader as gone)");
+    return absl::InvalidArgumentError(
+        "--rank_heartbeat_ms must be below --rank_timeout_s (a worker counts a silent leader as gone)");
+  return level;
+}
 
+// The chat format (the model's template or --chat_template, with the parsers asked for); none
+// for a model without a tokenizer.
+absl::StatusOr<std::shared_ptr<const ls::chat::ChatFormat>> ChatFromFlags(const std::string& dir, const ls::Model& model,
+                                                                         const ls::tok::Tokenizer* tokenizer) {
+  if (!tokenizer) {
+    if (!absl::GetFlag(FLAGS_chat_template).empty())
+      return absl::InvalidArgumentError("--chat_template: this model has no tokenizer, so it has no chat");
+    return std::shared_ptr<const ls::chat::ChatFormat>();
+  }
+  ls::chat::ChatFormatOptions chat_options;
+  chat_options.model_dir = dir;
+  chat_options.chat_template_file = absl::GetFlag(FLAGS_chat_template);
+  chat_options.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
+  chat_options.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
+  chat_options.content_format = absl::GetFlag(FLAGS_chat_template_content_format);
+  chat_options.family = model.config().family;
+  chat_options.model_type = model.config().model_type;
+  chat_options.tokenizer = tokenizer;
+  auto format = ls::chat::NewChatFormat(chat_options);
+  if (!format.ok()) return format.status();
+  return std::shared_ptr<const ls::chat::ChatFormat>(std::move(*format));
+}
+
+// The sampling defaults of --generation_config (none: empty).
+absl::StatusOr<ls::GenerationDefaults> GenerationDefaultsFromFlags(const std::string& dir, int32_t vocab_size) {
+  const std::string generation_config = absl::GetFlag(FLAGS_generation_config);
+  if (generation_config == "none") return ls::GenerationDefaults();
+  const std::string source = generation_config == "auto" ? dir : generation_config;
+  auto d = std::filesystem::is_directory(source) ? ls::GenerationDefaults::FromModelDir(source)
+                                                 : ls::GenerationDefaults::FromFile(source);
+  if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat("--generation_config: ", d.status().message()));
+  for (int32_t id : d->eos_token_ids)
+    if (id >= vocab_size)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--generation_config: eos_token_id ", id, " is outside the vocabulary"));
+  return d;
+}
+
+// The engine's configuration (without the rank group's part).
+absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags() {
+  ls::EngineConfig cfg;
+  cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
+  cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
+  cfg.warmup = absl::GetFlag(FLAGS_warmup);
+  cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
+  cfg.block_size = absl::GetFlag(FLAGS_block_size);
+  auto kv_dtype = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
+  if (!kv_dtype.ok()) return absl::InvalidArgumentError("--" + std::string(kv_dtype.status().message()));
+  cfg.kv_cache_dtype = *kv_dtype;
+  cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
+  if (const int32_t mb = absl::GetFlag(FLAGS_state_cache_mb); mb < -1)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--state_cache_mb must be -1 (a quarter of --kv_cache_mb) or at least 0, got ", mb));
+  else if (mb >= 0)
+    cfg.state_cache_bytes = static_cast<int64_t>(mb) << 20;
+  cfg.state_snapshot_interval = absl::GetFlag(FLAGS_state_snapshot_interval);
+  auto speculative = ls::server::ParseSpeculativeConfig(absl::GetFlag(FLAGS_speculative_config));
+  if (!speculative.ok()) return speculative.status();
+  cfg.speculative = *speculative;
+  cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
+  cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
+  cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
+  cfg.experts.expert_slots = absl::GetFlag(FLAGS_expert_slots);
+  cfg.experts.replan_interval = absl::GetFlag(FLAGS_replan_interval);
+  cfg.experts.load_window = absl::GetFlag(FLAGS_load_window);
+  if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
+    return absl::InvalidArgumentError("--devices, --expert_slots and --replan_interval must not be negative");
+  if (const std::string placement = absl::GetFlag(FLAGS_expert_placement); !placement.empty()) {
+    std::ifstream in(placement);
+    if (!in) return absl::InvalidArgumentError("--expert_placement: cannot open " + placement);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    cfg.experts.placement_json = ss.str();
+  }
+  return cfg;
+}
+
+ls::server::HttpOptions HttpOptionsFromFlags() {
+  ls::server::HttpOptions http_opt;
+  http_opt.host = absl::GetFlag(FLAGS_host);
+  http_opt.port = absl::GetFlag(FLAGS_http_port);
+  http_opt.threads = absl::GetFlag(FLAGS_http_threads);
+  http_opt.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_mb)) << 20;
+  http_opt.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  http_opt.tls_key = absl::GetFlag(FLAGS_tls_key);
+  http_opt.max_connections = absl::GetFlag(FLAGS_max_connections);
+  http_opt.header_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_header_timeout_s));
+  http_opt.keepalive_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_keepalive_timeout_s));
+  return http_opt;
+}
+
+// The model's name in the API: --served_model_name, else the model directory's name.
+std::string ServedModelName(const std::string& dir) {
+  std::string name = absl::GetFlag(FLAGS_served_model_name);
+  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
+  return name;
+}
+
+// What is serving, for the ready line.
+nlohmann::json ReadyFields(const std::string& name, const ls::Model& model, ls::Engine& engine,
+                           const ls::Backend& backend, const ls::BackendOptions& backend_options,
+                           ls::dist::RankProcess* group, int http_port, int grpc_port, bool auth) {
+  return {{"model", name},
+          {"family", model.config().family},
+          {"http_port", http_port},
+          {"grpc_port", grpc_port},
+          {"kv_blocks", engine.num_kv_blocks()},
+          {"kv_cache_tokens", engine.kv_cache_tokens()},
+          {"kv_cache_dtype", ls::KvCacheDTypeName(engine.kv_cache_dtype())},
+          {"state_slots", engine.num_state_slots()},
+          {"prefix_caching", engine.prefix_caching()},
+          {"state_snapshot_slots", engine.num_snapshot_slots()},
+          {"speculative", engine.num_speculative_tokens() > 0
+                              ? nlohmann::json{{"method", "ngram"},
+                                               {"num_speculative_tokens", engine.num_speculative_tokens()}}
+                              : nlohmann::json(nullptr)},
+          {"state_cache_mb",
+           static_cast<double>(engine.num_snapshot_slots() * engine.snapshot_slot_bytes()) / (1 << 20)},
+          {"backend", std::string(backend.name())},
+          {"activation_dtype", ls::ActivationDtypeName(backend_options)},
+          {"cpu_isa", ls::CpuIsaName()},
+          {"ranks", engine.num_ranks()},
+          {"pid", static_cast<int64_t>(getpid())},
+          {"workers", nlohmann::json::parse(group ? group->workers_json() : "{}")},
+          {"rank_expert_slot_bytes", engine.Metrics().rank_expert_bytes},
+          {"rank_redundant_expert_slot_bytes", engine.Metrics().rank_redundant_expert_bytes},
+          {"warmup_tokens", engine.warmup_tokens()},
+          {"warmup_ms", static_cast<int64_t>(1e3 * engine.warmup_seconds())},
+          {"auth", auth}};
+}
+
+// What the flags asked for and the model or the host does not allow, logged after the ready line.
+void LogStartupWarnings(ls::server::ApiContext& ctx, const ls::Model& model, ls::Engine& engine,
+                        const ls::EngineConfig& cfg) {
+  if (rlimit rl; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                 static_cast<rlim_t>(absl::GetFlag(FLAGS_max_connections)) + 256 > rl.rlim_cur)
+    ctx.Log(LogLevel::kWarning, "max_connections_near_file_limit",
+            absl::StrCat("\"max_connections\":", absl::GetFlag(FLAGS_max_connections), ",\"file_limit\":",
+                         static_cast<uint64_t>(rl.rlim_cur)));
+  if (cfg.enable_prefix_caching && !engine.prefix_caching())
+    ctx.Log(LogLevel::kWarning, "prefix_caching_disabled",
+            absl::StrCat("\"reason\":\"--state_cache_mb leaves no room for one recurrent-state snapshot (",
+                         (engine.snapshot_slot_bytes() + (1 << 20) - 1) >> 20, " MiB each)\""));
+  if (cfg.speculative.num_speculative_tokens > 0 && engine.num_speculative_tokens() == 0)
+    ctx.Log(LogLevel::kWarning, "speculative_decoding_disabled",
+            "\"reason\":\"the model has recurrent (linear-attention) layers, whose state a rejected draft token "
+            "would leave changed\"");
+  if (const auto& unknown = model.config().unrecognized_keys; !unknown.empty())
+    ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",
+            absl::StrCat("\"family\":\"", model.config().family, "\",\"keys\":", nlohmann::json(unknown).dump(),
+                         ",\"note\":\"config.json keys the loader neither reads nor knows to be irrelevant; check "
+                         "that none of them changes the model's math\""));
+}
+
+// Serves until SIGTERM or SIGINT (blocked in every thread), then drains and stops the front
+// ends; a broken rank group ends the process instead. Returns main's status.
+int ServeUntilSignal(const sigset_t& stop_signals, ls::server::ApiContext& ctx, std::unique_ptr<ls::Engine>& engine,
+                     ls::server::GrpcServer& grpc_server, ls::server::HttpServer& http_server,
+                     ls::dist::RankProcess* group) {
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  if (engine->failed()) {
+    // A rank died or stopped answering: every request has been answered with 503 / UNAVAILABLE,
+    // /ready is false. Let the front ends write those answers, then end so that the orchestrator
+    // restarts the whole group.
+    ctx.Log(LogLevel::kError, "rank_group_failed",
+            absl::StrCat("\"reason\":", nlohmann::json(std::string(engine->failure().message())).dump()));
+    grpc_server.SetNotServing();
+    http_server.Stop(std::chrono::seconds(5));
+    grpc_server.Stop();
+    ls::dist::ExitBrokenGroup(ls::dist::kGroupFailedExit);
+  }
+  ctx.Log(LogLevel::kInfo, "draining", absl::StrCat("\"signal\":", sig, ",\"in_flight\":", engine->num_live_requests()));
+  grpc_server.SetNotServing();
+  const bool clean = engine->Drain(std::chrono::seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
+  // The engine has produced every output; give the HTTP handlers the moments they need to write
+  // them (gRPC's shutdown waits for its calls likewise).
+  http_server.Stop(std::chrono::seconds(5));
+  grpc_server.Stop();
+  if (!absl::GetFlag(FLAGS_expert_load_dump).empty()) {
+    std::ofstream out(absl::GetFlag(FLAGS_expert_load_dump));
+    out << engine->ExpertLoadJson() << "\n";
+    if (!out) ctx.Log(LogLevel::kError, "expert_load_dump_failed", "");
+  }
+  if (!absl::GetFlag(FLAGS_expert_placement_dump).empty()) {
+    std::ofstream out(absl::GetFlag(FLAGS_expert_placement_dump));
+    out << engine->PlacementJson() << "\n";
+    if (!out) ctx.Log(LogLevel::kError, "expert_placement_dump_failed", "");
+  }
+  if (group) {  // the engine's loop ends first: only then may the group's last message go out
+    engine.reset();
+    group->Stop();
+  }
+  ctx.Log(LogLevel::kInfo, "stopped", absl::StrCat("\"drained\":", clean ? "true" : "false"));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!ParseFlags(argc, argv)) return 0;
+  const auto level = CheckFlags();
+  if (!level.ok()) return Fail(std::string(level.status().message()));
+  const std::string dir = absl::GetFlag(FLAGS_model);
   ls::server::ApiKeys keys;
   if (!absl::GetFlag(FLAGS_api_key_file).empty()) {
     auto k = ls::server::ApiKeys::LoadFile(absl::GetFlag(FLAGS_api_key_file));
@@ -219,7 +430,7 @@ int main(int argc, char** argv) {
     keys = std::move(*k);
   }
 
-  // Block the stop signals in every thread; main waits for them below.
+  // Block the stop signals in every thread; ServeUntilSignal waits for them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -233,18 +444,19 @@ int main(int argc, char** argv) {
   rank_timeouts.step = std::chrono::seconds(absl::GetFlag(FLAGS_rank_timeout_s));
   rank_timeouts.start = std::chrono::seconds(absl::GetFlag(FLAGS_rank_start_timeout_s));
   rank_timeouts.idle = std::chrono::milliseconds(absl::GetFlag(FLAGS_rank_heartbeat_ms));
-  auto group = ls::dist::RankProcess::JoinIfLaunched(rank_timeouts);
-  if (!group.ok()) return Fail(std::string(group.status().message()));
-  const int32_t local_rank = *group ? (*group)->local_rank() : 0;  // a node's ranks take its GPUs in turn
-
+  auto joined = ls::dist::RankProcess::JoinIfLaunched(rank_timeouts);
+  if (!joined.ok()) return Fail(std::string(joined.status().message()));
+  ls::dist::RankProcess* group = joined->get();
+  const int32_t local_rank = group ? group->local_rank() : 0;  // a node's ranks take its GPUs in turn
   // Once in a group, a failure ends the process without finalizing MPI (the peers may be gone).
-  auto fail = [&](const std::string& msg) {
-    if (*group) {
-      Fail(msg);
-      ls::dist::ExitBrokenGroup(1);
-    }
-    return Fail(msg);
+  auto fail = [&](absl::string_view msg) {
+    Fail(std::string(msg));
+    if (group) ls::dist::ExitBrokenGroup(1);
+    return 1;
   };
+
+  // The stack: backend, model (a worker rank stops there and runs the workers' loop), tokenizer,
+  // chat, engine, API context, front ends.
   std::string backend_error;
   const ls::BackendOptions backend_options{absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads),
                                            absl::GetFlag(FLAGS_cuda_device) + local_rank,
@@ -252,17 +464,17 @@ int main(int argc, char** argv) {
   std::unique_ptr<ls::Backend> backend = ls::CreateBackend(backend_options, &backend_error);
   if (!backend) return fail(backend_error);
   auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
-  if (!quantization.ok()) return fail(std::string(quantization.status().message()));
+  if (!quantization.ok()) return fail(quantization.status().message());
   // A rank holds only the experts its devices are given: the others stay in the mapped checkpoint.
   ls::LoadOptions load;
   load.quantization = *quantization;
-  load.routed_experts_on_host = *group != nullptr;
+  load.routed_experts_on_host = group != nullptr;
   auto model = ls::LoadModel(dir, backend.get(), load);
-  if (!model.ok()) return fail(std::string(model.status().message()));
-  if (*group) {
-    if (auto s = (*model)->JoinRankGroup((*group)->transport()); !s.ok()) return fail(std::string(s.message()));
-    if ((*group)->rank() != 0) {
-      const int status = (*group)->RunWorker(model->get());
+  if (!model.ok()) return fail(model.status().message());
+  if (group) {
+    if (auto s = (*model)->JoinRankGroup(group->transport()); !s.ok()) return fail(s.message());
+    if (group->rank() != 0) {
+      const int status = group->RunWorker(model->get());
       if (status != 0) ls::dist::ExitBrokenGroup(status);
       return 0;
     }
@@ -270,196 +482,45 @@ int main(int argc, char** argv) {
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
   if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
     auto t = ls::tok::Tokenizer::ForModelDir(dir);
-    if (!t.ok()) return fail(std::string(t.status().message()));
+    if (!t.ok()) return fail(t.status().message());
     tokenizer = std::move(*t);
   }
-  std::shared_ptr<const ls::chat::ChatFormat> chat;  // none without a tokenizer
-  if (tokenizer) {
-    ls::chat::ChatFormatOptions chat_options;
-    chat_options.model_dir = dir;
-    chat_options.chat_template_file = absl::GetFlag(FLAGS_chat_template);
-    chat_options.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
-    chat_options.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
-    chat_options.content_format = absl::GetFlag(FLAGS_chat_template_content_format);
-    chat_options.family = (*model)->config().family;
-    chat_options.model_type = (*model)->config().model_type;
-    chat_options.tokenizer = tokenizer.get();
-    auto format = ls::chat::NewChatFormat(chat_options);
-    if (!format.ok()) return fail(std::string(format.status().message()));
-    chat = std::move(*format);
-  } else if (!absl::GetFlag(FLAGS_chat_template).empty()) {
-    return fail("--chat_template: this model has no tokenizer, so it has no chat");
-  }
-  ls::GenerationDefaults generation_defaults;
-  const std::string generation_config = absl::GetFlag(FLAGS_generation_config);
-  if (generation_config != "none") {
-    const std::string source = generation_config == "auto" ? dir : generation_config;
-    auto d = std::filesystem::is_directory(source) ? ls::GenerationDefaults::FromModelDir(source)
-                                                   : ls::GenerationDefaults::FromFile(source);
-    if (!d.ok()) return fail(absl::StrCat("--generation_config: ", d.status().message()));
-    for (int32_t id : d->eos_token_ids)
-      if (id >= (*model)->config().vocab_size)
-        return fail(absl::StrCat("--generation_config: eos_token_id ", id, " is outside the vocabulary"));
-    generation_defaults = std::move(*d);
-  }
-
-  ls::EngineConfig cfg;
-  cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
-  cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
-  cfg.warmup = absl::GetFlag(FLAGS_warmup);
-  cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
-  cfg.block_size = absl::GetFlag(FLAGS_block_size);
-  auto kv_dtype = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
-  if (!kv_dtype.ok()) return fail("--" + std::string(kv_dtype.status().message()));
-  cfg.kv_cache_dtype = *kv_dtype;
-  cfg.enable_prefix_caching = absl::GetFlag(FLAGS_enable_prefix_caching);
-  if (const int32_t mb = absl::GetFlag(FLAGS_state_cache_mb); mb < -1)
-    return fail(absl::StrCat("--state_cache_mb must be -1 (a quarter of --kv_cache_mb) or at least 0, got ", mb));
-  else if (mb >= 0)
-    cfg.state_cache_bytes = static_cast<int64_t>(mb) << 20;
-  cfg.state_snapshot_interval = absl::GetFlag(FLAGS_state_snapshot_interval);
-  auto speculative = ls::server::ParseSpeculativeConfig(absl::GetFlag(FLAGS_speculative_config));
-  if (!speculative.ok()) return fail(std::string(speculative.status().message()));
-  cfg.speculative = *speculative;
-  cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
-  cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
-  cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
-  cfg.experts.expert_slots = absl::GetFlag(FLAGS_expert_slots);
-  cfg.experts.replan_interval = absl::GetFlag(FLAGS_replan_interval);
-  cfg.experts.load_window = absl::GetFlag(FLAGS_load_window);
-  if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
-    return fail("--devices, --expert_slots and --replan_interval must not be negative");
-  if (!absl::GetFlag(FLAGS_expert_placement).empty()) {
-    std::ifstream in(absl::GetFlag(FLAGS_expert_placement));
-    if (!in) return fail("--expert_placement: cannot open " + absl::GetFlag(FLAGS_expert_placement));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    cfg.experts.placement_json = ss.str();
-  }
-  if (*group) {
-    cfg.ranks = (*group)->leader_group(model->get());
+  auto chat = ChatFromFlags(dir, **model, tokenizer.get());
+  if (!chat.ok()) return fail(chat.status().message());
+  auto generation_defaults = GenerationDefaultsFromFlags(dir, (*model)->config().vocab_size);
+  if (!generation_defaults.ok()) return fail(generation_defaults.status().message());
+  auto cfg = EngineConfigFromFlags();
+  if (!cfg.ok()) return fail(cfg.status().message());
+  if (group) {
+    cfg->ranks = group->leader_group(model->get());
     // The group broke: the engine has answered every request; main wakes up and ends the process.
-    cfg.on_group_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
+    cfg->on_group_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
   }
-  auto engine = ls::Engine::Create(model->get(), tokenizer.get(), cfg);
-  if (!engine.ok()) return fail(std::string(engine.status().message()));
+  auto engine = ls::Engine::Create(model->get(), tokenizer.get(), *cfg);
+  if (!engine.ok()) return fail(engine.status().message());
 
-  std::string name = absl::GetFlag(FLAGS_served_model_name);
-  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
-  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
-  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), chat, name, std::string(backend->name()), std::move(keys),
-                            level, generation_defaults);
-
-  if (rlimit rl; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-                 static_cast<rlim_t>(absl::GetFlag(FLAGS_max_connections)) + 256 > rl.rlim_cur)
-    ctx.Log(LogLevel::kWarning, "max_connections_near_file_limit",
-            absl::StrCat("\"max_connections\":", absl::GetFlag(FLAGS_max_connections), ",\"file_limit\":",
-                         static_cast<uint64_t>(rl.rlim_cur)));
-
+  const std::string name = ServedModelName(dir);
+  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()),
+                             std::move(keys), *level, *generation_defaults);
   ls::server::GrpcServer grpc_server({absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_grpc_port),
                                       absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
                                      &ctx);
-  ls::server::HttpOptions http_opt;
-  http_opt.host = absl::GetFlag(FLAGS_host);
-  http_opt.port = absl::GetFlag(FLAGS_http_port);
-  http_opt.threads = absl::GetFlag(FLAGS_http_threads);
-  http_opt.max_body_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_body_mb)) << 20;
-  http_opt.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  http_opt.tls_key = absl::GetFlag(FLAGS_tls_key);
-  http_opt.max_connections = absl::GetFlag(FLAGS_max_connections);
-  http_opt.header_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_header_timeout_s));
-  http_opt.keepalive_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_keepalive_timeout_s));
-  ls::server::HttpServer http_server(http_opt, &ctx);
+  ls::server::HttpServer http_server(HttpOptionsFromFlags(), &ctx);
   // HTTP first: it checks --host and the TLS files itself and names what is wrong, where gRPC
   // reports only that it cannot listen.
-  if (auto s = http_server.Start(); !s.ok()) return fail(std::string(s.message()));
-  if (auto s = grpc_server.Start(); !s.ok()) return fail(std::string(s.message()));
-  const nlohmann::json ready = {{"model", name},
-                                {"family", (*model)->config().family},
-                                {"http_port", http_server.port()},
-                                {"grpc_port", grpc_server.port()},
-                                {"kv_blocks", (*engine)->num_kv_blocks()},
-                                {"kv_cache_tokens", (*engine)->kv_cache_tokens()},
-                                {"kv_cache_dtype", ls::KvCacheDTypeName((*engine)->kv_cache_dtype())},
-                                {"state_slots", (*engine)->num_state_slots()},
-                                {"prefix_caching", (*engine)->prefix_caching()},
-                                {"state_snapshot_slots", (*engine)->num_snapshot_slots()},
-                                {"speculative",
-                                 (*engine)->num_speculative_tokens() > 0
-                                     ? nlohmann::json{{"method", "ngram"},
-                                                      {"num_speculative_tokens", (*engine)->num_speculative_tokens()}}
-                                     : nlohmann::json(nullptr)},
-                                {"state_cache_mb", static_cast<double>((*engine)->num_snapshot_slots() *
-                                                                       (*engine)->snapshot_slot_bytes()) / (1 << 20)},
-                                {"backend", std::string(backend->name())},
-                                {"activation_dtype", ls::ActivationDtypeName(backend_options)},
-                                {"cpu_isa", ls::CpuIsaName()},
-                                {"ranks", (*engine)->num_ranks()},
-                                {"pid", static_cast<int64_t>(getpid())},
-                                {"workers", nlohmann::json::parse(*group ? (*group)->workers_json() : "{}")},
-                                {"rank_expert_slot_bytes", (*engine)->Metrics().rank_expert_bytes},
-                                {"rank_redundant_expert_slot_bytes", (*engine)->Metrics().rank_redundant_expert_bytes},
-                                {"warmup_tokens", (*engine)->warmup_tokens()},
-                                {"warmup_ms", static_cast<int64_t>(1e3 * (*engine)->warmup_seconds())},
-                                {"auth", ctx.keys().enabled()}};
+  if (auto s = http_server.Start(); !s.ok()) return fail(s.message());
+  if (auto s = grpc_server.Start(); !s.ok()) return fail(s.message());
+
   // Logged before "ready", which tells a watcher the start-up log is complete.
-  if (chat) ctx.Log(LogLevel::kInfo, "chat_format", chat->Describe());
+  if (*chat) ctx.Log(LogLevel::kInfo, "chat_format", (*chat)->Describe());
   ctx.Log(LogLevel::kInfo, "generation_config",
-          absl::StrCat("\"source\":", nlohmann::json(generation_config).dump(), ",\"defaults\":{",
-                       generation_defaults.Describe(), "}"));
-  const std::string ready_fields = ready.dump();
-  ctx.Log(LogLevel::kInfo, "ready", ready_fields.substr(1, ready_fields.size() - 2));
-  if (absl::GetFlag(FLAGS_enable_prefix_caching) && !(*engine)->prefix_caching())
-    ctx.Log(LogLevel::kWarning, "prefix_caching_disabled",
-            absl::StrCat("\"reason\":\"--state_cache_mb leaves no room for one recurrent-state snapshot (",
-                         ((*engine)->snapshot_slot_bytes() + (1 << 20) - 1) >> 20, " MiB each)\""));
+          absl::StrCat("\"source\":", nlohmann::json(absl::GetFlag(FLAGS_generation_config)).dump(),
+                       ",\"defaults\":{", generation_defaults->Describe(), "}"));
+  const std::string ready = ReadyFields(name, **model, **engine, *backend, backend_options, group,
+                                        http_server.port(), grpc_server.port(), ctx.keys().enabled())
+                                .dump();
+  ctx.Log(LogLevel::kInfo, "ready", ready.substr(1, ready.size() - 2));
+  LogStartupWarnings(ctx, **model, **engine, *cfg);
 
-  if (cfg.speculative.num_speculative_tokens > 0 && (*engine)->num_speculative_tokens() == 0)
-    ctx.Log(LogLevel::kWarning, "speculative_decoding_disabled",
-            "\"reason\":\"the model has recurrent (linear-attention) layers, whose state a rejected draft token "
-            "would leave changed\"");
-
-  if (const auto& unknown = (*model)->config().unrecognized_keys; !unknown.empty())
-    ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",
-            absl::StrCat("\"family\":\"", (*model)->config().family, "\",\"keys\":",
-                         nlohmann::json(unknown).dump(),
-                         ",\"note\":\"config.json keys the loader neither reads nor knows to be irrelevant; check "
-                         "that none of them changes the model's math\""));
-
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  if ((*engine)->failed()) {
-    // A rank died or stopped answering: every request has been answered with 503 / UNAVAILABLE,
-    // /ready is false. Let the front ends write those answers, then end so that the orchestrator
-    // restarts the whole group.
-    ctx.Log(LogLevel::kError, "rank_group_failed",
-            absl::StrCat("\"reason\":", nlohmann::json(std::string((*engine)->failure().message())).dump()));
-    grpc_server.SetNotServing();
-    http_server.Stop(std::chrono::seconds(5));
-    grpc_server.Stop();
-    ls::dist::ExitBrokenGroup(ls::dist::kGroupFailedExit);
-  }
-  ctx.Log(LogLevel::kInfo, "draining", absl::StrCat("\"signal\":", sig, ",\"in_flight\":", (*engine)->num_live_requests()));
-  grpc_server.SetNotServing();
-  const bool clean = (*engine)->Drain(std::chrono::seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
-  // The engine has produced every output; give the HTTP handlers the moments they need to write
-  // them (gRPC's shutdown waits for its calls likewise).
-  http_server.Stop(std::chrono::seconds(5));
-  grpc_server.Stop();
-  if (!absl::GetFlag(FLAGS_expert_load_dump).empty()) {
-    std::ofstream out(absl::GetFlag(FLAGS_expert_load_dump));
-    out << (*engine)->ExpertLoadJson() << "\n";
-    if (!out) ctx.Log(LogLevel::kError, "expert_load_dump_failed", "");
-  }
-  if (!absl::GetFlag(FLAGS_expert_placement_dump).empty()) {
-    std::ofstream out(absl::GetFlag(FLAGS_expert_placement_dump));
-    out << (*engine)->PlacementJson() << "\n";
-    if (!out) ctx.Log(LogLevel::kError, "expert_placement_dump_failed", "");
-  }
-  if (*group) {  // the engine's loop ends first: only then may the group's last message go out
-    engine->reset();
-    (*group)->Stop();
-  }
-  ctx.Log(LogLevel::kInfo, "stopped", absl::StrCat("\"drained\":", clean ? "true" : "false"));
-  return 0;
+  return ServeUntilSignal(stop_signals, ctx, *engine, grpc_server, http_server, group);
 }
