@@ -1,7 +1,9 @@
 // The interfaces of the layer library: a decoder layer's attention and feed-forward sublayers.
 // Each reads the normed input h and adds its output to the residual stream x; it binds its own
-// tensors at load and lists them for the backend to prepare. Implementations: GqaAttention;
-// GluMlp (dense) and MoeBlock.
+// tensors at load and lists them for the backend to prepare. Implementations: attention
+// GqaAttention (grouped-query, causal or sliding-window), MlaAttention (multi-head latent)
+// and KdaAttention (Kimi Delta Attention, recurrent); feed-forward GluMlp (dense) and MoeBlock
+// (routed and shared experts). AttnResMixer (attn_res.h) mixes block residuals between them.
 #pragma once
 
 #include <cstdint>
