@@ -1,5 +1,6 @@
-// CudaBackend: forwards each Backend op to its kernels/cuda implementation on the backend's
-// stream, uploading the host metadata an op needs first (see cuda_backend.h).
+// CudaBackend: runs each Backend op's kernels/cuda implementation on the backend's stream,
+// uploading the host metadata an op needs first (see cuda_backend.h); the row exchange between
+// ranks is RankExchange's.
 #include "kernels/cuda/cuda_backend.h"
 
 #include <cuda_runtime.h>
@@ -9,15 +10,11 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/quantized_weight.h"
-#if defined(LS_HAVE_NCCL)
-#include <nccl.h>
-
-#include "kernels/cuda/expert_all_to_all.h"
-#endif
 #include "kernels/cuda/fp8_blocks.h"
 #include "kernels/cuda/gemm_cublaslt.h"
 #include "kernels/cuda/host_uploader.h"
 #include "kernels/cuda/moe_scratch.h"
+#include "kernels/cuda/rank_exchange.h"
 
 namespace ls {
 
@@ -116,7 +113,8 @@ CudaBackend::CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::
       stream_(stream),
       gemm_(std::move(gemm)),
       uploader_(std::make_unique<cuda::HostUploader>(stream)),
-      moe_(std::make_unique<cuda::MoeScratch>()) {}
+      moe_(std::make_unique<cuda::MoeScratch>()),
+      exchange_(std::make_unique<cuda::RankExchange>(device)) {}
 
 CudaBackend::~CudaBackend() {
   // No checks here: a destructor may run after a device fault.
@@ -128,11 +126,7 @@ CudaBackend::~CudaBackend() {
   for (auto& [key, entry] : expert_tables_) cudaFree(entry.device);
   for (auto& [host, device] : rope_tables_) cudaFree(device);
   for (int32_t* b : counts_buffers_) cudaFreeHost(b);
-#if defined(LS_HAVE_NCCL)
-  if (expert_comm_) ncclCommDestroy(expert_comm_);
-  if (group_comm_) ncclCommDestroy(group_comm_);
-  if (exchange_done_) cudaEventDestroy(exchange_done_);
-#endif
+  exchange_.reset();
   cudaStreamDestroy(stream_);
 }
 
@@ -535,92 +529,12 @@ void CudaBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, 
 void CudaBackend::ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
                                const std::vector<int64_t>& recv_rows, int64_t width) {
   Activate();
-#if defined(LS_HAVE_NCCL)
-  if (group_comm_) {            // one rank of a group of processes: NCCL across them, never waiting unbounded
-    if (!group_->ok()) return;  // the group has failed already: nothing moves any more
-    std::string error = cuda::AllToAllRows(send, send_rows, recv, recv_rows, width, group_comm_, stream_);
-    if (error.empty()) {
-      LS_CUDA_CHECK(cudaEventRecord(exchange_done_, stream_));
-      ncclResult_t async = ncclSuccess;
-      const bool finished = group_->WaitFor([&] {
-        ncclCommGetAsyncError(group_comm_, &async);
-        if (async != ncclSuccess && async != ncclInProgress) return true;
-        return cudaEventQuery(exchange_done_) == cudaSuccess;
-      });
-      if (!finished) error = "the NCCL all-to-all did not finish within the rank group's deadline";
-      if (async != ncclSuccess && async != ncclInProgress) error = std::string("NCCL: ") + ncclGetErrorString(async);
-    }
-    if (!error.empty()) {
-      // A dead or stuck peer: abort the communicator so that the stream's kernels end, and let
-      // the group report the failure (the step's caller stops the server).
-      ncclCommAbort(group_comm_);
-      group_comm_ = nullptr;
-      group_->Fail("expert all-to-all on CUDA device " + std::to_string(device_) + ": " + error);
-    }
-    return;
-  }
-#endif
-  int64_t rows = 0;
-  for (int64_t n : send_rows) rows += n;
-  if (rows == 0) return;
-#if defined(LS_HAVE_NCCL)
-  if (send_rows.size() == 1) {  // this process alone: an all-to-all of its GPU's rank with itself
-    if (!expert_comm_) {
-      const ncclResult_t r = ncclCommInitAll(&expert_comm_, 1, &device_);
-      LS_CUDA_REQUIRE(r == ncclSuccess, ncclGetErrorString(r));
-    }
-    const std::string error = cuda::AllToAllRows(send, send_rows, recv, recv_rows, width, expert_comm_, stream_);
-    LS_CUDA_REQUIRE(error.empty(), error.c_str());
-    return;
-  }
-#endif
-  if (send != recv)
-    LS_CUDA_CHECK(cudaMemcpyAsync(recv, send, static_cast<size_t>(rows * width) * sizeof(float),
-                                  cudaMemcpyDeviceToDevice, stream_));
+  exchange_->Exchange(send, send_rows, recv, recv_rows, width, stream_);
 }
 
 bool CudaBackend::JoinRankGroup(RankTransport* group, std::string* error) {
-  if (!group || group->size() <= 1) return true;
-#if defined(LS_HAVE_NCCL)
   Activate();
-  group_ = group;
-  // Rank 0 makes the NCCL unique id and the group's transport (MPI) carries it to every rank.
-  ncclUniqueId id{};
-  if (group->rank() == 0) {
-    if (const ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
-      group->Fail(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
-    }
-  }
-  if (!group->Broadcast(&id, sizeof(id), 0)) {
-    SetError(error, "NCCL bootstrap: the unique id did not reach every rank: " + group->error());
-    return false;
-  }
-  // A non-blocking communicator: its set-up and every exchange are polled within the group's
-  // deadline, so a peer that never arrives cannot hang this rank.
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclResult_t r = ncclCommInitRankConfig(&group_comm_, group->size(), id, group->rank(), &config);
-  if (r == ncclSuccess || r == ncclInProgress) {
-    group->WaitFor([&] {
-      ncclCommGetAsyncError(group_comm_, &r);
-      return r != ncclInProgress;
-    });
-  }
-  if (r != ncclSuccess) {
-    const std::string why =
-        r == ncclInProgress ? "it did not finish within the rank group's deadline" : std::string(ncclGetErrorString(r));
-    if (group_comm_) ncclCommAbort(group_comm_);
-    group_comm_ = nullptr;
-    SetError(error, "NCCL communicator of " + std::to_string(group->size()) + " ranks on CUDA device " +
-                        std::to_string(device_) + ": " + why);
-    return false;
-  }
-  LS_CUDA_CHECK(cudaEventCreateWithFlags(&exchange_done_, cudaEventDisableTiming));
-  return true;
-#else
-  SetError(error, "this build's CUDA backend has no NCCL, which a rank group's expert all-to-all needs");
-  return false;
-#endif
+  return exchange_->Join(group, error);
 }
 
 }  // namespace ls

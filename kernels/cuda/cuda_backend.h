@@ -19,14 +19,13 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_ops.h"
 
-typedef struct CUevent_st* cudaEvent_t;
-typedef struct ncclComm* ncclComm_t;
 
 namespace ls {
 namespace cuda {
 class CublasLtGemm;
 class HostUploader;
 struct MoeScratch;
+class RankExchange;
 }  // namespace cuda
 
 class CudaBackend final : public Backend {
@@ -138,10 +137,7 @@ class CudaBackend final : public Backend {
   std::vector<int32_t*> counts_buffers_;  // pinned, counts_capacity_ each
   size_t counts_capacity_ = 0;
   std::vector<PendingCounts> pending_counts_;
-  ncclComm_t expert_comm_ = nullptr;     // one rank on this GPU, made on first use (builds with NCCL)
-  RankTransport* group_ = nullptr;       // the rank group joined (several processes), or null
-  ncclComm_t group_comm_ = nullptr;      // one rank per process of the group (non-blocking)
-  cudaEvent_t exchange_done_ = nullptr;  // recorded after each group all-to-all
+  std::unique_ptr<cuda::RankExchange> exchange_;  // ExchangeRows and JoinRankGroup
 };
 
 // A backend on CUDA device `device`, or nullptr with *error saying why (no driver or device, a
