@@ -97,7 +97,9 @@ TEST_F(CheckpointRewrite, SingleFileKeepsEveryOtherTensorAndTheDtype) {
   for (const auto& [n, e] : (*a)->Entries()) {
     const TensorEntry* f = (*b)->Entry(n);
     ASSERT_NE(f, nullptr) << n;
-    if (n != kBias) EXPECT_EQ(std::memcmp(e->data, f->data, e->bytes), 0) << n;
+    if (n != kBias) {
+      EXPECT_EQ(std::memcmp(e->data, f->data, e->bytes), 0) << n;
+    }
   }
 }
 
