@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/cli_usage.h"
+#include "base/read_file.h"
 #include "dist/rank_process.h"
 #include "engine/chat/chat_format.h"
 #include "engine/engine.h"
@@ -286,11 +286,9 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags() {
   if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
     return absl::InvalidArgumentError("--devices, --expert_slots and --replan_interval must not be negative");
   if (const std::string placement = absl::GetFlag(FLAGS_expert_placement); !placement.empty()) {
-    std::ifstream in(placement);
-    if (!in) return absl::InvalidArgumentError("--expert_placement: cannot open " + placement);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    cfg.experts.placement_json = ss.str();
+    auto text = ls::ReadFile(placement);
+    if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--expert_placement: ", text.status().message()));
+    cfg.experts.placement_json = std::move(*text);
   }
   return cfg;
 }

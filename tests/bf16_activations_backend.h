@@ -1,7 +1,7 @@
 // Bf16ActivationsBackend: the CPU backend with the CUDA backend's rounding. The CUDA backend
 // reads every GEMM weight as BF16 (quantized routed experts widened to exactly the BF16 of their
 // load-time dequantization) and rounds a GEMM's (or the routed experts') float32 input to
-// BF16 before multiplying; this wrapper does the same around a CpuBackend, so that a model on it
+// BF16 before multiplying; this subclass of CpuBackend does the same, so that a model on it
 // follows the GPU's numerics while every op is still the CPU reference. Tests compare the GPU
 // with it at a tolerance fit for accumulation order alone, where a comparison with the plain CPU
 // backend would also see rounding's effects amplified (a router choice or a sharp attention

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
 #include "models/loader/safetensors_file.h"
 #include "models/loader/safetensors_writer.h"
 #include "nlohmann/json.hpp"
@@ -41,10 +41,9 @@ absl::Status RewriteCheckpoint(const std::string& in_dir, const std::string& out
   ojson index;
   const bool sharded = fs::exists(fs::path(in_dir) / kIndex);
   if (sharded) {
-    std::ifstream in(fs::path(in_dir) / kIndex, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    index = ojson::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+    auto text = ReadFile((fs::path(in_dir) / kIndex).string());
+    if (!text.ok()) return text.status();
+    index = ojson::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       return absl::InvalidArgumentError(absl::StrCat(in_dir, "/", kIndex, ": missing object 'weight_map'"));
     std::set<std::string> seen;
