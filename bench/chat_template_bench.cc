@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace {
 
@@ -30,8 +30,8 @@ double Micros(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-ls::tok::ChatRequestInputs Inputs(const ojson& conv) {
-  ls::tok::ChatRequestInputs in;
+ls::chat::ChatRequestInputs Inputs(const ojson& conv) {
+  ls::chat::ChatRequestInputs in;
   in.messages = conv["messages"];
   if (conv.contains("tools")) in.tools = conv["tools"];
   in.add_generation_prompt = conv.value("add_generation_prompt", true);
@@ -41,7 +41,7 @@ ls::tok::ChatRequestInputs Inputs(const ojson& conv) {
 }
 
 // Median microseconds per render of `in` (0 when the template refuses the conversation).
-double RenderMicros(const ls::tok::ChatTemplate& t, const ls::tok::ChatRequestInputs& in, int reps) {
+double RenderMicros(const ls::chat::ChatTemplate& t, const ls::chat::ChatRequestInputs& in, int reps) {
   if (!t.Render(in).ok()) return 0;
   std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::sort(templates.begin(), templates.end());
-  ls::tok::SpecialTokens tokens;  // bos_token, eos_token, ... from DIR/special_tokens.json
+  ls::chat::SpecialTokens tokens;  // bos_token, eos_token, ... from DIR/special_tokens.json
   if (fs::exists(dir / "special_tokens.json")) {
     const ojson special = ojson::parse(Read(dir / "special_tokens.json"));
     for (auto it = special.begin(); it != special.end(); ++it)
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   for (size_t ti = 0; ti < templates.size(); ++ti) {
     const std::string src = Read(templates[ti]);
     const auto a = Clock::now();
-    auto t = ls::tok::ChatTemplate::FromString(src, tokens);
+    auto t = ls::chat::ChatTemplate::FromString(src, tokens);
     const double load_us = Micros(a, Clock::now());
     if (!t.ok()) return 1;
     std::vector<double> per_conv;

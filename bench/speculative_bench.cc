@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
   const int max_tokens = argc > 4 ? std::atoi(argv[4]) : 64;
   ls::CpuBackend backend(0);
   auto model = ls::LoadModel(dir, &backend);
-  auto tokenizer = ls::tok::Tokenizer::ForModelDir(dir);
+  auto tokenizer = ls::tok::LoadTokenizer(dir);
   if (!model.ok() || !tokenizer.ok()) {
     std::fprintf(stderr, "%s\n", std::string((model.ok() ? tokenizer.status() : model.status()).message()).c_str());
     return 1;

@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/structured/output_constraint.h"
-#include "engine/structured/vocabulary.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
 #include "nlohmann/json.hpp"
+#include "structured/output_constraint.h"
+#include "structured/vocabulary.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace {
 
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "models/tiny";
   ls::CpuBackend backend(0);
   auto model = ls::LoadModel(dir, &backend);
-  auto tokenizer = ls::tok::Tokenizer::ForModelDir(dir);
+  auto tokenizer = ls::tok::LoadTokenizer(dir);
   if (!model.ok() || !tokenizer.ok()) {
     std::fprintf(stderr, "%s\n", std::string((model.ok() ? tokenizer.status() : model.status()).message()).c_str());
     return 1;

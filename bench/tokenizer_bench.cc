@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: tokenizer_bench TOKENIZER_JSON|TIKTOKEN_MODEL|MODEL_DIR TEXT_FILE\n");
     return 2;
   }
-  auto tok = ls::tok::Tokenizer::FromPath(argv[1]);
+  auto tok = ls::tok::LoadTokenizerAt(argv[1]);
   if (!tok.ok()) {
     std::fprintf(stderr, "%s\n", std::string(tok.status().message()).c_str());
     return 1;

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
-#include "engine/structured/matcher.h"
-#include "engine/tokenizer/incremental_detokenizer.h"
+#include "structured/matcher.h"
+#include "tokenizer/incremental_detokenizer.h"
 
 namespace ls {
 namespace {

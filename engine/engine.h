@@ -28,9 +28,9 @@
 #include "engine/rank_group.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "models/kv_cache.h"
 #include "models/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ls {
 

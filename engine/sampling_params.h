@@ -37,7 +37,7 @@ struct SamplingParams {
   std::optional<int32_t> prompt_logprobs;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]) added to its logit
   bool skip_special_tokens = true;
-  // The grammar the output must follow (structured output, engine/structured/), shared by every
+  // The grammar the output must follow (structured output, structured/), shared by every
   // request with the same constraint; null: free text. The output ends where the grammar does.
   std::shared_ptr<structured::CompiledGrammar> grammar;
   int32_t grammar_state = -1;  // where in it the output starts (after a prefilled reply); −1: its start

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/tokenizer/jinja/template.h"
+#include "jinja/template.h"
 #include "nlohmann/json.hpp"
 
 namespace {

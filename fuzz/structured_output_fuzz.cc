@@ -7,10 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "engine/structured/ebnf.h"
-#include "engine/structured/json_schema.h"
-#include "engine/structured/matcher.h"
-#include "engine/structured/regex.h"
+#include "structured/ebnf.h"
+#include "structured/json_schema.h"
+#include "structured/matcher.h"
+#include "structured/regex.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -5,11 +5,12 @@
 #include <cstdlib>
 #include <memory>
 
-#include "engine/chat/jinja_chat_format.h"
+#include "chat/jinja_chat_format.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
 #include "server/api_context.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace ls::fuzz {
 
@@ -26,7 +27,7 @@ inline TinyContext& Tiny() {
     auto* c = new TinyContext();
     c->backend = std::make_unique<CpuBackend>(1);
     auto m = LoadModel(LS_FUZZ_MODEL_DIR, c->backend.get());
-    auto t = tok::Tokenizer::FromFile(LS_FUZZ_MODEL_DIR "/tokenizer.json");
+    auto t = tok::LoadTokenizerJsonFile(LS_FUZZ_MODEL_DIR "/tokenizer.json");
     if (!m.ok() || !t.ok()) std::abort();
     c->model = std::move(*m);
     c->tokenizer = std::move(*t);
@@ -35,7 +36,7 @@ inline TinyContext& Tiny() {
     auto e = Engine::Create(c->model.get(), c->tokenizer.get(), cfg);
     if (!e.ok()) std::abort();
     c->engine = std::move(*e);
-    auto chat = std::make_shared<chat::JinjaChatFormat>(tok::ChatTemplate::ChatML(), c->tokenizer.get(),
+    auto chat = std::make_shared<chat::JinjaChatFormat>(chat::ChatTemplate::ChatML(), c->tokenizer.get(),
                                                         &chat::HermesToolCallFormat(), /*think=*/true);
     c->api = std::make_unique<server::ApiContext>(c->engine.get(), c->tokenizer.get(), std::move(chat), "tiny", "cpu",
                                                   server::ApiKeys(), server::LogLevel::kError);

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/incremental_detokenizer.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ void CheckStreaming(const ls::tok::Tokenizer& tok, const std::vector<int32_t>& i
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   for (const Fixture& f : kFixtures) {
-    auto t = ls::tok::Tokenizer::ForModelDir(std::string(LS_FUZZ_DATA_DIR "/tokenizer/") + f.dir);
+    auto t = ls::tok::LoadTokenizer(std::string(LS_FUZZ_DATA_DIR "/tokenizer/") + f.dir);
     if (!t.ok()) std::abort();
     toks.push_back(std::move(*t));
   }

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/structured/vocabulary.h"
 #include "nlohmann/json.hpp"
+#include "structured/vocabulary.h"
 
 namespace ls::server {
 namespace {

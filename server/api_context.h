@@ -10,12 +10,12 @@
 #include <mutex>
 #include <string>
 
-#include "engine/chat/chat_format.h"
+#include "chat/chat_format.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
-#include "engine/structured/output_constraint.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "server/api_keys.h"
+#include "structured/output_constraint.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ls::server {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat/chat_output_parser.h"
+#include "chat/chat_output_parser.h"
 #include "server/api_context.h"
 #include "server/chat_request.h"
 

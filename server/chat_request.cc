@@ -196,7 +196,7 @@ bool ReadToolChoice(const ojson* c, bool have_tools, const std::set<std::string>
 bool ReadChatRequest(const ChatFields& f, const ApiContext& ctx, ChatRequest* out, ApiError* err) {
   const chat::ChatFormat* format = ctx.chat();
   if (!format) return Fail(err, "this model has no tokenizer, so chat is unavailable", "messages");
-  tok::ChatRequestInputs& in = out->inputs;
+  chat::ChatRequestInputs& in = out->inputs;
   if (!ReadMessages(f.messages, format->content_as_parts(), &in.messages, err)) return false;
   std::set<std::string> names;
   if (!ReadTools(f.tools, &in.tools, &names, err)) return false;

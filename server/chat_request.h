@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/chat/chat_format.h"
+#include "chat/chat_format.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"
 #include "server/api_error.h"
@@ -35,7 +35,7 @@ struct ChatFields {
 };
 
 struct ChatRequest {
-  tok::ChatRequestInputs inputs;
+  chat::ChatRequestInputs inputs;
   chat::RenderOptions render;
   bool include_reasoning = true;    // reasoning_content is returned (vLLM's include_reasoning)
   bool parallel_tool_calls = true;  // false: only the first call is returned

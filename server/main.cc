@@ -23,8 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/cli_usage.h"
 #include "base/read_file.h"
+#include "chat/chat_format.h"
 #include "dist/rank_process.h"
-#include "engine/chat/chat_format.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
 #include "kernels/create_backend.h"
@@ -35,6 +35,7 @@
 #include "server/grpc_server.h"
 #include "server/http_server.h"
 #include "server/speculative_config.h"
+#include "tokenizer/load_tokenizer.h"
 
 ABSL_FLAG(std::string, model, "", "model directory: config.json, safetensors weights, tokenizer.json or tiktoken.model");
 ABSL_FLAG(std::string, served_model_name, "", "model name in the API (default: the model directory's name)");
@@ -479,7 +480,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
   if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
-    auto t = ls::tok::Tokenizer::ForModelDir(dir);
+    auto t = ls::tok::LoadTokenizer(dir);
     if (!t.ok()) return fail(t.status().message());
     tokenizer = std::move(*t);
   }

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "engine/tokenizer/utf8.h"
 #include "server/structured_request.h"
+#include "tokenizer/utf8.h"
 
 namespace ls::server {
 namespace {

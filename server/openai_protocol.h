@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_output_parser.h"
+#include "chat/chat_output_parser.h"
 #include "engine/request.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"

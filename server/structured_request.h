@@ -7,11 +7,11 @@
 #pragma once
 
 #include "engine/sampling_params.h"
-#include "engine/structured/output_constraint.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
+#include "structured/output_constraint.h"
 
 namespace ls::server {
 

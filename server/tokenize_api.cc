@@ -2,9 +2,9 @@
 #include "server/tokenize_api.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/tokenizer/utf8.h"
 #include "server/chat_request.h"
 #include "server/openai_protocol.h"
+#include "tokenizer/utf8.h"
 
 namespace ls::server {
 namespace {

@@ -16,15 +16,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "base/cli_usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/cli_usage.h"
 #include "engine/calibration.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "models/registry.h"
 #include "models/loader/checkpoint_rewrite.h"
+#include "models/registry.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 ABSL_FLAG(std::string, model, "", "model directory");
 ABSL_FLAG(std::string, prompts, "", "prompt file: text lines, or .json with {\"sequences\": [[ids]]}");
@@ -68,7 +69,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string&
     for (size_t i = 0; i < seqs.size(); ++i)
       if (seqs[i].empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": sequence ", i, " is empty"));
   } else {
-    auto tok = ls::tok::Tokenizer::ForModelDir(model_dir);
+    auto tok = ls::tok::LoadTokenizer(model_dir);
     if (!tok.ok()) return tok.status();
     std::string line;
     for (int n = 1; std::getline(ss, line); ++n) {

@@ -9,11 +9,12 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "base/cli_usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "base/cli_usage.h"
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 ABSL_FLAG(std::string, tokenizer, "", "a model directory, a tokenizer.json or a tiktoken.model");
 ABSL_FLAG(bool, decode, false, "read lines of ids and print their text");
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "latentserve-tokenize: --special must be default, match or text, got '%s'\n", special.c_str());
     return 2;
   }
-  auto tok = ls::tok::Tokenizer::FromPath(absl::GetFlag(FLAGS_tokenizer));
+  auto tok = ls::tok::LoadTokenizerAt(absl::GetFlag(FLAGS_tokenizer));
   if (!tok.ok()) {
     std::fprintf(stderr, "latentserve-tokenize: %s\n", std::string(tok.status().message()).c_str());
     return 1;

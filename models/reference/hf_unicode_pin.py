@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Writes two tables into DIR (engine/tokenizer), found by comparing utf8proc (the C++ tokenizer's
+# Writes two tables into DIR (tokenizer), found by comparing utf8proc (the C++ tokenizer's
 # Unicode library, Unicode 15) with Hugging Face `tokenizers` (the oracle) over every code point:
 #   hf_unicode_pin.inc  code points whose normalization differs: the oracle's normalizer has older
 #                       tables, and the C++ side passes these through unchanged, as it does;
@@ -108,5 +108,5 @@ def main(out_dir):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: hf_unicode_pin.py DIR  (engine/tokenizer)")
+        sys.exit("usage: hf_unicode_pin.py DIR  (tokenizer)")
     main(sys.argv[1])

@@ -5,7 +5,7 @@ segmentation, system-message texts and tool-result matching follow the public po
 encoding_k3.py), tokenizing every text segment on its own with `tiktoken` driven as Kimi's
 tokenization_kimi.py does (control-token text left as text), and writes
 tests/data/k3/xtml_golden.json: each case's request and its ids. The C++ test
-(tests/engine/xtml_chat_test.cc) renders the same requests and must produce the same ids.
+(tests/chat/xtml_render_test.cc) renders the same requests and must produce the same ids.
 
 Needs tiktoken (and, through tokenizer_layouts, tokenizers). Deterministic. Run from the
 repository root:

@@ -1,16 +1,17 @@
 // JinjaChatFormat and NewChatFormat: rendering with tool_choice (forced call openings), continued
 // final messages, reasoning opened by the prompt, the parsers chosen from the flags, and the
 // choice of XTML for Kimi K3.
-#include "engine/chat/chat_format.h"
+#include "chat/chat_format.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "engine/chat/jinja_chat_format.h"
-#include "engine/chat/think_tag_parser.h"
+#include "chat/jinja_chat_format.h"
+#include "chat/think_tag_parser.h"
 #include "tests/chat/parser_test_util.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace ls::chat {
 namespace {
@@ -30,26 +31,26 @@ std::string Read(const std::string& path) {
 class ChatFormatTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = tok::Tokenizer::ForModelDir(kTiny);
+    auto t = tok::LoadTokenizer(kTiny);
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::move(*t);
   }
   std::unique_ptr<JinjaChatFormat> Format(const std::string& template_name, bool think) {
-    auto t = tok::ChatTemplate::FromFile(kTemplates + template_name, {{"bos_token", ""}, {"eos_token", ""}});
+    auto t = chat::ChatTemplate::FromFile(kTemplates + template_name, {{"bos_token", ""}, {"eos_token", ""}});
     EXPECT_TRUE(t.ok()) << t.status();
     auto n = std::make_shared<int>(0);
     return std::make_unique<JinjaChatFormat>(std::move(*t), tokenizer_.get(), &HermesToolCallFormat(), think,
                                              [n] { return "call-" + std::to_string((*n)++); });
   }
-  static tok::ChatRequestInputs WeatherRequest() {
-    tok::ChatRequestInputs in;
+  static chat::ChatRequestInputs WeatherRequest() {
+    chat::ChatRequestInputs in;
     in.messages = ojson::parse(R"([{"role": "user", "content": "Weather in Lima?"}])");
     in.tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
     return in;
   }
   // The reply to `prompt` when the model writes `generated`.
-  static Reply ReplyTo(const ChatFormat& f, const tok::ChatRequestInputs& in, const RenderOptions& o,
+  static Reply ReplyTo(const ChatFormat& f, const chat::ChatRequestInputs& in, const RenderOptions& o,
                        const ChatPrompt& prompt, const std::string& generated) {
     auto p = f.NewParser(in, o, prompt);
     return Parse(std::move(p), Bytes(generated));
@@ -59,7 +60,7 @@ class ChatFormatTest : public ::testing::Test {
 
 TEST_F(ChatFormatTest, NamedToolChoiceEndsThePromptWithTheCallOpening) {
   auto f = Format("hermes_style.jinja", false);
-  const tok::ChatRequestInputs in = WeatherRequest();
+  const chat::ChatRequestInputs in = WeatherRequest();
   RenderOptions o;
   o.tool_choice = {ToolChoice::Mode::kFunction, "get_weather"};
   auto p = f->Render(in, o);
@@ -78,7 +79,7 @@ TEST_F(ChatFormatTest, NamedToolChoiceEndsThePromptWithTheCallOpening) {
 
 TEST_F(ChatFormatTest, RequiredToolChoiceLetsTheModelNameTheFunction) {
   auto f = Format("hermes_style.jinja", false);
-  const tok::ChatRequestInputs in = WeatherRequest();
+  const chat::ChatRequestInputs in = WeatherRequest();
   RenderOptions o;
   o.tool_choice.mode = ToolChoice::Mode::kRequired;
   auto p = f->Render(in, o);
@@ -96,7 +97,7 @@ TEST_F(ChatFormatTest, RequiredToolChoiceLetsTheModelNameTheFunction) {
 
 TEST_F(ChatFormatTest, ToolChoiceNoneRendersToolsButReadsNoCalls) {
   auto f = Format("hermes_style.jinja", false);
-  const tok::ChatRequestInputs in = WeatherRequest();
+  const chat::ChatRequestInputs in = WeatherRequest();
   RenderOptions o;
   o.tool_choice.mode = ToolChoice::Mode::kNone;
   auto p = f->Render(in, o);
@@ -111,7 +112,7 @@ TEST_F(ChatFormatTest, ToolChoiceNoneRendersToolsButReadsNoCalls) {
 
 TEST_F(ChatFormatTest, ContinuedFinalMessageWithAPartialCallIsCompletedByTheReply) {
   auto f = Format("hermes_style.jinja", false);
-  tok::ChatRequestInputs in = WeatherRequest();
+  chat::ChatRequestInputs in = WeatherRequest();
   in.messages.push_back({{"role", "assistant"}, {"content", "<tool_call>\n{\"name\": \"get_weather\", \"argu"}});
   in.add_generation_prompt = false;
   in.continue_final_message = true;
@@ -129,12 +130,12 @@ TEST_F(ChatFormatTest, ContinuedFinalMessageWithAPartialCallIsCompletedByTheRepl
 }
 
 TEST_F(ChatFormatTest, ReasoningOpenedByThePromptStartsTheReplyInReasoning) {
-  auto t = tok::ChatTemplate::FromString(
+  auto t = chat::ChatTemplate::FromString(
       "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
       "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
   ASSERT_TRUE(t.ok());
   JinjaChatFormat f(*t, tokenizer_.get(), &HermesToolCallFormat(), /*think=*/true);
-  tok::ChatRequestInputs in = WeatherRequest();
+  chat::ChatRequestInputs in = WeatherRequest();
   auto p = f.Render(in, {});
   ASSERT_TRUE(p.ok());
   const Reply r = ReplyTo(f, in, {}, *p, "It is a weather question.\n</think>\n\nLet me look.");
@@ -157,7 +158,7 @@ TEST_F(ChatFormatTest, ContentFormatFollowsHowTheTemplateReadsContent) {
   // Reads parts with selectattr/map inside a macro (and strings with `is string`).
   EXPECT_EQ(DetectContentFormat(Read(kTemplates + "hermes_style.jinja")), ContentFormat::kOpenAi);
   EXPECT_EQ(DetectContentFormat(Read(kTemplates + "qwen3_style.jinja")), ContentFormat::kString);
-  auto tiny = tok::ChatTemplate::ForModelDir(kTiny);
+  auto tiny = chat::ChatTemplate::ForModelDir(kTiny);
   ASSERT_TRUE(tiny.ok());
   EXPECT_EQ(DetectContentFormat(tiny->source()), ContentFormat::kString);
   // Content reaching a loop through a macro's parameter (by position or by name), through `set`

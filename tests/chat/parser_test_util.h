@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/chat/chat_output_parser.h"
-#include "engine/chat/tool_call_parser.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "chat/chat_output_parser.h"
+#include "chat/tool_call_parser.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ls::chat {
 

@@ -7,17 +7,18 @@
 
 #include <random>
 
-#include "engine/chat/think_tag_parser.h"
-#include "engine/chat/tool_call_format.h"
-#include "engine/tokenizer/utf8.h"
+#include "chat/think_tag_parser.h"
+#include "chat/tool_call_format.h"
 #include "nlohmann/json.hpp"
 #include "tests/chat/parser_test_util.h"
+#include "tokenizer/load_tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ls::chat {
 namespace {
 
 std::unique_ptr<tok::Tokenizer> TinyTokenizer() {
-  auto t = tok::Tokenizer::FromFile(std::string(LS_TEST_DATA_DIR) + "/../../models/tiny/tokenizer.json");
+  auto t = tok::LoadTokenizerJsonFile(std::string(LS_TEST_DATA_DIR) + "/../../models/tiny/tokenizer.json");
   EXPECT_TRUE(t.ok()) << t.status();
   return t.ok() ? std::move(*t) : nullptr;
 }

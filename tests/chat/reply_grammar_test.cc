@@ -2,7 +2,7 @@
 // are whole matches and the malformed ones are refused; the server's forced call openings are
 // prefixes; random replies the grammar allows always parse as calls whose arguments fit the
 // schema; reasoning stays free before the constraint; strict tools refuse what cannot be followed.
-#include "engine/chat/reply_grammar.h"
+#include "chat/reply_grammar.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "engine/chat/tool_call_format.h"
+#include "chat/tool_call_format.h"
 #include "tests/chat/parser_test_util.h"
 #include "tests/structured/match_util.h"
 

@@ -1,10 +1,10 @@
 // Think-tag reasoning: what goes to reasoning_content and what to content, whole and streamed,
 // on its own and wrapped around a tool-call parser.
-#include "engine/chat/think_tag_parser.h"
+#include "chat/think_tag_parser.h"
 
 #include <gtest/gtest.h>
 
-#include "engine/chat/tool_call_format.h"
+#include "chat/tool_call_format.h"
 #include "tests/chat/parser_test_util.h"
 
 namespace ls::chat {

@@ -8,7 +8,7 @@
 #include <random>
 #include <sstream>
 
-#include "engine/chat/tool_call_format.h"
+#include "chat/tool_call_format.h"
 #include "nlohmann/json.hpp"
 #include "tests/chat/parser_test_util.h"
 

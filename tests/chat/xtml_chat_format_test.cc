@@ -1,13 +1,14 @@
 // XtmlChatFormat through NewChatFormat: a Kimi K3 model gets XTML's renderer and parser and its
 // end-of-message stop id; tool_choice reaches XTML's tool-choice message; the flags that cannot
 // go with XTML are refused by name.
-#include "engine/chat/xtml_chat_format.h"
+#include "chat/xtml_chat_format.h"
 
 #include <gtest/gtest.h>
 
-#include "engine/chat/chat_format.h"
-#include "engine/chat/tool_call_format.h"
+#include "chat/chat_format.h"
+#include "chat/tool_call_format.h"
 #include "tests/chat/parser_test_util.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace ls::chat {
 namespace {
@@ -20,7 +21,7 @@ const std::string kTiny = std::string(LS_TEST_DATA_DIR) + "/../../models/tiny";
 class XtmlChatFormatTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = tok::Tokenizer::ForModelDir(kK3);
+    auto t = tok::LoadTokenizer(kK3);
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::move(*t);
     auto x = XtmlChat::ForTokenizer(*tokenizer_);
@@ -34,8 +35,8 @@ class XtmlChatFormatTest : public ::testing::Test {
     o.tokenizer = tokenizer_.get();
     return o;
   }
-  static tok::ChatRequestInputs ToolRequest() {
-    tok::ChatRequestInputs in;
+  static chat::ChatRequestInputs ToolRequest() {
+    chat::ChatRequestInputs in;
     in.messages = ojson::parse(R"([{"role": "user", "content": "Weather in Lima?"}])");
     in.tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])");
@@ -51,7 +52,7 @@ TEST_F(XtmlChatFormatTest, KimiK3IsServedByXtmlWithItsEndOfMessageStop) {
   EXPECT_NE((*f)->Describe().find("\"chat_format\":\"xtml\""), std::string::npos) << (*f)->Describe();
   EXPECT_EQ((*f)->stop_token_ids(), std::vector<int32_t>{xtml_->end_of_msg_id()});
   EXPECT_TRUE((*f)->parses_tool_calls());
-  const tok::ChatRequestInputs in = ToolRequest();
+  const chat::ChatRequestInputs in = ToolRequest();
   auto p = (*f)->Render(in, {});
   ASSERT_TRUE(p.ok()) << p.status();
   auto want = xtml_->Render(in);
@@ -63,13 +64,13 @@ TEST_F(XtmlChatFormatTest, KimiK3IsServedByXtmlWithItsEndOfMessageStop) {
 TEST_F(XtmlChatFormatTest, ToolChoiceIsWrittenAsXtmlsToolChoiceMessage) {
   auto f = NewChatFormat(K3Options());
   ASSERT_TRUE(f.ok()) << f.status();
-  tok::ChatRequestInputs in = ToolRequest();
+  chat::ChatRequestInputs in = ToolRequest();
   for (auto [mode, kwarg] : {std::pair{ToolChoice::Mode::kRequired, "required"}, {ToolChoice::Mode::kNone, "none"}}) {
     RenderOptions o;
     o.tool_choice.mode = mode;
     auto p = (*f)->Render(in, o);
     ASSERT_TRUE(p.ok()) << p.status();
-    tok::ChatRequestInputs asked = in;
+    chat::ChatRequestInputs asked = in;
     asked.chat_template_kwargs["tool_choice"] = kwarg;
     EXPECT_EQ(p->ids, *xtml_->Render(asked)) << kwarg;
     EXPECT_NE(p->ids, *xtml_->Render(in)) << kwarg << ": the prompt says it";
@@ -81,7 +82,7 @@ TEST_F(XtmlChatFormatTest, ToolChoiceIsWrittenAsXtmlsToolChoiceMessage) {
 TEST_F(XtmlChatFormatTest, ItsParserReadsAGeneratedCall) {
   auto f = NewChatFormat(K3Options());
   ASSERT_TRUE(f.ok()) << f.status();
-  const tok::ChatRequestInputs in = ToolRequest();
+  const chat::ChatRequestInputs in = ToolRequest();
   auto p = (*f)->Render(in, {});
   ASSERT_TRUE(p.ok());
   // A reply as K3 writes one: the think channel, then a call block, then the message's end.
@@ -125,7 +126,7 @@ TEST_F(XtmlChatFormatTest, FlagsThatCannotGoWithXtmlAreRefusedByName) {
   o.chat_template_file = std::string(LS_TEST_DATA_DIR) + "/chat_templates/templates/hermes_style.jinja";
   EXPECT_NE(NewChatFormat(o).status().message().find("--chat_template"), std::string::npos);
   // A tokenizer without XTML's control tokens cannot serve it.
-  auto tiny = tok::Tokenizer::ForModelDir(kTiny);
+  auto tiny = tok::LoadTokenizer(kTiny);
   ASSERT_TRUE(tiny.ok());
   ChatFormatOptions t;
   t.model_dir = kTiny;

@@ -15,6 +15,7 @@
 #include "engine/sampler.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/test_util.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace ls {
 namespace {
@@ -623,7 +624,7 @@ TEST(TinyEngine, ConcurrentGreedyRequestsEqualEachAlone) {
   const std::string dir = std::filesystem::path(LS_TEST_DATA_DIR).parent_path().parent_path().string() + "/models/tiny";
   auto model = LoadModel(dir, &backend);
   ASSERT_TRUE(model.ok()) << model.status();
-  auto tok = tok::Tokenizer::FromFile(dir + "/tokenizer.json");
+  auto tok = tok::LoadTokenizerJsonFile(dir + "/tokenizer.json");
   ASSERT_TRUE(tok.ok());
   const char* texts[] = {"In the beginning", "And the LORD said unto Moses,", "Blessed are the meek:", "x",
                          "And it came to pass, when the", "Let there be light"};

@@ -8,10 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
-#include "engine/structured/output_constraint.h"
-#include "engine/structured/vocabulary.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
+#include "structured/output_constraint.h"
+#include "structured/vocabulary.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace ls {
 namespace {
@@ -26,7 +27,7 @@ class StructuredEngine : public ::testing::Test {
     auto m = LoadModel(dir, &backend_);
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
-    auto t = tok::Tokenizer::FromFile(dir + "/tokenizer.json");
+    auto t = tok::LoadTokenizerJsonFile(dir + "/tokenizer.json");
     ASSERT_TRUE(t.ok());
     tok_ = std::move(*t);
     cache_ = std::make_unique<structured::GrammarCache>(structured::VocabularyBytes(*tok_, model_->config().vocab_size));

@@ -5,7 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/chat/jinja_chat_format.h"
+#include "chat/jinja_chat_format.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace ls::server {
 namespace {
@@ -18,10 +19,10 @@ const std::string kTemplate = std::string(LS_TEST_DATA_DIR) + "/../server/data/t
 class ChatReplyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = tok::Tokenizer::ForModelDir(kTiny);
+    auto t = tok::LoadTokenizer(kTiny);
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::move(*t);
-    auto tmpl = tok::ChatTemplate::FromFile(kTemplate, {});
+    auto tmpl = chat::ChatTemplate::FromFile(kTemplate, {});
     ASSERT_TRUE(tmpl.ok()) << tmpl.status();
     format_ = std::make_shared<chat::JinjaChatFormat>(std::move(*tmpl), tokenizer_.get(), &chat::HermesToolCallFormat(),
                                                       /*think=*/true);

@@ -1,6 +1,6 @@
 // EBNF (GBNF): rules, literals with escapes, classes, groups, quantifiers, comments, and errors
 // naming the line.
-#include "engine/structured/ebnf.h"
+#include "structured/ebnf.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // GrammarBuilder and CheckGrammar: repetitions, alternatives, UTF-8 characters, and the grammars
 // refused (empty rules, left recursion), with messages naming the rule.
-#include "engine/structured/grammar.h"
+#include "structured/grammar.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // JSON schemas: for each schema, hand-written instances that validate are whole matches and ones
 // that do not are refused, byte by byte; unsupported keywords are errors naming them and where.
-#include "engine/structured/json_schema.h"
+#include "structured/json_schema.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/structured/grammar.h"
-#include "engine/structured/matcher.h"
+#include "structured/grammar.h"
+#include "structured/matcher.h"
 
 namespace ls::structured {
 

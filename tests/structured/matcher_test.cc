@@ -1,7 +1,7 @@
 // The matcher over a real-looking vocabulary (tokens of several bytes, shared prefixes, control
 // tokens without bytes): its cached masks equal a brute-force check of every token, end tokens
 // are allowed exactly where the grammar may end, and several threads share one compiled grammar.
-#include "engine/structured/matcher.h"
+#include "structured/matcher.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <random>
 #include <thread>
 
-#include "engine/structured/json_schema.h"
-#include "engine/structured/regex.h"
+#include "structured/json_schema.h"
+#include "structured/regex.h"
 #include "tests/structured/match_util.h"
 
 namespace ls::structured {

@@ -1,6 +1,6 @@
 // Regular expressions: whole-text matches for each construct, the text a JSON string writes the
 // match as, and the constructs refused by name.
-#include "engine/structured/regex.h"
+#include "structured/regex.h"
 
 #include <gtest/gtest.h>
 
