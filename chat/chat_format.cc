@@ -13,7 +13,7 @@ namespace ls::chat {
 
 bool UsesXtmlChat(const ChatFormatOptions& options, bool has_template) {
   if (!options.chat_template_file.empty()) return false;  // a template given on the command line wins
-  if (options.family == "Kimi-K3") return true;
+  if (options.family_tool_call_format == "xtml") return true;
   if (has_template || !options.tokenizer) return false;
   for (const char* token : {"<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"})
     if (options.tokenizer->TokenToId(token) < 0) return false;
@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOption
 
   const ToolCallFormat* tools = nullptr;
   std::string tool_name = options.tool_call_parser;
-  if (tool_name == "auto") tool_name = DefaultToolCallFormat(options.family, options.model_type);
+  if (tool_name == "auto") tool_name = options.family_tool_call_format == "xtml" ? "" : options.family_tool_call_format;
   if (!tool_name.empty() && tool_name != "none") {
     tools = FindToolCallFormat(tool_name);
     if (!tools)
@@ -61,7 +61,9 @@ absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOption
                                                      absl::StrJoin(ToolCallFormatNames(), ", "), ", xtml)"));
   }
   bool think = false;
-  const std::string& reasoning = options.reasoning_parser;
+  std::string reasoning = options.reasoning_parser;
+  const std::string& family_reasoning = options.family_reasoning_format;
+  if (reasoning == "auto" && (family_reasoning == "think" || family_reasoning == "none")) reasoning = family_reasoning;
   if (reasoning == "auto") {
     think = tmpl->source().find(kThinkClose) != std::string::npos;
   } else if (reasoning == "think") {

@@ -84,13 +84,15 @@ struct ChatFormatOptions {
   std::string tool_call_parser = "auto";      // auto (the family's), none, or a ToolCallFormat name
   std::string reasoning_parser = "auto";      // auto (think when the template writes </think>), none, think
   std::string content_format = "auto";        // --chat_template_content_format: auto, string, openai
-  std::string family, model_type;             // ModelConfig's
+  // What the model's family writes (its Family's tool_call_format and reasoning_format), for
+  // the parsers left at auto.
+  std::string family_tool_call_format, family_reasoning_format;
   const tok::Tokenizer* tokenizer = nullptr;  // must outlive the format
 };
 
 absl::StatusOr<std::unique_ptr<ChatFormat>> NewChatFormat(const ChatFormatOptions& options);
 
-// Whether a model's chat is Kimi K3's XTML: its family is Kimi-K3, or its tokenizer has XTML's
+// Whether a model's chat is Kimi K3's XTML: its family writes XTML, or its tokenizer has XTML's
 // control tokens while it ships no chat template (and none was given).
 bool UsesXtmlChat(const ChatFormatOptions& options, bool has_template);
 

@@ -1,4 +1,4 @@
-// The tool-call formats by name, and each family's default.
+// The tool-call formats by name.
 #include "chat/tool_call_format.h"
 
 namespace ls::chat {
@@ -27,18 +27,6 @@ const ToolCallFormat* FindToolCallFormat(std::string_view name) {
 std::vector<std::string> ToolCallFormatNames() {
   return {HermesToolCallFormat().name, DeepSeekV3ToolCallFormat().name, KimiK2ToolCallFormat().name,
           Glm45ToolCallFormat().name};
-}
-
-std::string DefaultToolCallFormat(std::string_view family, std::string_view model_type) {
-  // Qwen2/3 write Hermes-style <tool_call> JSON; so does this project's own format, whose tiny
-  // model speaks ChatML. Kimi-K2 checkpoints are DeepSeek-V3 architecture with their own tokens;
-  // Kimi-Linear writes K2's; GLM-4.5 its <arg_key> pairs. Mixtral ([TOOL_CALLS]) writes a format
-  // not implemented here; Kimi K3's XTML brings its own parser.
-  if (family == "Qwen3-MoE" || family == "Qwen2-MoE" || family == "StableLatentMoE") return "hermes";
-  if (model_type == "kimi_k2" || family == "Kimi-Linear") return "kimi_k2";
-  if (family == "DeepSeek-V3" || family == "DeepSeek-V2") return "deepseek_v3";
-  if (family == "GLM-4-MoE") return "glm45";
-  return "";
 }
 
 }  // namespace ls::chat

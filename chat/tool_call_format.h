@@ -2,7 +2,7 @@
 // ToolCallParser reads, the marker strings a decoder may hide, and the text that opens a call, with
 // which the server forces one (tool_choice "required" or a named function). The formats are
 // constants (hermes_tool_parser, deepseek_v3_tool_parser, kimi_k2_tool_parser, glm45_tool_parser), found by the
-// --tool_call_parser name; each family has a default.
+// --tool_call_parser name; a model family names its own (Family::tool_call_format).
 #pragma once
 
 #include <memory>
@@ -37,8 +37,6 @@ struct ToolCallFormat {
 // "hermes" (also "qwen"), "deepseek_v3", "kimi_k2" or "glm45"; nullptr for another name.
 const ToolCallFormat* FindToolCallFormat(std::string_view name);
 std::vector<std::string> ToolCallFormatNames();
-// The format a model family writes (ModelConfig family and model_type); empty when none of ours.
-std::string DefaultToolCallFormat(std::string_view family, std::string_view model_type);
 
 const ToolCallFormat& HermesToolCallFormat();
 const ToolCallFormat& DeepSeekV3ToolCallFormat();

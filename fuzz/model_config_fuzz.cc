@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <string>
 
+#include "models/families/load_config.h"
 #include "models/loader/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "models/decoder_model.h"
 #include "models/families/family.h"
+#include "models/families/load_config.h"
 
 namespace ls {
 

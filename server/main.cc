@@ -28,6 +28,7 @@
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
 #include "kernels/create_backend.h"
+#include "models/families/family.h"
 #include "models/registry.h"
 #include "nlohmann/json.hpp"
 #include "server/api_context.h"
@@ -234,8 +235,10 @@ absl::StatusOr<std::shared_ptr<const ls::chat::ChatFormat>> ChatFromFlags(const 
   chat_options.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
   chat_options.reasoning_parser = absl::GetFlag(FLAGS_reasoning_parser);
   chat_options.content_format = absl::GetFlag(FLAGS_chat_template_content_format);
-  chat_options.family = model.config().family;
-  chat_options.model_type = model.config().model_type;
+  if (const ls::Family* family = ls::FindFamily(model.config().architecture, model.config().model_type)) {
+    chat_options.family_tool_call_format = family->tool_call_format;
+    chat_options.family_reasoning_format = family->reasoning_format;
+  }
   chat_options.tokenizer = tokenizer;
   auto format = ls::chat::NewChatFormat(chat_options);
   if (!format.ok()) return format.status();

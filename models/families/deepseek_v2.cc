@@ -38,6 +38,7 @@ const Family kDeepseekV2 = {
     .model_types = {"deepseek_v2"},
     .read_config = ReadConfig,
     .unused_ok = IsMtpLayerTensor,
+    .tool_call_format = "deepseek_v3",
 };
 
 }  // namespace ls

@@ -1,4 +1,4 @@
-// DeepseekV3ForCausalLM (transformers deepseek_v3; DeepSeek-V3/R1 and Kimi-K2 configs): MLA
+// DeepseekV3ForCausalLM (transformers deepseek_v3; DeepSeek-V3/R1, and Kimi-K2 in kimi_k2.cc): MLA
 // attention (interleaved RoPE on the rope dims, YaRN's mscale² on the softmax scale) on every
 // layer, dense layers first, then a sigmoid router with correction biases and group-limited
 // top-k, scaled weights and shared experts. The multi-token-prediction layers after the last
@@ -7,9 +7,8 @@
 #include "models/loader/common_keys.h"
 
 namespace ls {
-namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadDeepseekV3Config(ConfigReader& r, ModelConfig* c) {
   ReadDecoderKeys(r, c, DecoderDefaults{.max_position_embeddings = 4096});
   ReadActivation(r, c, /*allow_situ=*/false);
   ReadDeepseekMoeKeys(r, c, MoeDefaults{.n_group = 8, .topk_group = 4, .routed_scaling_factor = 2.5,
@@ -23,14 +22,13 @@ void ReadConfig(ConfigReader& r, ModelConfig* c) {
   r.Ignore({"num_nextn_predict_layers", "num_mtp_layers", "ep_size", "aux_loss_alpha", "seq_aux"});
 }
 
-}  // namespace
-
 const Family kDeepseekV3 = {
     .name = "DeepSeek-V3",
     .architectures = {"DeepseekV3ForCausalLM"},
-    .model_types = {"deepseek_v3", "kimi_k2"},
-    .read_config = ReadConfig,
+    .model_types = {"deepseek_v3"},
+    .read_config = ReadDeepseekV3Config,
     .unused_ok = IsMtpLayerTensor,
+    .tool_call_format = "deepseek_v3",
 };
 
 }  // namespace ls

@@ -22,11 +22,19 @@ struct Family {
   TensorNames names;
   // Whether a checkpoint tensor no layer reads is skipped on purpose (null: none is).
   bool (*unused_ok)(const std::string& tensor, const ModelConfig& c) = nullptr;
+  // How its chat replies are read when the server's parser flags say "auto": the
+  // --tool_call_parser name of the tool-call format the family writes ("" when none served here
+  // is its format), and the --reasoning_parser name ("" leaves it to the chat template: think tags
+  // when the template writes </think>). "xtml" for both is Kimi K3's XTML chat.
+  std::string tool_call_format;
+  std::string reasoning_format;
 };
 
 // Every family, in the order the README lists them.
 const std::vector<const Family*>& Families();
-// The family of an architecture name, else of a model_type; null when none serves it.
+// The family of an architecture and model_type: one that lists both (Kimi-K2 is a
+// DeepseekV3ForCausalLM of its own model_type), else the architecture's, else (no architecture)
+// the model_type's; null when none serves it.
 const Family* FindFamily(const std::string& architecture, const std::string& model_type);
 
 }  // namespace ls

@@ -32,6 +32,7 @@ const Family kGlm4Moe = {
     .model_types = {"glm4_moe"},
     .read_config = ReadConfig,
     .unused_ok = UnusedOk,
+    .tool_call_format = "glm45",
 };
 
 }  // namespace ls

@@ -76,6 +76,8 @@ const Family kKimiK3 = {
                       .latent_norm = "routed_expert_norm.weight",
                       .latent_up = "routed_expert_up_proj.weight"}},
     .unused_ok = IsVisionTensor,
+    .tool_call_format = "xtml",
+    .reasoning_format = "xtml",
 };
 
 }  // namespace ls

@@ -27,6 +27,7 @@ const Family kKimiLinear = {
     // transformers 5 saves the dense layers' MLP under the MoE block's name.
     .names = {.dense_mlp_alt = "block_sparse_moe.",
               .moe = {.block = "block_sparse_moe.", .expert = {.gate = "w1", .up = "w3", .down = "w2"}}},
+    .tool_call_format = "kimi_k2",
 };
 
 }  // namespace ls

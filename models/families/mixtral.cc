@@ -30,6 +30,7 @@ const Family kMixtral = {
     .model_types = {"mixtral"},
     .read_config = ReadConfig,
     .names = {.moe = {.block = "block_sparse_moe.", .expert = {.gate = "w1", .up = "w3", .down = "w2"}}},
+    // No tool_call_format: Mixtral's [TOOL_CALLS] format is not read here.
 };
 
 }  // namespace ls

@@ -34,6 +34,7 @@ const Family kQwen2Moe = {
     .model_types = {"qwen2_moe"},
     .read_config = ReadConfig,
     .names = {.moe = {.shared = "shared_expert."}},
+    .tool_call_format = "hermes",
 };
 
 }  // namespace ls

@@ -37,6 +37,7 @@ const Family kQwen3Moe = {
     .architectures = {"Qwen3MoeForCausalLM"},
     .model_types = {"qwen3_moe"},
     .read_config = ReadConfig,
+    .tool_call_format = "hermes",
 };
 
 }  // namespace ls

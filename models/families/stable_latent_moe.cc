@@ -48,6 +48,8 @@ const Family kStableLatentMoe = {
     .architectures = {"StableLatentMoeForCausalLM"},
     .model_types = {"stable_latent_moe"},
     .read_config = ReadConfig,
+    // The tiny model speaks ChatML, calling tools as Qwen does.
+    .tool_call_format = "hermes",
 };
 
 }  // namespace ls

@@ -151,10 +151,4 @@ struct ModelConfig {
 // Checks sizes the adapter read for consistency; errors name the key and `source`.
 absl::Status ValidateModelConfig(const ModelConfig& c, absl::string_view source);
 
-// Parses config.json text with the adapter of the family its architecture (or model_type) names;
-// `source` (a file path) prefixes every error message.
-absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text, absl::string_view source);
-// Reads and parses DIR/config.json.
-absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
-
 }  // namespace ls

@@ -195,7 +195,7 @@ TEST_F(ChatFormatTest, ContentFormatFlagOverridesTheTemplate) {
   ChatFormatOptions o;
   o.model_dir = kTiny;
   o.tokenizer = tokenizer_.get();
-  o.family = "StableLatentMoE";
+  o.family_tool_call_format = "hermes";  // as StableLatentMoE names it
   o.chat_template_file = kTemplates + "gemma_style.jinja";
   auto detected = NewChatFormat(o);
   ASSERT_TRUE(detected.ok()) << detected.status();
@@ -222,7 +222,7 @@ TEST_F(ChatFormatTest, FlagsChooseTheParsers) {
   ChatFormatOptions o;
   o.model_dir = kTiny;
   o.tokenizer = tokenizer_.get();
-  o.family = "StableLatentMoE";
+  o.family_tool_call_format = "hermes";  // as StableLatentMoE names it
   auto tiny = NewChatFormat(o);
   ASSERT_TRUE(tiny.ok()) << tiny.status();
   EXPECT_TRUE((*tiny)->parses_tool_calls()) << "the family's default: hermes";
@@ -235,6 +235,23 @@ TEST_F(ChatFormatTest, FlagsChooseTheParsers) {
   ASSERT_TRUE(qwen.ok());
   EXPECT_NE((*qwen)->Describe().find("\"reasoning_parser\":\"think\""), std::string::npos) << (*qwen)->Describe();
   EXPECT_TRUE((*qwen)->renders_tools());
+  // A family's reasoning format, when it names one, replaces the template's guess; the flag wins.
+  o.family_reasoning_format = "none";
+  auto family_none = NewChatFormat(o);
+  ASSERT_TRUE(family_none.ok());
+  EXPECT_NE((*family_none)->Describe().find("\"reasoning_parser\":\"none\""), std::string::npos);
+  o.reasoning_parser = "think";
+  auto flag_think = NewChatFormat(o);
+  ASSERT_TRUE(flag_think.ok());
+  EXPECT_NE((*flag_think)->Describe().find("\"reasoning_parser\":\"think\""), std::string::npos);
+  o.reasoning_parser = "auto";
+  o.family_reasoning_format.clear();
+  // The family's tool-call format is what auto reads; a family without one gets none.
+  o.family_tool_call_format = "";
+  auto no_tools = NewChatFormat(o);
+  ASSERT_TRUE(no_tools.ok());
+  EXPECT_FALSE((*no_tools)->parses_tool_calls());
+  o.family_tool_call_format = "hermes";
 
   o.tool_call_parser = "none";
   o.reasoning_parser = "none";
@@ -256,13 +273,13 @@ TEST_F(ChatFormatTest, FlagsChooseTheParsers) {
 
 TEST_F(ChatFormatTest, XtmlIsChosenForKimiK3AndForXtmlTokenizersWithoutATemplate) {
   ChatFormatOptions o;
-  o.family = "Kimi-K3";
+  o.family_tool_call_format = "xtml";
   EXPECT_TRUE(UsesXtmlChat(o, /*has_template=*/false));
   EXPECT_TRUE(UsesXtmlChat(o, /*has_template=*/true));
   o.chat_template_file = "chat.jinja";
   EXPECT_FALSE(UsesXtmlChat(o, false)) << "--chat_template wins";
   o.chat_template_file.clear();
-  o.family = "Kimi-Linear";
+  o.family_tool_call_format = "kimi_k2";
   const FakeVocab xtml({{"<|open|>", 1}, {"<|close|>", 2}, {"<|sep|>", 3}, {"<|end_of_msg|>", 4}});
   o.tokenizer = &xtml;
   EXPECT_TRUE(UsesXtmlChat(o, false));

@@ -148,15 +148,9 @@ TEST(ToolCallParserTest, ForcedPrefixesOpenACallTheParserCompletes) {
             "<tool_call>\n{\"name\": \"a\\\"b\", \"arguments\": ");
 }
 
-TEST(ToolCallParserTest, EachFamilyHasItsDefaultFormat) {
-  EXPECT_EQ(DefaultToolCallFormat("Qwen3-MoE", "qwen3_moe"), "hermes");
-  EXPECT_EQ(DefaultToolCallFormat("Qwen2-MoE", "qwen2_moe"), "hermes");
-  EXPECT_EQ(DefaultToolCallFormat("StableLatentMoE", ""), "hermes");
-  EXPECT_EQ(DefaultToolCallFormat("DeepSeek-V3", "deepseek_v3"), "deepseek_v3");
-  EXPECT_EQ(DefaultToolCallFormat("DeepSeek-V3", "kimi_k2"), "kimi_k2");
-  EXPECT_EQ(DefaultToolCallFormat("Kimi-Linear", "kimi_linear"), "kimi_k2");
-  EXPECT_EQ(DefaultToolCallFormat("GLM-4-MoE", "glm4_moe"), "glm45");
-  EXPECT_EQ(DefaultToolCallFormat("Mixtral", "mixtral"), "");
+TEST(ToolCallParserTest, FormatsAreFoundByName) {
+  EXPECT_EQ(FindToolCallFormat("qwen"), &HermesToolCallFormat());
+  EXPECT_EQ(FindToolCallFormat("glm45"), &Glm45ToolCallFormat());
   EXPECT_EQ(FindToolCallFormat("nope"), nullptr);
 }
 

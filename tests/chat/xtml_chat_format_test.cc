@@ -31,7 +31,7 @@ class XtmlChatFormatTest : public ::testing::Test {
   ChatFormatOptions K3Options() const {
     ChatFormatOptions o;
     o.model_dir = kK3;
-    o.family = "Kimi-K3";
+    o.family_tool_call_format = o.family_reasoning_format = "xtml";
     o.tokenizer = tokenizer_.get();
     return o;
   }
@@ -121,7 +121,8 @@ TEST_F(XtmlChatFormatTest, FlagsThatCannotGoWithXtmlAreRefusedByName) {
   o.reasoning_parser = "think";
   EXPECT_NE(NewChatFormat(o).status().message().find("--reasoning_parser"), std::string::npos);
   o = K3Options();
-  o.family = "Qwen3-MoE";
+  o.family_tool_call_format = "hermes";
+  o.family_reasoning_format.clear();
   o.tool_call_parser = "xtml";
   o.chat_template_file = std::string(LS_TEST_DATA_DIR) + "/chat_templates/templates/hermes_style.jinja";
   EXPECT_NE(NewChatFormat(o).status().message().find("--chat_template"), std::string::npos);

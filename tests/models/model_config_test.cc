@@ -1,6 +1,10 @@
-// config.json parsing: defaults, null handling, and errors that name the key.
+// config.json parsing: defaults, null handling, errors that name the key, and which family (with
+// its chat formats) an architecture and model_type select.
 #include <gtest/gtest.h>
 
+#include "base/read_file.h"
+#include "models/families/family.h"
+#include "models/families/load_config.h"
 #include "models/loader/model_config.h"
 
 namespace ls {
@@ -54,6 +58,56 @@ TEST(ModelConfig, UnknownActivationAndArchitecture) {
 TEST(ModelConfig, NotAnObject) {
   EXPECT_FALSE(ParseModelConfig("[1,2]", "c").ok());
   EXPECT_FALSE(ParseModelConfig("", "c").ok());
+}
+
+TEST(ModelConfig, FamilyByArchitectureAndModelType) {
+  struct Case {
+    const char* architecture;
+    const char* model_type;
+    const char* family;
+    const char* tool_call_format;
+    const char* reasoning_format;
+  };
+  const Case cases[] = {
+      {"", "", "StableLatentMoE", "hermes", ""},
+      {"Qwen3MoeForCausalLM", "qwen3_moe", "Qwen3-MoE", "hermes", ""},
+      {"Qwen2MoeForCausalLM", "qwen2_moe", "Qwen2-MoE", "hermes", ""},
+      {"MixtralForCausalLM", "mixtral", "Mixtral", "", ""},
+      {"Glm4MoeForCausalLM", "glm4_moe", "GLM-4-MoE", "glm45", ""},
+      {"DeepseekV3ForCausalLM", "deepseek_v3", "DeepSeek-V3", "deepseek_v3", ""},
+      {"DeepseekV3ForCausalLM", "", "DeepSeek-V3", "deepseek_v3", ""},
+      // Kimi-K2 checkpoints name DeepSeek-V3's architecture and their own model_type.
+      {"DeepseekV3ForCausalLM", "kimi_k2", "Kimi-K2", "kimi_k2", ""},
+      {"", "kimi_k2", "Kimi-K2", "kimi_k2", ""},
+      {"DeepseekV2ForCausalLM", "deepseek_v2", "DeepSeek-V2", "deepseek_v3", ""},
+      {"KimiLinearForCausalLM", "kimi_linear", "Kimi-Linear", "kimi_k2", ""},
+      {"KimiK3ForConditionalGeneration", "kimi_k3", "Kimi-K3", "xtml", "xtml"},
+  };
+  for (const Case& c : cases) {
+    const Family* f = FindFamily(c.architecture, c.model_type);
+    ASSERT_NE(f, nullptr) << c.architecture << " " << c.model_type;
+    EXPECT_EQ(f->name, c.family) << c.architecture << " " << c.model_type;
+    EXPECT_EQ(f->tool_call_format, c.tool_call_format) << f->name;
+    EXPECT_EQ(f->reasoning_format, c.reasoning_format) << f->name;
+  }
+  EXPECT_EQ(FindFamily("LlamaForCausalLM", "kimi_k2"), nullptr) << "an architecture no family lists";
+  EXPECT_EQ(FindFamily("", "llama"), nullptr);
+  // The parsed config records the family: a DeepSeek-V3 fixture's config, as Kimi-K2 saves it.
+  auto text = ReadFile(std::string(LS_TEST_DATA_DIR) + "/hf/deepseek_v3_f32/config.json");
+  ASSERT_TRUE(text.ok()) << text.status();
+  const size_t type = text->find("\"model_type\": \"deepseek_v3\"");
+  ASSERT_NE(type, std::string::npos);
+  text->replace(type, 27, "\"model_type\": \"kimi_k2\"");
+  auto config = ParseModelConfig(*text, "c");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->family, "Kimi-K2");
+  // The list of supported architectures names each once.
+  std::string j = kMinimal;
+  j.insert(1, "\"architectures\": [\"LlamaForCausalLM\"], ");
+  const std::string message(ParseModelConfig(j, "c").status().message());
+  const size_t first = message.find("DeepseekV3ForCausalLM");
+  ASSERT_NE(first, std::string::npos) << message;
+  EXPECT_EQ(message.find("DeepseekV3ForCausalLM", first + 1), std::string::npos) << message;
 }
 
 }  // namespace
