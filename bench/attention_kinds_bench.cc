@@ -28,7 +28,6 @@
 #include "kernels/dtype.h"
 #include "models/kv_cache.h"
 #include "models/layers/mla_attention.h"
-#include "models/layers/rope_table.h"
 #include "models/loader/weight_binder.h"
 #include "models/registry.h"
 #include "models/step_profile.h"
@@ -104,9 +103,9 @@ double StepMs(ls::Model& model, int batch, int context) {
 class MlaLayerRig {
  public:
   MlaLayerRig(const ls::Model& model, ls::CpuBackend* backend, int32_t max_context)
-      : backend_(backend), rope_(ls::ComputeRopeTable(model.config().mla.rope)), buf_(backend) {
+      : backend_(backend), buf_(backend) {
     ls::WeightBinder b(model.weight_store());
-    layer_ = std::make_unique<ls::MlaAttention>(b, "model.layers.0.self_attn.", model.config(), &rope_);
+    layer_ = std::make_unique<ls::MlaAttention>(b, "model.layers.0.self_attn.", model.config());
     layer_->ForEachWeight([&](ls::Tensor& t, ls::WeightUse use) {
       const size_t bytes = backend_->PreparedWeightBytes(t, use);
       storage_.emplace_back(backend_, std::max<size_t>(bytes, 64));
@@ -115,7 +114,7 @@ class MlaLayerRig {
     layer_->WeightsPrepared();
     d_ = model.config().hidden_size;
     const int32_t blocks = (max_context + 15) / 16;
-    cache_ = std::make_unique<ls::KvCache>(backend_, std::vector<ls::KvLayerSpec>{{layer_->cache_width(), 0}}, blocks,
+    cache_ = std::make_unique<ls::KvCache>(backend_, std::vector<ls::KvLayerSpec>{layer_->kv_spec()}, blocks,
                                            16, ls::DType::kBF16);
     FillRandom(*cache_);
     for (int32_t i = 0; i < blocks; ++i) table_.push_back(i);
@@ -147,7 +146,6 @@ class MlaLayerRig {
 
  private:
   ls::CpuBackend* backend_;
-  ls::RopeTable rope_;
   ls::StepBuffers buf_;
   std::unique_ptr<ls::MlaAttention> layer_;
   std::vector<ls::DeviceBuffer> storage_;

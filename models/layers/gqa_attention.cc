@@ -6,8 +6,11 @@
 namespace ls {
 
 GqaAttention::GqaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config,
-                           const LayerPlan& plan, const RopeTable* rope)
-    : c_(config.attention), eps_(config.rms_norm_eps), sliding_window_(plan.sliding_window), rope_(rope) {
+                           const LayerPlan& plan)
+    : c_(config.attention),
+      eps_(config.rms_norm_eps),
+      sliding_window_(plan.sliding_window),
+      rope_(ComputeRopeTable(c_.rope)) {
   const int64_t d = config.hidden_size, q_width = static_cast<int64_t>(c_.num_heads) * c_.head_dim,
                 kv_width = static_cast<int64_t>(c_.num_kv_heads) * c_.head_dim;
   q_ = b.Get(prefix + "q_proj.weight", q_width, d);
@@ -26,13 +29,19 @@ GqaAttention::GqaAttention(WeightBinder& b, const std::string& prefix, const Mod
   }
 }
 
+KvLayerSpec GqaAttention::kv_spec() const {
+  const int64_t width = static_cast<int64_t>(c_.num_kv_heads) * c_.head_dim;
+  return KvLayerSpec{width, width};
+}
+
 void GqaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, float* x) {
   Backend* be = ctx.backend;
+  GqaScratch& s = ctx.buf->Scratch<GqaScratch>();
   const int64_t T = ctx.num_tokens, H = c_.num_heads, Hkv = c_.num_kv_heads, hd = c_.head_dim;
-  float* q = ctx.buf->q.as<float>(T * H * hd);
-  float* k = ctx.buf->k.as<float>(T * Hkv * hd);
-  float* v = ctx.buf->v.as<float>(T * Hkv * hd);
-  float* o = ctx.buf->attn.as<float>(T * H * hd);
+  float* q = s.q.as<float>(T * H * hd);
+  float* k = s.k.as<float>(T * Hkv * hd);
+  float* v = s.v.as<float>(T * Hkv * hd);
+  float* o = s.out.as<float>(T * H * hd);
   {
     PartTimer t(ctx.profile, StepPart::kAttentionIn);
     const GemmOutput qkv[] = {{&q_, q}, {&k_, k}, {&v_, v}};
@@ -47,8 +56,8 @@ void GqaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
       be->RmsNorm(k, T * Hkv, k_norm_, eps_, k);
     }
     if (c_.rope.rotary_dim > 0) {
-      be->Rope(q, T, ctx.positions, rope_->Params(c_.rope, c_.num_heads, c_.head_dim));
-      be->Rope(k, T, ctx.positions, rope_->Params(c_.rope, c_.num_kv_heads, c_.head_dim));
+      be->Rope(q, T, ctx.positions, rope_.Params(c_.rope, c_.num_heads, c_.head_dim));
+      be->Rope(k, T, ctx.positions, rope_.Params(c_.rope, c_.num_kv_heads, c_.head_dim));
     }
   }
   AttentionParams p;

@@ -13,13 +13,19 @@
 
 namespace ls {
 
+// The step's activations of the GQA layers.
+struct GqaScratch {
+  explicit GqaScratch(Backend* b) : q(b), k(b), v(b), out(b) {}
+  DeviceBuffer q, k, v;  // [T, H·hd], [T, Hkv·hd], [T, Hkv·hd] projections
+  DeviceBuffer out;      // [T, H·hd] the heads' outputs
+};
+
 class GqaAttention final : public AttentionLayer {
  public:
-  // Binds `<prefix>{q,k,v,o}_proj.{weight,bias}` and `<prefix>{q,k}_norm.weight`; `rope` is
-  // the model's table for config.rope and must outlive the layer.
-  GqaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const LayerPlan& plan,
-               const RopeTable* rope);
+  // Binds `<prefix>{q,k,v,o}_proj.{weight,bias}` and `<prefix>{q,k}_norm.weight`.
+  GqaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const LayerPlan& plan);
 
+  KvLayerSpec kv_spec() const override;
   void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) override;
   void ForEachWeight(const WeightFn& fn) override;
 
@@ -27,7 +33,7 @@ class GqaAttention final : public AttentionLayer {
   GqaConfig c_;
   float eps_;
   int32_t sliding_window_;
-  const RopeTable* rope_;
+  RopeTable rope_;
   Tensor q_, k_, v_, o_;                      // q: [H*hd, d]  k, v: [Hkv*hd, d]  o: [d, H*hd]
   Tensor q_bias_, k_bias_, v_bias_, o_bias_;  // [H*hd] / [Hkv*hd] / [d] where the config has them
   Tensor q_norm_, k_norm_;                    // [hd] (qk_norm)

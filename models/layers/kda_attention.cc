@@ -36,16 +36,16 @@ void KdaAttention::ForEachWeight(const WeightFn& fn) {
 
 void KdaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, float* x) {
   Backend* be = ctx.backend;
-  StepBuffers& buf = *ctx.buf;
+  KdaScratch& buf = ctx.buf->Scratch<KdaScratch>();
   const int64_t T = ctx.num_tokens, H = c_.num_heads, hd = c_.head_dim, C = H * hd, K = c_.conv_kernel;
   float* q0 = buf.q.as<float>(T * C);
   float* k0 = buf.k.as<float>(T * C);
   float* v0 = buf.v.as<float>(T * C);
-  float* conv = buf.attn.as<float>(3 * T * C);  // q, k, v after the convolutions
-  float* graw = buf.up.as<float>(T * C);
-  float* beta = buf.gate_logits.as<float>(T * H);
-  float* o = buf.ffn_out.as<float>(T * C);
-  float* gate = buf.act.as<float>(T * C);
+  float* conv = buf.conv.as<float>(3 * T * C);
+  float* graw = buf.forget.as<float>(T * C);
+  float* beta = buf.beta.as<float>(T * H);
+  float* o = buf.out.as<float>(T * C);
+  float* gate = buf.gate.as<float>(T * C);
   const KvLayer cache = ctx.cache->layer(layer);
   {
     PartTimer t(ctx.profile, StepPart::kAttentionIn);
@@ -66,7 +66,7 @@ void KdaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
       p.num_seqs = static_cast<int32_t>(ctx.seqs->size());
       be->ShortConv(p);
     }
-    float* fa = buf.gate.as<float>(T * hd);
+    float* fa = buf.low_rank.as<float>(T * hd);
     be->Gemm(h, T, f_a_, fa, false);
     be->Gemm(fa, T, f_b_, graw, false);
   }
@@ -94,7 +94,7 @@ void KdaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
   if (c_.full_rank_output_gate) {
     be->Gemm(h, T, g_, gate, false);
   } else {
-    float* ga = buf.gate.as<float>(T * hd);
+    float* ga = buf.low_rank.as<float>(T * hd);
     be->Gemm(h, T, g_a_, ga, false);
     be->Gemm(ga, T, g_b_, gate, false);
   }

@@ -15,12 +15,25 @@
 
 namespace ls {
 
+// The step's activations of the KDA layers (C = H·d channels).
+struct KdaScratch {
+  explicit KdaScratch(Backend* b) : q(b), k(b), v(b), conv(b), forget(b), beta(b), out(b), gate(b), low_rank(b) {}
+  DeviceBuffer q, k, v;   // [T, C] projections before the convolutions
+  DeviceBuffer conv;      // [3, T, C] q, k and v after them
+  DeviceBuffer forget;    // [T, C] the forget gate before its activation
+  DeviceBuffer beta;      // [T, H]
+  DeviceBuffer out;       // [T, C] the delta rule's output
+  DeviceBuffer gate;      // [T, C] the output gate
+  DeviceBuffer low_rank;  // [T, d] a low-rank projection's inner rows (forget gate, output gate)
+};
+
 class KdaAttention final : public AttentionLayer {
  public:
   // Binds `<prefix>{q,k,v}_proj`, `{q,k,v}_conv1d` [H·d, 1, K], `f_a_proj`, `f_b_proj`, `b_proj`,
   // `A_log` (the first H values), `dt_bias`, `g_a_proj`/`g_b_proj` or `g_proj`, `o_norm`, `o_proj`.
   KdaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config);
 
+  KvLayerSpec kv_spec() const override { return KvLayerSpec{0, 0, c_.state_floats()}; }
   void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) override;
   void ForEachWeight(const WeightFn& fn) override;
 

@@ -2,8 +2,10 @@
 // Each reads the normed input h and adds its output to the residual stream x; it binds its own
 // tensors at load and lists them for the backend to prepare. Implementations: attention
 // GqaAttention (grouped-query, causal or sliding-window), MlaAttention (multi-head latent)
-// and KdaAttention (Kimi Delta Attention, recurrent); feed-forward GluMlp (dense) and MoeBlock
-// (routed and shared experts). AttnResMixer (attn_res.h) mixes block residuals between them.
+// and KdaAttention (Kimi Delta Attention, recurrent), built by kind in attention_kinds.cc, each
+// stating its cache needs and keeping its scratch in StepBuffers::Scratch; feed-forward GluMlp
+// (dense) and MoeBlock (routed and shared experts). A ResidualStream (residual_stream.h) is how
+// the sublayers read the stream: plainly, or through K3's attention residuals (attn_res.h).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,8 @@ using WeightFn = std::function<void(Tensor&, WeightUse)>;
 class AttentionLayer {
  public:
   virtual ~AttentionLayer() = default;
+  // What the layer keeps in the cache: K/V values per token, and state per sequence.
+  virtual KvLayerSpec kv_spec() const = 0;
   // x[T, d] += attention output over h[T, d] (the input norm's output), reading and writing the
   // layer's cache.
   virtual void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) = 0;

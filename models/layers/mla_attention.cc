@@ -22,8 +22,8 @@ Tensor Dequantize(const Tensor& w, std::vector<float>* storage) {
 
 }  // namespace
 
-MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const RopeTable* rope)
-    : c_(config.mla), rope_(rope), qh_(c_.qk_nope_head_dim + c_.qk_rope_head_dim) {
+MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config)
+    : c_(config.mla), rope_(ComputeRopeTable(c_.rope)), qh_(c_.qk_nope_head_dim + c_.qk_rope_head_dim) {
   const int64_t d = config.hidden_size, H = c_.num_heads, L = c_.kv_lora_rank, R = c_.qk_rope_head_dim,
                 nope = c_.qk_nope_head_dim, v = c_.v_head_dim;
   if (c_.q_lora_rank > 0) {
@@ -131,7 +131,7 @@ void MlaAttention::WeightsPrepared() {
 
 void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, float* x) {
   Backend* be = ctx.backend;
-  StepBuffers& buf = *ctx.buf;
+  MlaScratch& buf = ctx.buf->Scratch<MlaScratch>();
   const int64_t T = ctx.num_tokens, H = c_.num_heads, L = c_.kv_lora_rank, R = c_.qk_rope_head_dim,
                 nope = c_.qk_nope_head_dim, v = c_.v_head_dim;
   // The step's sequences by form; absorbed tokens get compact rows of the latent buffers.
@@ -147,15 +147,15 @@ void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
     }
   }
   float* q = buf.q.as<float>(T * H * qh_);  // [T, H, nope + R]
-  float* c = buf.k.as<float>(T * (L + R));  // [T, L] latents, then [T, R] rope keys
+  float* c = buf.latents.as<float>(T * (L + R));
   float* k_rope = c + T * L;
-  float* q_lat = buf.v.as<float>(absorbed_tokens * H * L);                 // [absorbed, H, L] absorbed queries
-  float* o_lat = buf.attn.as<float>(absorbed_tokens * H * L + T * H * v);  // [absorbed, H, L] their results,
-  float* o = o_lat + absorbed_tokens * H * L;                              // then [T, H, v] every token's values
+  float* q_lat = buf.q_latent.as<float>(absorbed_tokens * H * L);
+  float* o_lat = buf.out.as<float>(absorbed_tokens * H * L + T * H * v);
+  float* o = o_lat + absorbed_tokens * H * L;
   {
     PartTimer t(ctx.profile, StepPart::kAttentionIn);
     if (c_.q_lora_rank > 0) {
-      float* qa = buf.gate.as<float>(T * c_.q_lora_rank);
+      float* qa = buf.q_lora.as<float>(T * c_.q_lora_rank);
       be->Gemm(h, T, q_a_, qa, false);
       if (c_.bias) be->AddBias(qa, T, q_a_bias_);
       be->RmsNorm(qa, T, q_a_norm_, c_.norm_eps, qa);
@@ -172,9 +172,9 @@ void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
     be->RmsNorm(c, T, kv_a_norm_, c_.norm_eps, c);
     if (c_.use_rope) {
       // The rope dims of each query head, and the one shared rope key.
-      RopeParams qp = rope_->Params(c_.rope, static_cast<int32_t>(H), static_cast<int32_t>(qh_));
+      RopeParams qp = rope_.Params(c_.rope, static_cast<int32_t>(H), static_cast<int32_t>(qh_));
       be->Rope(q + nope, T, ctx.positions, qp);
-      be->Rope(k_rope, T, ctx.positions, rope_->Params(c_.rope, 1, static_cast<int32_t>(R)));
+      be->Rope(k_rope, T, ctx.positions, rope_.Params(c_.rope, 1, static_cast<int32_t>(R)));
     }
   }
   // Absorbed: per run of sequences with adjacent token rows, q_latent_h = W_UK_hᵀ q_nope_h, latent
@@ -243,14 +243,14 @@ void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
 
 void MlaAttention::AttendExpanded(StepContext& ctx, int32_t layer, const AttentionSeq& s, const float* q, float* o) {
   Backend* be = ctx.backend;
-  StepBuffers& buf = *ctx.buf;
+  MlaScratch& buf = ctx.buf->Scratch<MlaScratch>();
   const int32_t H = c_.num_heads, L = static_cast<int32_t>(c_.kv_lora_rank), R = c_.qk_rope_head_dim,
                 nope = c_.qk_nope_head_dim, v = c_.v_head_dim, W = L + R;
   const int32_t context = s.start_pos + s.num_tokens, tile = std::min(expand_tile_, context);
-  float* rows = buf.up.as<float>(static_cast<size_t>(tile) * W);                          // [tile, L + R]
-  float* keys = buf.act.as<float>(static_cast<size_t>(tile) * H * (nope + v));            // [tile, H, nope]
-  float* values = keys + static_cast<size_t>(tile) * H * nope;                            // [tile, H, v]
-  float* state = buf.gate_logits.as<float>(static_cast<size_t>(ctx.num_tokens) * H * 2);  // [T, H, 2]
+  float* rows = buf.tile_rows.as<float>(static_cast<size_t>(tile) * W);
+  float* keys = buf.tile_kv.as<float>(static_cast<size_t>(tile) * H * (nope + v));
+  float* values = keys + static_cast<size_t>(tile) * H * nope;
+  float* state = buf.softmax_state.as<float>(static_cast<size_t>(ctx.num_tokens) * H * 2);
   ExpandedLatentAttentionParams p;
   p.q = q;
   p.k_nope = keys;

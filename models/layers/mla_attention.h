@@ -23,18 +23,32 @@ namespace ls {
 // benchmarks of the two forms).
 enum class MlaForm : uint8_t { kByCost, kAbsorbed, kExpanded };
 
+// The step's activations of the MLA layers (H heads, latent L, rope R, value v).
+struct MlaScratch {
+  explicit MlaScratch(Backend* b)
+      : q(b), latents(b), q_latent(b), out(b), q_lora(b), gate(b), tile_rows(b), tile_kv(b), softmax_state(b) {}
+  DeviceBuffer q;              // [T, H, nope + R] queries
+  DeviceBuffer latents;        // [T, L] normed latents, then [T, R] rope keys
+  DeviceBuffer q_latent;       // absorbed form: [absorbed tokens, H, L] queries in latent space
+  DeviceBuffer out;            // [absorbed tokens, H, L] their results, then [T, H, v] every token's values
+  DeviceBuffer q_lora;         // [T, q_lora_rank] the query's low-rank rows
+  DeviceBuffer gate;           // [T, H·v] the output gate
+  DeviceBuffer tile_rows;      // expanded form: [tile, L + R] cached rows
+  DeviceBuffer tile_kv;        // [tile, H, nope] keys, then [tile, H, v] values
+  DeviceBuffer softmax_state;  // [T, H, 2] running max and sum across tiles
+};
+
 class MlaAttention final : public AttentionLayer {
  public:
   // Binds `<prefix>{q_a_proj,q_a_layernorm,q_b_proj | q_proj}`, `kv_a_proj_with_mqa`,
-  // `kv_a_layernorm`, `kv_b_proj`, `o_proj` (biases where the config has them); `rope` is the
-  // model's table for config.mla.rope and must outlive the layer.
-  MlaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const RopeTable* rope);
+  // `kv_a_layernorm`, `kv_b_proj`, `o_proj` (biases where the config has them).
+  MlaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config);
 
+  // One cached row per token: kv_lora_rank + qk_rope_head_dim values.
+  KvLayerSpec kv_spec() const override { return KvLayerSpec{c_.kv_lora_rank + c_.qk_rope_head_dim, 0}; }
   void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) override;
   void ForEachWeight(const WeightFn& fn) override;
   void WeightsPrepared() override;
-  // Values per token in the cache: kv_lora_rank + qk_rope_head_dim.
-  int64_t cache_width() const { return c_.kv_lora_rank + c_.qk_rope_head_dim; }
 
   void set_form(MlaForm form) { form_ = form; }
   // Whether a sequence's chunk of `new_tokens` after `cached` tokens runs the expanded form.
@@ -49,7 +63,7 @@ class MlaAttention final : public AttentionLayer {
   void AttendExpanded(StepContext& ctx, int32_t layer, const AttentionSeq& s, const float* q, float* o);
 
   MlaConfig c_;
-  const RopeTable* rope_;
+  RopeTable rope_;
   int64_t qh_;                              // qk_nope + qk_rope
   Tensor q_a_, q_a_bias_, q_a_norm_, q_b_;  // q_lora: [q_lora, d] / [q_lora] / [q_lora] / [H*qh, q_lora]
   Tensor q_;                                // no q_lora: [H*qh, d]

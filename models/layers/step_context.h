@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -18,22 +20,35 @@
 
 namespace ls {
 
-// Activations reused across steps and layers (backend memory), each grown to the largest step.
+// Activations reused across steps and layers (backend memory), each grown to the largest step:
+// the residual stream and the feed-forward sublayers' buffers here, and each attention kind's
+// own scratch (Scratch<GqaScratch>(), ...), which the layers of that kind share.
 struct StepBuffers {
   explicit StepBuffers(Backend* backend)
-      : x(backend), h(backend), q(backend), k(backend), v(backend), attn(backend), gate(backend), up(backend),
-        act(backend), ffn_out(backend), gate_logits(backend), router_logits(backend), topk_w(backend),
-        topk_ids(backend), z(backend), c(backend), dz(backend), dy(backend), dids(backend), dw(backend),
-        rows(backend), res_blocks(backend), res_mix(backend), res_other(backend) {}
+      : x(backend), h(backend), gate(backend), up(backend), act(backend), ffn_out(backend), gate_logits(backend),
+        router_logits(backend), topk_w(backend), topk_ids(backend), z(backend), c(backend), dz(backend),
+        dy(backend), dids(backend), dw(backend), rows(backend), backend_(backend) {}
   DeviceBuffer x;     // [T, d] the residual stream
   DeviceBuffer h;     // [T, d] the normed input of a sublayer
-  DeviceBuffer q, k, v, attn;         // attention
   DeviceBuffer gate, up, act;         // GLU intermediates
   DeviceBuffer ffn_out, gate_logits;  // a gated shared expert's output and its gate
   DeviceBuffer router_logits, topk_w, topk_ids, z, c;  // MoE
   DeviceBuffer dz, dy, dids, dw, rows;                 // expert-parallel dispatch and combine
   int64_t unit_rows = 0;                               // leading values of dw that hold 1.0
-  DeviceBuffer res_blocks, res_mix, res_other;         // attention residuals: blocks, a mix, a second stream
+
+  // The scratch of one layer kind, made on first use: a struct of DeviceBuffers constructible
+  // from the Backend*.
+  template <typename T>
+  T& Scratch() {
+    for (auto& [type, scratch] : scratch_)
+      if (type == std::type_index(typeid(T))) return *static_cast<T*>(scratch.get());
+    scratch_.emplace_back(std::type_index(typeid(T)), std::make_shared<T>(backend_));
+    return *static_cast<T*>(scratch_.back().second.get());
+  }
+
+ private:
+  Backend* backend_;
+  std::vector<std::pair<std::type_index, std::shared_ptr<void>>> scratch_;
 };
 
 // Expert statistics and placement, shared by the model's MoE layers.

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "models/layers/rope_table.h"
 #include "models/loader/weight_binder.h"
 #include "tests/test_util.h"
 
@@ -42,9 +41,8 @@ class MlaForms : public ::testing::TestWithParam<Fixture> {
     int32_t layer = 0;
     while (layer < c.num_hidden_layers && c.layers[layer].attention != AttentionKind::kMla) ++layer;
     ASSERT_LT(layer, c.num_hidden_layers) << "no MLA layer";
-    rope_ = ComputeRopeTable(c.mla.rope);
     WeightBinder b(model_->weight_store(), c.quantization, GetParam().prefix);
-    layer_ = std::make_unique<MlaAttention>(b, "model.layers." + std::to_string(layer) + ".self_attn.", c, &rope_);
+    layer_ = std::make_unique<MlaAttention>(b, "model.layers." + std::to_string(layer) + ".self_attn.", c);
     ASSERT_TRUE(b.status().ok()) << b.status();
     layer_->ForEachWeight([&](Tensor& t, WeightUse use) {
       const size_t bytes = backend_.PreparedWeightBytes(t, use);
@@ -62,7 +60,7 @@ class MlaForms : public ::testing::TestWithParam<Fixture> {
     constexpr int32_t kBlock = 16;
     int32_t blocks = 0;
     for (const auto& x : h) blocks += static_cast<int32_t>(x.size() / d_ + kBlock - 1) / kBlock;
-    KvCache cache(&backend_, {KvLayerSpec{layer_->cache_width(), 0}}, blocks + 3, kBlock, dtype);
+    KvCache cache(&backend_, {layer_->kv_spec()}, blocks + 3, kBlock, dtype);
     std::vector<int32_t> pool(blocks + 3);
     std::iota(pool.begin(), pool.end(), 0);
     std::shuffle(pool.begin(), pool.end(), std::mt19937(5));
@@ -134,7 +132,6 @@ class MlaForms : public ::testing::TestWithParam<Fixture> {
 
   CpuBackend backend_{2};
   std::unique_ptr<Model> model_;
-  RopeTable rope_;
   std::unique_ptr<MlaAttention> layer_;
   std::vector<DeviceBuffer> storage_;
   int64_t d_ = 0;
