@@ -84,17 +84,17 @@ std::unique_ptr<Communicator> Communicator::Duplicate() const {
 }
 
 bool Communicator::ok() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return error_.empty();
 }
 
 std::string Communicator::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return error_;
 }
 
 void Communicator::Fail(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (error_.empty()) error_ = reason.empty() ? "the rank group failed" : reason;
 }
 

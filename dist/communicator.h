@@ -12,11 +12,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "kernels/rank_transport.h"
 
 namespace ls::dist {
@@ -78,8 +78,8 @@ class Communicator final : public RankTransport {
   MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD that returns errors
   std::chrono::milliseconds timeout_{30000};
   double exchange_seconds_ = 0;
-  mutable std::mutex mu_;  // guards error_ (read by other threads for metrics and logs)
-  std::string error_;      // empty while the group is healthy
+  mutable Mutex mu_;  // error_ is read by other threads, for metrics and logs
+  std::string error_ ABSL_GUARDED_BY(mu_);  // empty while the group is healthy
 };
 
 }  // namespace ls::dist

@@ -65,7 +65,7 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
           reply.error = absl::StrCat("the initial expert placement: ", placed.status().message());
           break;
         }
-        std::lock_guard<std::mutex> lock(built_mu_);
+        MutexLock lock(&built_mu_);
         model_->SetPlacedExperts(*placed);
         built_epoch_ = m.prepare->epoch;
       }
@@ -103,7 +103,7 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
       break;
   }
   TakeCounts(&reply);
-  std::lock_guard<std::mutex> lock(built_mu_);
+  MutexLock lock(&built_mu_);
   reply.built_epoch = built_epoch_;
   if (const auto& placed = built_ ? built_ : model_->placed_experts()) {
     reply.built_memory.slot_bytes = static_cast<int64_t>(placed->rank_bytes());
@@ -116,14 +116,14 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
 void WorkerLoop::BeginBuild(PlacementUpdate update) {
   if (builder_.joinable()) builder_.join();
   {
-    std::lock_guard<std::mutex> lock(built_mu_);
+    MutexLock lock(&built_mu_);
     building_epoch_ = update.epoch;
   }
   // Copying this rank's experts into their new slots runs beside the steps; the leader switches
   // the group once every rank reports it built.
   builder_ = std::thread([this, update = std::move(update)] {
     auto placed = model_->BuildPlacedExperts(update.layers);
-    std::lock_guard<std::mutex> lock(built_mu_);
+    MutexLock lock(&built_mu_);
     if (!placed.ok()) {
       build_error_ = absl::StrCat("building expert placement ", update.epoch, ": ", placed.status().message());
       return;
@@ -136,11 +136,11 @@ void WorkerLoop::BeginBuild(PlacementUpdate update) {
 absl::Status WorkerLoop::SwitchTo(int64_t epoch) {
   bool wait = false;
   {
-    std::lock_guard<std::mutex> lock(built_mu_);
+    MutexLock lock(&built_mu_);
     wait = building_epoch_ == epoch && built_epoch_ < epoch;
   }
   if (wait && builder_.joinable()) builder_.join();
-  std::lock_guard<std::mutex> lock(built_mu_);
+  MutexLock lock(&built_mu_);
   if (built_epoch_ != epoch || !built_)
     return absl::InternalError(absl::StrCat("told to switch to expert placement ", epoch,
                                             ", which this rank has not built (its newest: ", built_epoch_, ")"));

@@ -8,9 +8,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "dist/communicator.h"
 #include "dist/rank_process.h"
 #include "dist/rank_timeouts.h"
@@ -48,11 +48,11 @@ class WorkerLoop {
   std::vector<int64_t> sent_tokens_, sent_rows_;  // counts already reported
 
   std::thread builder_;
-  std::mutex built_mu_;  // guards the three below, written by the builder thread
-  int64_t building_epoch_ = -1;
-  std::shared_ptr<const PlacedExperts> built_;
-  int64_t built_epoch_ = -1;
-  std::string build_error_;
+  Mutex built_mu_;  // the builder thread writes the placement it builds
+  int64_t building_epoch_ ABSL_GUARDED_BY(built_mu_) = -1;
+  std::shared_ptr<const PlacedExperts> built_ ABSL_GUARDED_BY(built_mu_);
+  int64_t built_epoch_ ABSL_GUARDED_BY(built_mu_) = -1;
+  std::string build_error_ ABSL_GUARDED_BY(built_mu_);
 };
 
 }  // namespace ls::dist

@@ -211,10 +211,10 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
 
 Engine::~Engine() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (loop_.joinable()) loop_.join();  // not started when the warm-up failed
 }
 
@@ -252,7 +252,7 @@ absl::Status Engine::Validate(const Request& r) const {
 absl::Status Engine::Submit(Request request, OutputCallback on_output) {
   absl::Status st = Validate(request);
   if (st.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stop_ || draining_) {
       st = absl::UnavailableError("the server is shutting down");
     } else if (live_ids_.count(request.id)) {
@@ -284,31 +284,31 @@ absl::Status Engine::Submit(Request request, OutputCallback on_output) {
     metrics_.Update([](MetricsSnapshot& m) { ++m.rejected; });
     return st;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return absl::OkStatus();
 }
 
 void Engine::Cancel(const std::string& id, std::string reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     cancels_.emplace_back(id, std::move(reason));
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 size_t Engine::num_live_requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return live_ids_.size();
 }
 
 absl::Status Engine::failure() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return failure_;
 }
 
 void Engine::FailGroup(const absl::Status& why) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     failure_ = why;
     stop_ = true;  // the loop ends after this
   }
@@ -332,7 +332,7 @@ bool Engine::Drain(std::chrono::milliseconds timeout) {
   }
   std::vector<std::string> ids;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ids.assign(live_ids_.begin(), live_ids_.end());
   }
   for (const auto& id : ids) Cancel(id, kShutdownReason);
@@ -349,7 +349,7 @@ void Engine::TakeInbox() {
   std::vector<std::unique_ptr<Stream>> in;
   std::vector<std::pair<std::string, std::string>> cancels;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     in.swap(inbox_);
     cancels.swap(cancels_);
   }
@@ -397,7 +397,7 @@ void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
   by_seq_.erase(&s->seq);
   streams_.erase(id);  // s is gone from here on
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     live_ids_.erase(id);
     if (was_queued) --queued_;
   }
@@ -594,7 +594,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
         m.prompt_tokens += s->seq.num_prompt_tokens;
         if (s->seq.prefix_cached_tokens > 0) ++m.prefix_hit_requests;
       });
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       --queued_;
       s->counted_queued = false;
     }
@@ -651,11 +651,13 @@ void Engine::Loop() {
   for (;;) {
     bool idle = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stop_) break;
       if (streams_.empty() && inbox_.empty() && cancels_.empty())
-        idle =
-            !cv_.wait_for(lock, group_->idle_interval(), [&] { return stop_ || !inbox_.empty() || !cancels_.empty(); });
+        idle = !cv_.WaitFor(group_->idle_interval(), [&] {
+          mu_.AssertHeld();
+          return stop_ || !inbox_.empty() || !cancels_.empty();
+        });
       if (stop_) break;
     }
     balancer_->BeforeStep();
@@ -673,8 +675,8 @@ void Engine::Loop() {
       balancer_->AfterStep();
     } else if (!streams_.empty()) {
       // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(1));
+      MutexLock lock(&mu_);
+      cv_.WaitFor(std::chrono::milliseconds(1));
     }
     UpdateGauges();
   }
@@ -690,23 +692,30 @@ OutputCallback OutputQueue::Callback() {
   return [this](RequestOutput o) {
     // Notify under the lock: a reader that sees the final output may destroy the queue as soon as
     // it can take the lock, so the notification must be finished by then.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     items_.push_back(std::move(o));
-    cv_.notify_all();
+    cv_.SignalAll();
   };
 }
 
 RequestOutput OutputQueue::Next() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !items_.empty(); });
+  MutexLock lock(&mu_);
+  cv_.Wait([&] {
+    mu_.AssertHeld();
+    return !items_.empty();
+  });
   RequestOutput o = std::move(items_.front());
   items_.erase(items_.begin());
   return o;
 }
 
 std::optional<RequestOutput> OutputQueue::NextFor(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return !items_.empty(); })) return std::nullopt;
+  MutexLock lock(&mu_);
+  if (!cv_.WaitFor(timeout, [&] {
+        mu_.AssertHeld();
+        return !items_.empty();
+      }))
+    return std::nullopt;
   RequestOutput o = std::move(items_.front());
   items_.erase(items_.begin());
   return o;

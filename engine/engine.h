@@ -7,11 +7,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "engine/block_manager.h"
 #include "engine/expert_balancer.h"
 #include "engine/local_rank_group.h"
@@ -180,16 +179,16 @@ class Engine {
   int64_t step_grammar_tokens_ = 0;
 
   // Between callers and the loop.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Stream>> inbox_;
-  std::vector<std::pair<std::string, std::string>> cancels_;  // request id, reason
-  std::unordered_set<std::string> live_ids_;
-  int32_t queued_ = 0;  // submitted and not yet running or finished
-  bool stop_ = false;
+  mutable Mutex mu_;
+  CondVar cv_{&mu_};
+  std::vector<std::unique_ptr<Stream>> inbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::string>> cancels_ ABSL_GUARDED_BY(mu_);  // request id, reason
+  std::unordered_set<std::string> live_ids_ ABSL_GUARDED_BY(mu_);
+  int32_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // submitted and not yet running or finished
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> draining_{false};
   std::atomic<bool> failed_{false};
-  absl::Status failure_;  // guarded by mu_
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
 
   // Owned by the loop thread.
   std::unordered_map<std::string, std::unique_ptr<Stream>> streams_;
@@ -215,9 +214,9 @@ class OutputQueue {
   RequestOutput WaitFinal();
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<RequestOutput> items_;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::vector<RequestOutput> items_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ls

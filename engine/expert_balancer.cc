@@ -130,7 +130,7 @@ double MeanExpectedDeviceMaxOverMean(const std::vector<std::pair<int32_t, std::v
 void ExpertBalancer::AfterStep() {
   const std::vector<int64_t>& now = model_->expert_token_counts();
   {
-    std::lock_guard<std::mutex> lock(window_mu_);
+    MutexLock lock(&window_mu_);
     window_.AddStepDifference(now, last_counts_);
     step_end_unix_[next_step_slot_] = UnixSeconds();
     next_step_slot_ = (next_step_slot_ + 1) % config_.load_window;
@@ -141,7 +141,7 @@ void ExpertBalancer::AfterStep() {
   steps_since_replan_ = 0;
   std::vector<std::pair<int32_t, std::vector<double>>> loads;
   {
-    std::lock_guard<std::mutex> lock(window_mu_);
+    MutexLock lock(&window_mu_);
     for (int32_t l : moe_layers_) loads.emplace_back(l, window_.LayerLoads(l));
   }
   std::shared_ptr<const PlacedExperts> current = model_->placed_experts();
@@ -170,7 +170,7 @@ void ExpertBalancer::AfterStep() {
     event.plan_seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
     event.device_max_over_mean_before = MeanExpectedDeviceMaxOverMean(loads, before);
     event.device_max_over_mean_after = MeanExpectedDeviceMaxOverMean(loads, placements);
-    std::lock_guard<std::mutex> lock(pending_mu_);
+    MutexLock lock(&pending_mu_);
     pending_ = std::move(*placed);
     pending_layers_ = std::move(placements);
     pending_event_ = event;
@@ -181,7 +181,7 @@ void ExpertBalancer::BeforeStep() {
   if (!announced_) {
     LayerPlacements layers;
     {
-      std::lock_guard<std::mutex> lock(pending_mu_);
+      MutexLock lock(&pending_mu_);
       announced_ = std::move(pending_);
       layers = std::move(pending_layers_);
       announced_event_ = pending_event_;
@@ -225,11 +225,11 @@ std::string ExpertBalancer::PlacementJson() const {
 
 ExpertLoadWindowSnapshot ExpertBalancer::WindowSnapshot() const {
   ExpertLoadWindowSnapshot w;
+  MutexLock lock(&window_mu_);
   w.capacity = config_.load_window;
   w.num_experts = window_.num_experts();
   w.moe_layers = moe_layers_;
   w.tokens.reserve(moe_layers_.size() * static_cast<size_t>(w.num_experts));
-  std::lock_guard<std::mutex> lock(window_mu_);
   w.steps = window_.steps();
   if (w.steps > 0) {
     const int32_t W = config_.load_window;
@@ -245,7 +245,7 @@ ExpertLoadWindowSnapshot ExpertBalancer::WindowSnapshot() const {
 }
 
 std::string ExpertBalancer::ExpertLoadJson() const {
-  std::lock_guard<std::mutex> lock(window_mu_);
+  MutexLock lock(&window_mu_);
   std::string out = absl::StrCat("{\"window_steps\": ", window_.steps(), ", \"layers\": {");
   for (size_t i = 0; i < moe_layers_.size(); ++i) {
     absl::StrAppend(&out, i ? ", " : "", "\"", moe_layers_[i], "\": [");

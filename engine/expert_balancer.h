@@ -10,12 +10,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "engine/expert_load_window.h"
 #include "engine/metrics.h"
 #include "engine/rank_group.h"
@@ -82,17 +82,18 @@ class ExpertBalancer {
   ExpertBalancerConfig config_;
   EngineMetrics* metrics_;
   std::vector<int32_t> moe_layers_;
-  ExpertLoadWindow window_;
-  std::vector<double> step_end_unix_;  // [load_window] ring beside window_: when each step ended
-  int32_t next_step_slot_ = 0;         // the ring slot the next step writes
-  mutable std::mutex window_mu_;       // guards window_ and the ring for the readers
+  mutable Mutex window_mu_;  // the loop writes the window and its ring; the server reads them
+  ExpertLoadWindow window_ ABSL_GUARDED_BY(window_mu_);
+  // [load_window] ring beside window_: when each step ended.
+  std::vector<double> step_end_unix_ ABSL_GUARDED_BY(window_mu_);
+  int32_t next_step_slot_ ABSL_GUARDED_BY(window_mu_) = 0;  // the ring slot the next step writes
   std::vector<int64_t> last_counts_;
   std::thread planner_;
   std::atomic<bool> planning_{false};
-  std::mutex pending_mu_;
-  std::shared_ptr<const PlacedExperts> pending_;  // planned and built here, not yet handed out
-  LayerPlacements pending_layers_;
-  ReplanEvent pending_event_;  // its figures; time and step are set at the switch
+  Mutex pending_mu_;  // the planner thread hands its result to the loop
+  std::shared_ptr<const PlacedExperts> pending_ ABSL_GUARDED_BY(pending_mu_);  // planned and built, not yet handed out
+  LayerPlacements pending_layers_ ABSL_GUARDED_BY(pending_mu_);
+  ReplanEvent pending_event_ ABSL_GUARDED_BY(pending_mu_);  // its figures; time and step are set at the switch
   // Handed to the other ranks, waiting until all have built it (then switched to).
   std::shared_ptr<const PlacedExperts> announced_;
   ReplanEvent announced_event_;

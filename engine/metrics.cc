@@ -34,7 +34,7 @@ EngineMetrics::EngineMetrics() {
 }
 
 MetricsSnapshot EngineMetrics::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return m_;
 }
 

@@ -5,9 +5,10 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace ls {
 
@@ -86,13 +87,13 @@ class EngineMetrics {
   // Mutation under the lock: fn(MetricsSnapshot&).
   template <typename F>
   void Update(F&& fn) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fn(m_);
   }
 
  private:
-  mutable std::mutex mu_;
-  MetricsSnapshot m_;
+  mutable Mutex mu_;
+  MetricsSnapshot m_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ls

@@ -41,12 +41,12 @@ std::string ApiContext::NewRequestId(const char* prefix) const {
 }
 
 void ApiContext::CountRequest(const std::string& api, const std::string& status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++counts_[{api, status}];
 }
 
 std::map<std::pair<std::string, std::string>, uint64_t> ApiContext::request_counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return counts_;
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "chat/chat_format.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
@@ -83,8 +84,8 @@ class ApiContext {
   mutable HttpConnectionCounters http_connections_;
   mutable std::once_flag grammars_once_;
   mutable std::unique_ptr<structured::GrammarCache> grammars_;
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, uint64_t> counts_;  // (api, status) -> requests
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, std::string>, uint64_t> counts_ ABSL_GUARDED_BY(mu_);  // (api, status) -> requests
 };
 
 }  // namespace ls::server

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "server/api_error.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
@@ -44,7 +45,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
     auto self = shared_from_this();
     return [self, index](RequestOutput o) {
       {
-        std::lock_guard<std::mutex> lock(self->mu_);
+        MutexLock lock(&self->mu_);
         self->items_.emplace_back(index, std::move(o));
       }
       net::post(self->timer_.get_executor(), [self] { self->timer_.cancel(); });
@@ -53,7 +54,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   awaitable<std::vector<std::pair<int32_t, RequestOutput>>> Wait() {
     for (;;) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (!items_.empty()) {
           std::vector<std::pair<int32_t, RequestOutput>> out(std::make_move_iterator(items_.begin()),
                                                             std::make_move_iterator(items_.end()));
@@ -68,8 +69,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   }
 
  private:
-  std::mutex mu_;
-  std::deque<std::pair<int32_t, RequestOutput>> items_;
+  Mutex mu_;
+  std::deque<std::pair<int32_t, RequestOutput>> items_ ABSL_GUARDED_BY(mu_);
   net::steady_timer timer_;
 };
 

@@ -17,7 +17,7 @@ namespace {
 class Parser {
  public:
   // The grammar's rules go into `b`; its `root` is the rule `root` of b.
-  Parser(GrammarBuilder& b, int32_t root, std::string_view text) : b_(b), t_(text) {
+  Parser(GrammarBuilder& b, int32_t root, std::string_view text) : t_(text), b_(b) {
     rules_["root"] = root;
     defined_.assign(b_.num_rules(), false);
   }

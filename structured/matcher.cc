@@ -92,7 +92,7 @@ int32_t CompiledGrammar::InternState(std::vector<int32_t> nodes, bool accept) {
 }
 
 int32_t CompiledGrammar::Initial() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (initial_ < 0) {
     std::vector<int32_t> out;
     bool accept = false;
@@ -121,12 +121,12 @@ int32_t CompiledGrammar::NextLocked(int32_t state, uint8_t byte) {
 }
 
 int32_t CompiledGrammar::Next(int32_t state, uint8_t byte) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return NextLocked(state, byte);
 }
 
 int32_t CompiledGrammar::NextToken(int32_t state, int32_t token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const std::string& b = trie_->bytes(token);
   if (b.empty()) return -1;
   for (char c : b) {
@@ -137,12 +137,12 @@ int32_t CompiledGrammar::NextToken(int32_t state, int32_t token) {
 }
 
 bool CompiledGrammar::Accepting(int32_t state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return state >= 0 && states_[state].accepting;
 }
 
 bool CompiledGrammar::Final(int32_t state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return state >= 0 && states_[state].nodes.empty();
 }
 
@@ -156,7 +156,7 @@ void CompiledGrammar::Walk(int32_t trie_node, int32_t state, TokenMask* mask) {
 }
 
 std::shared_ptr<const TokenMask> CompiledGrammar::Mask(int32_t state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (auto it = masks_.find(state); it != masks_.end()) return it->second;
   auto mask = std::make_shared<TokenMask>((trie_->vocab_size() + 63) / 64, 0);
   if (state >= 0 && !states_[state].nodes.empty()) Walk(0, state, mask.get());
@@ -165,12 +165,12 @@ std::shared_ptr<const TokenMask> CompiledGrammar::Mask(int32_t state) {
 }
 
 size_t CompiledGrammar::num_states() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return states_.size();
 }
 
 size_t CompiledGrammar::num_masks() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return masks_.size();
 }
 

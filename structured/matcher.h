@@ -16,12 +16,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "base/mutex.h"
 #include "structured/grammar.h"
 
 namespace ls::structured {
@@ -78,12 +78,13 @@ class CompiledGrammar {
     bool accepting = false;
   };
   int32_t Position(int32_t rule, int32_t alt, int32_t index) const { return alt_start_[rule][alt] + index; }
-  int32_t Node(int32_t pos, int32_t parent);
+  int32_t Node(int32_t pos, int32_t parent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The byte-set stacks (and root ends) reached from stack (pos, parent) without consuming input.
-  void Settle(int32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept, std::unordered_set<uint64_t>* seen);
-  int32_t InternState(std::vector<int32_t> nodes, bool accept);
-  int32_t NextLocked(int32_t state, uint8_t byte);
-  void Walk(int32_t trie_node, int32_t state, TokenMask* mask);
+  void Settle(int32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept, std::unordered_set<uint64_t>* seen)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int32_t InternState(std::vector<int32_t> nodes, bool accept) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int32_t NextLocked(int32_t state, uint8_t byte) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Walk(int32_t trie_node, int32_t state, TokenMask* mask) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Grammar g_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -93,15 +94,17 @@ class CompiledGrammar {
   std::vector<std::vector<int32_t>> alt_start_;
   std::vector<Symbol> pos_symbol_;
 
-  std::mutex mu_;
-  std::vector<std::pair<int32_t, int32_t>> nodes_;  // (pos, parent node or −1)
-  std::unordered_map<uint64_t, int32_t> node_ids_;
-  std::vector<StateInfo> states_;
-  std::unordered_map<std::string, int32_t> state_ids_;
+  // The automaton, built lazily by the sequences that share the grammar.
+  Mutex mu_;
+  std::vector<std::pair<int32_t, int32_t>> nodes_ ABSL_GUARDED_BY(mu_);  // (pos, parent node or −1)
+  std::unordered_map<uint64_t, int32_t> node_ids_ ABSL_GUARDED_BY(mu_);
+  std::vector<StateInfo> states_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, int32_t> state_ids_ ABSL_GUARDED_BY(mu_);
   static constexpr int32_t kUnknown = -2;
-  std::vector<int32_t> transitions_;  // [state * 256 + byte]: the next state, −1 (none) or kUnknown
-  std::unordered_map<int32_t, std::shared_ptr<const TokenMask>> masks_;
-  int32_t initial_ = -1;
+  // [state * 256 + byte]: the next state, −1 (none) or kUnknown.
+  std::vector<int32_t> transitions_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<int32_t, std::shared_ptr<const TokenMask>> masks_ ABSL_GUARDED_BY(mu_);
+  int32_t initial_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 // One sequence's place in a grammar.

@@ -73,7 +73,7 @@ absl::StatusOr<std::shared_ptr<CompiledGrammar>> GrammarCache::Get(const OutputC
 absl::StatusOr<std::shared_ptr<CompiledGrammar>> GrammarCache::Get(
     const std::string& key, const std::string& description, const std::function<absl::StatusOr<Grammar>()>& build) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (auto it = index_.find(key); it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
       return it->second->second;
@@ -83,7 +83,7 @@ absl::StatusOr<std::shared_ptr<CompiledGrammar>> GrammarCache::Get(
   auto grammar = build();
   if (!grammar.ok()) return grammar.status();
   auto compiled = std::make_shared<CompiledGrammar>(std::move(*grammar), trie_, description);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (auto it = index_.find(key); it != index_.end()) return it->second->second;  // compiled meanwhile
   lru_.emplace_front(key, compiled);
   index_[key] = lru_.begin();
@@ -95,7 +95,7 @@ absl::StatusOr<std::shared_ptr<CompiledGrammar>> GrammarCache::Get(
 }
 
 size_t GrammarCache::size() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return lru_.size();
 }
 

@@ -8,12 +8,12 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "structured/matcher.h"
 
 namespace ls::structured {
@@ -50,9 +50,11 @@ class GrammarCache {
  private:
   std::shared_ptr<const TokenTrie> trie_;
   size_t capacity_;
-  std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> lru_;  // most recent first
-  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+  Mutex mu_;
+  // Most recent first.
+  std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>> lru_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::list<std::pair<std::string, std::shared_ptr<CompiledGrammar>>>::iterator>
+      index_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ls::structured

@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const nlohmann::jso
 
 void BpeModel::Tokenize(const std::string& piece, std::vector<int32_t>* ids) const {
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    MutexLock lock(&cache_mu_);
     auto it = cache_.find(piece);
     if (it != cache_.end()) {
       ++cache_hits_;
@@ -82,7 +82,7 @@ void BpeModel::Tokenize(const std::string& piece, std::vector<int32_t>* ids) con
   TokenizeUncached(piece, &out);
   ids->insert(ids->end(), out.begin(), out.end());
   if (piece.size() > kMaxCachedPiece) return;  // whole lines of files without a pre-tokenizer
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   if (cache_.size() >= kCacheCapacity) cache_.clear();
   cache_.emplace(piece, std::move(out));
 }

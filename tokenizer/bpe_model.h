@@ -8,7 +8,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace ls::tok {
@@ -40,7 +40,10 @@ class BpeModel {
   bool byte_fallback() const { return byte_fallback_; }
   bool fuse_unk() const { return fuse_unk_; }
 
-  size_t cache_hits() const { return cache_hits_; }
+  size_t cache_hits() const {
+    MutexLock lock(&cache_mu_);
+    return cache_hits_;
+  }
 
  private:
   BpeModel() = default;
@@ -58,9 +61,9 @@ class BpeModel {
 
   static constexpr size_t kCacheCapacity = 1 << 16;
   static constexpr size_t kMaxCachedPiece = 256;  // bytes
-  mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
-  mutable size_t cache_hits_ = 0;
+  mutable Mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_ ABSL_GUARDED_BY(cache_mu_);
+  mutable size_t cache_hits_ ABSL_GUARDED_BY(cache_mu_) = 0;
 };
 
 }  // namespace ls::tok

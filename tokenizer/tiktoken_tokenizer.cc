@@ -188,7 +188,7 @@ void TiktokenTokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>
   }
   const bool cacheable = piece.size() <= kMaxCachedPiece;
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    MutexLock lock(&cache_mu_);
     if (auto it = cache_.find(std::string(piece)); it != cache_.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
       return;
@@ -210,7 +210,7 @@ void TiktokenTokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>
   for (auto [b, e] : sym) out.push_back(ranks_.find(AsAbsl(piece.substr(b, e - b)))->second);
   ids->insert(ids->end(), out.begin(), out.end());
   if (!cacheable) return;
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   if (cache_.size() >= kCacheCapacity) cache_.clear();
   cache_.emplace(std::string(piece), std::move(out));
 }

@@ -9,13 +9,13 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/mutex.h"
 #include "tokenizer/added_vocabulary.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/tokenizer.h"
@@ -68,8 +68,8 @@ class TiktokenTokenizer final : public Tokenizer {
 
   static constexpr size_t kCacheCapacity = 1 << 16;
   static constexpr size_t kMaxCachedPiece = 256;
-  mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable Mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_ ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace ls::tok

@@ -64,8 +64,9 @@ TEST(ReplyGrammar, TheCallsTemplatesWriteAreWholeMatchesAndMalformedOnesAreRefus
       continue;
     }
     EXPECT_TRUE(Matches(autog, output)) << format << "/" << name << ":\n" << output;
-    if (c["content"] == "" && output.find("Let me") == std::string::npos)
+    if (c["content"] == "" && output.find("Let me") == std::string::npos) {
       EXPECT_TRUE(Matches(required, output)) << format << "/" << name << ":\n" << output;
+    }
     ++checked;
   }
   EXPECT_GE(checked, 20);
@@ -135,7 +136,9 @@ TEST(ReplyGrammar, RandomRequiredRepliesAlwaysParseAsCallsThatFitTheSchema) {
       ASSERT_TRUE(args.contains("days") && args["days"].is_number_integer()) << call.arguments;
       EXPECT_GE(args["days"].get<int>(), 1);
       EXPECT_LE(args["days"].get<int>(), 7);
-      if (args.contains("unit")) EXPECT_TRUE(args["unit"] == "c" || args["unit"] == "f");
+      if (args.contains("unit")) {
+        EXPECT_TRUE(args["unit"] == "c" || args["unit"] == "f");
+      }
       ++parsed;
     }
     EXPECT_GE(parsed, 20) << f;

@@ -71,7 +71,7 @@ TEST(Regex, RefusesWhatItCannotMatchNamingIt) {
 // far as it goes, never past the end.
 TEST(Regex, TruncatedUtf8AtTheEndStaysInBounds) {
   // Long enough to live on the heap, where reading past the end is caught under ASan.
-  for (const std::string p : {"[a-z]{" + std::string(41, '\xff'), std::string(30, 'a') + "\xf0\x9f", std::string("\xe2")}) {
+  for (const std::string& p : {"[a-z]{" + std::string(41, '\xff'), std::string(30, 'a') + "\xf0\x9f", std::string("\xe2")}) {
     const absl::StatusOr<Grammar> g = RegexGrammar(p);
     EXPECT_TRUE(g.ok() || g.status().code() == absl::StatusCode::kInvalidArgument) << g.status();
   }
