@@ -65,6 +65,18 @@ def grpc_request(port, stubs, results, i):
         results[i] = ("grpc", e.code(), e.details())
 
 
+def wait_until_requests_wait(url, timeout=30):
+    """Returns once the server reports requests waiting behind the running batch: killing a rank from
+    then on is sure to catch requests in flight, however fast or slow the host runs."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for line in requests.get(url + "/metrics", timeout=10).text.splitlines():
+            if line.startswith("latentserve_num_requests_waiting") and float(line.split()[-1]) > 0:
+                return
+        time.sleep(0.01)
+    raise AssertionError("no request waited behind the running batch")
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_worker_death_gets_every_request_answered_and_the_leader_out(ranks, grpc_stubs):
     status_dir = tempfile.mkdtemp()
@@ -80,7 +92,7 @@ def test_worker_death_gets_every_request_answered_and_the_leader_out(ranks, grpc
                     for i in (6, 7)]
         for t in threads:
             t.start()
-        time.sleep(0.3)  # they are being served
+        wait_until_requests_wait(url)  # they are being served, and more wait behind them
         assert requests.get(url + "/ready").status_code == 200
         killed_at = time.time()
         os.kill(victim, signal.SIGKILL)
