@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_math.cuh"
@@ -33,3 +34,14 @@ void GluActivation(const float* gate, const float* up, int64_t rows, int64_t wid
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::GluActivation: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::GluActivation(const float* gate, const float* up, int64_t rows, int64_t width, GluAct act,
+                                float* out) {
+  Activate();
+  cuda::GluActivation(gate, up, rows, width, act, out, stream_);
+}
+
+}  // namespace ls

@@ -17,8 +17,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
 namespace {
@@ -398,3 +400,32 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::PagedAttention: the op on the backend's stream.
+namespace ls {
+
+CudaBackend::UploadedSeqs CudaBackend::UploadAttentionSeqs(const AttentionParams& p) {
+  UploadedSeqs u;
+  u.max_context = cuda::FlattenAttentionSeqs(p, &attention_tokens_, &attention_tables_);
+  u.num_tokens = static_cast<int32_t>(attention_tokens_.size());
+  if (u.num_tokens == 0) return u;
+  u.tokens = uploader_->Upload(attention_tokens_.data(), attention_tokens_.size());
+  u.tables = uploader_->Upload(attention_tables_.data(), attention_tables_.size());
+  return u;
+}
+
+CudaBackend::UploadedSeqs CudaBackend::UploadAttentionSeqs(const LatentAttentionParams& p) {
+  AttentionParams seqs;
+  seqs.seqs = p.seqs;
+  seqs.num_seqs = p.num_seqs;
+  return UploadAttentionSeqs(seqs);
+}
+
+void CudaBackend::PagedAttention(const AttentionParams& p) {
+  Activate();
+  const UploadedSeqs u = UploadAttentionSeqs(p);
+  if (u.num_tokens == 0) return;
+  cuda::PagedAttention(p, u.tokens, u.num_tokens, u.tables, u.max_context, &attention_split_, stream_);
+}
+
+}  // namespace ls

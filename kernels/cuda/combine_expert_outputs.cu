@@ -2,6 +2,7 @@
 // (the un-permute of the MoE layer). Twin of cpu::CombineExpertOutputs.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 
@@ -36,3 +37,14 @@ void CombineExpertOutputs(const float* y, const int32_t* rows, const float* weig
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::CombineExpertOutputs: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::CombineExpertOutputs(const float* y, const float* weights, int64_t T, int32_t K, int64_t width,
+                                       float* out) {
+  Activate();
+  cuda::CombineExpertOutputs(y, nullptr, weights, T, K, width, out, stream_);
+}
+
+}  // namespace ls

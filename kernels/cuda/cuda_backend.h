@@ -65,8 +65,9 @@ class CudaBackend final : public Backend {
   bool fp8_gemms() const { return fp8_gemms_; }
   bool fp8_gemms_supported() const { return fp8_gemms_supported_; }
 
-  // The compute ops of kernels/ops.def, queued on the stream. MoeExperts with p.tokens_per_expert
-  // (host memory): the per-expert counts are copied back without a wait and added at the next
+  // The compute ops of kernels/ops.def, queued on the stream, each defined in its kernels' .cu
+  // file (CudaBackend::RmsNorm in rms_norm.cu, ...). MoeExperts with p.tokens_per_expert (host
+  // memory): the per-expert counts are copied back without a wait and added at the next
   // synchronization.
 #define LS_OP(name, params, args) void name params override;
 #include "kernels/ops.def"

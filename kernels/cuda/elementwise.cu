@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_math.cuh"
@@ -123,3 +124,40 @@ void ConvertToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::AddBias, MulSigmoid, Add, Copy, SetZero, AttnResMix: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::AddBias(float* y, int64_t rows, const Tensor& bias) {
+  Activate();
+  cuda::AddBias(y, rows, bias, stream_);
+}
+
+void CudaBackend::MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width) {
+  Activate();
+  cuda::MulSigmoid(x, rows, width, gate, gate_width, stream_);
+}
+
+void CudaBackend::Add(float* x, const float* y, int64_t n) {
+  Activate();
+  cuda::Add(x, y, n, stream_);
+}
+
+void CudaBackend::Copy(float* dst, const float* src, int64_t n) {
+  if (n <= 0) return;
+  Activate();
+  LS_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::SetZero(float* x, int64_t n) {
+  if (n <= 0) return;
+  Activate();
+  LS_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<size_t>(n) * sizeof(float), stream_));
+}
+
+void CudaBackend::AttnResMix(const AttnResParams& p) {
+  Activate();
+  cuda::AttnResMix(p, stream_);
+}
+
+}  // namespace ls

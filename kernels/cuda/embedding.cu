@@ -4,9 +4,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
 namespace {
@@ -44,3 +46,15 @@ void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, floa
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::Embedding: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out) {
+  if (num_tokens == 0) return;
+  Activate();
+  const int32_t* d_ids = uploader_->Upload(ids, static_cast<size_t>(num_tokens));
+  cuda::Embedding(d_ids, num_tokens, table, out, stream_);
+}
+
+}  // namespace ls

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 
@@ -104,3 +105,13 @@ void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p, cudaStream_
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::ExpandedLatentAttention: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::ExpandedLatentAttention(const ExpandedLatentAttentionParams& p) {
+  Activate();
+  cuda::ExpandedLatentAttention(p, stream_);
+}
+
+}  // namespace ls

@@ -1,6 +1,7 @@
 // CublasLtGemm (see gemm_cublaslt.h). In cuBLASLt's column-major terms the row-major product
 // y[M, N] = x[M, K] · w[N, K]ᵀ is yᵀ[N, M] = op(w)[N, K] · xᵀ[K, M] with op = transpose: w is a
 // K × N column-major matrix (ld K), x a K × M one (ld K), y an N × M one (ld N).
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/gemm_cublaslt.h"
 
 #include <cublasLt.h>
@@ -229,3 +230,17 @@ bool CublasLtGemm::SupportsFp8Blocks() {
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::Gemm: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::Gemm(const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
+  Activate();
+  if (w.dtype == DType::kF8E4M3) {
+    gemm_->RunFp8(x, M, w, y, accumulate, stream_);
+  } else {
+    gemm_->Run(x, M, w, y, accumulate, stream_);
+  }
+}
+
+}  // namespace ls

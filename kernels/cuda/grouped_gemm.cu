@@ -570,4 +570,20 @@ void GroupedGemm(const uint16_t* a, const ExpertMatrices& w, int64_t n, int64_t 
   Launch<false>(a, w, w, n, k, rows, Activation::kSiTU, out, stream);
 }
 
+bool GroupedGemmReads(const Tensor& w) {
+  if (!w.quantized() || w.layout != Layout::kRowMajor || w.quant.block_rows < 1 || w.quant.block_cols < 1) return false;
+  const DType s = w.quant.scale_dtype;
+  const bool float_scales = s == DType::kF32 || s == DType::kBF16 || s == DType::kF16;
+  switch (w.dtype) {
+    case DType::kE2M1:
+      return s == DType::kE8M0 && !w.quant.zero && w.cols % 2 == 0;
+    case DType::kU4:
+      return float_scales && w.cols % 2 == 0;
+    case DType::kF8E4M3:
+      return float_scales && !w.quant.zero;
+    default:
+      return false;
+  }
+}
+
 }  // namespace ls::cuda

@@ -82,4 +82,8 @@ void GroupedGemmGluFp8(const uint8_t* a, const float* a_scales, const ExpertMatr
 void GroupedGemmFp8(const uint8_t* a, const float* a_scales, const ExpertMatrices& w, int64_t n, int64_t k,
                     const ExpertRows& rows, float* out, cudaStream_t stream);
 
+// Whether the grouped GEMMs read this quantized weight as it is (its codes and scales), so that
+// PrepareWeight keeps it so: E2M1 + E8M0, U4 + float scales, F8_E4M3 + float scales, row-major.
+bool GroupedGemmReads(const Tensor& w);
+
 }  // namespace ls::cuda

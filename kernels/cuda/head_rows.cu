@@ -4,8 +4,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/gemm_cublaslt.h"
 
 namespace ls::cuda {
 namespace {
@@ -48,3 +50,22 @@ void ScatterHeadRows(const float* in, int64_t T, int32_t heads, int64_t width, f
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::HeadGemm: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::HeadGemm(const float* x, RowStrides xs, int64_t num_tokens, int32_t heads, const Tensor* w, float* y,
+                           RowStrides ys) {
+  if (num_tokens == 0 || heads == 0) return;
+  Activate();
+  // The heads' rows gathered head-major in BF16, one cuBLASLt GEMM per head, the results scattered.
+  const int64_t K = w[0].cols, N = w[0].rows;
+  uint16_t* in = head_in_.As<uint16_t>(static_cast<size_t>(heads * num_tokens * K), stream_);
+  float* out = head_out_.As<float>(static_cast<size_t>(heads * num_tokens * N), stream_);
+  cuda::GatherHeadRowsBf16(x, xs, num_tokens, heads, K, in, stream_);
+  for (int32_t h = 0; h < heads; ++h)
+    gemm_->RunBf16(in + h * num_tokens * K, num_tokens, w[h], out + h * num_tokens * N, false, stream_);
+  cuda::ScatterHeadRows(out, num_tokens, heads, N, y, ys, stream_);
+}
+
+}  // namespace ls

@@ -9,8 +9,10 @@
 
 #include <cmath>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
 namespace {
@@ -152,3 +154,32 @@ void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* 
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::PagedLatentAttention, StoreLatentRows, LoadLatentRows: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::PagedLatentAttention(const LatentAttentionParams& p) {
+  Activate();
+  const UploadedSeqs u = UploadAttentionSeqs(p);
+  if (u.num_tokens == 0) return;
+  cuda::PagedLatentAttention(p, u.tokens, u.num_tokens, u.tables, stream_);
+}
+
+void CudaBackend::StoreLatentRows(const LatentAttentionParams& p) {
+  Activate();
+  const UploadedSeqs u = UploadAttentionSeqs(p);
+  if (u.num_tokens == 0) return;
+  cuda::StoreLatentRows(p, u.tokens, u.num_tokens, u.tables, stream_);
+}
+
+void CudaBackend::LoadLatentRows(const KvLayer& cache, int32_t width, const AttentionSeq& seq, int32_t first,
+                                 int32_t count, float* out) {
+  if (count <= 0) return;
+  Activate();
+  const int32_t blocks = (first + count + cache.block_size - 1) / cache.block_size;
+  LS_CUDA_REQUIRE(blocks <= seq.num_blocks, "LoadLatentRows: rows past the sequence's block table");
+  const int32_t* d_table = uploader_->Upload(seq.block_table, static_cast<size_t>(blocks));
+  cuda::LoadLatentRows(cache, width, d_table, first, count, out, stream_);
+}
+
+}  // namespace ls

@@ -10,6 +10,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/fp8_blocks.h"
@@ -161,3 +162,108 @@ void MoeExperts(const MoeParams& p, const ExpertTable& experts, MoeScratch& s, c
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::MoeExperts: the op on the backend's stream.
+namespace ls {
+
+namespace {
+
+constexpr size_t kMaxExpertTables = 1024;
+
+// How the grouped GEMMs read a prepared expert weight (BF16 values, or codes and scales).
+cuda::ExpertWeight DescribeExpertWeight(const Tensor& t) {
+  cuda::ExpertWeight w;
+  w.data = t.data;
+  if (t.quantized()) {
+    w.scale = t.quant.scale;
+    w.zero = static_cast<const uint8_t*>(t.quant.zero);
+    w.scale_dtype = t.quant.scale_dtype;
+    w.block_rows = t.quant.block_rows;
+    w.block_cols = t.quant.block_cols;
+  }
+  return w;
+}
+
+bool SameWeight(const cuda::ExpertWeight& a, const cuda::ExpertWeight& b) {
+  return a.data == b.data && a.scale == b.scale && a.zero == b.zero && a.scale_dtype == b.scale_dtype &&
+         a.block_rows == b.block_rows && a.block_cols == b.block_cols;
+}
+
+}  // namespace
+
+const cuda::ExpertTable& CudaBackend::ExpertTableFor(const MoeParams& p) {
+  const int32_t N = p.num_experts;
+  std::vector<cuda::ExpertWeight> host(static_cast<size_t>(3 * N));
+  for (int32_t e = 0; e < N; ++e) {
+    host[e] = DescribeExpertWeight(p.gate[e]);
+    host[N + e] = DescribeExpertWeight(p.up[e]);
+    host[2 * N + e] = DescribeExpertWeight(p.down[e]);
+  }
+  const auto key = std::make_tuple(p.gate, p.up, p.down, N);
+  if (expert_tables_.size() >= kMaxExpertTables && !expert_tables_.count(key)) {
+    // Arrays come and go (expert placements are rebuilt): drop the old tables at some point.
+    LS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (auto& [k, old] : expert_tables_) LS_CUDA_CHECK(cudaFree(old.device));
+    expert_tables_.clear();
+  }
+  ExpertTableEntry& entry = expert_tables_[key];
+  if (entry.device && std::equal(entry.host.begin(), entry.host.end(), host.begin(), host.end(), SameWeight))
+    return entry.table;
+
+  // New or changed array: check every expert, then upload its descriptions.
+  int64_t width = 0;
+  for (int32_t e = 0; e < N && width == 0; ++e)
+    if (p.gate[e].data) width = p.gate[e].rows;
+  // The format of each matrix (BF16 or the codes), the same for every expert.
+  DType codes[3] = {DType::kBF16, DType::kBF16, DType::kBF16};
+  bool first = true, blocks128 = true;  // every matrix quantized in 128 x 128 blocks
+  for (int32_t e = 0; e < N; ++e) {
+    if (!p.gate[e].data) continue;  // an empty slot: never routed to
+    const Tensor* mats[3] = {&p.gate[e], &p.up[e], &p.down[e]};
+    for (int i = 0; i < 3; ++i) {
+      const Tensor& t = *mats[i];
+      LS_CUDA_REQUIRE(t.data && t.layout == Layout::kRowMajor &&
+                          ((t.dtype == DType::kBF16 && !t.quantized()) || cuda::GroupedGemmReads(t)),
+                      "MoeExperts: expert weights must be prepared for WeightUse::kMatmulExpert");
+      if (first) codes[i] = t.dtype;
+      LS_CUDA_REQUIRE(t.dtype == codes[i], "MoeExperts: the experts of one array must share each matrix's format");
+      blocks128 = blocks128 && !t.quant.zero && t.quant.block_rows == 128 && t.quant.block_cols == 128;
+    }
+    first = false;
+    LS_CUDA_REQUIRE(p.gate[e].rows == width && p.gate[e].cols == p.in_width && p.up[e].rows == width &&
+                        p.up[e].cols == p.in_width && p.down[e].rows == p.out_width && p.down[e].cols == width,
+                    "MoeExperts: expert weight shapes disagree with each other or with in_width/out_width");
+  }
+  LS_CUDA_REQUIRE(codes[0] == codes[1], "MoeExperts: gate and up weights must share one format");
+  const bool fp8_blocks = !first && blocks128 && codes[0] == DType::kF8E4M3 && codes[2] == DType::kF8E4M3 &&
+                          width % 16 == 0 && p.in_width % 16 == 0 && p.out_width % 16 == 0;
+  if (!entry.device) {
+    LS_CUDA_CHECK(cudaMalloc(&entry.device, std::max<size_t>(host.size() * sizeof(cuda::ExpertWeight), 1)));
+  }
+  LS_CUDA_CHECK(cudaMemcpyAsync(entry.device, host.data(), host.size() * sizeof(cuda::ExpertWeight),
+                                cudaMemcpyHostToDevice, stream_));
+  LS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // rare: at first use and when the array changes
+  entry.host = std::move(host);
+  const auto* table = static_cast<const cuda::ExpertWeight*>(entry.device);
+  entry.table = cuda::ExpertTable{{table, codes[0]}, {table + N, codes[1]}, {table + 2 * N, codes[2]}, width};
+  entry.table.fp8_blocks = fp8_blocks;
+  return entry.table;
+}
+
+void CudaBackend::MoeExperts(const MoeParams& p) {
+  if (p.num_tokens == 0) return;
+  Activate();
+  cuda::ExpertTable table = ExpertTableFor(p);
+  table.fp8 = table.fp8_blocks && fp8_gemms_;
+  cuda::MoePermute(p, *moe_, stream_);
+  if (p.tokens_per_expert) {
+    const size_t n = static_cast<size_t>(p.num_experts);
+    int32_t* buffer = PendingCountsBuffer(n);
+    LS_CUDA_CHECK(cudaMemcpyAsync(buffer, moe_->counts, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    pending_counts_.push_back({p.tokens_per_expert, p.num_experts});
+  }
+  cuda::MoeGroupedGemms(p, table, *moe_, stream_);
+  cuda::MoeCombine(p, *moe_, stream_);
+}
+
+}  // namespace ls

@@ -6,9 +6,11 @@
 
 #include <cmath>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
 namespace {
@@ -128,3 +130,25 @@ void KdaAttention(const KdaParams& p, const RecurrentSeq* seqs, cudaStream_t str
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::ShortConv, KdaAttention: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::ShortConv(const ShortConvParams& p) {
+  Activate();
+  cuda::FlattenRecurrentSeqs(p.seqs, p.num_seqs, &recurrent_seqs_, &recurrent_tokens_);
+  if (recurrent_tokens_.empty()) return;
+  const auto* d_seqs = uploader_->Upload(recurrent_seqs_.data(), recurrent_seqs_.size());
+  const auto* d_tokens = uploader_->Upload(recurrent_tokens_.data(), recurrent_tokens_.size());
+  cuda::ShortConv(p, d_tokens, static_cast<int32_t>(recurrent_tokens_.size()), d_seqs, stream_);
+}
+
+void CudaBackend::KdaAttention(const KdaParams& p) {
+  Activate();
+  cuda::FlattenRecurrentSeqs(p.seqs, p.num_seqs, &recurrent_seqs_, &recurrent_tokens_);
+  if (recurrent_seqs_.empty()) return;
+  const auto* d_seqs = uploader_->Upload(recurrent_seqs_.data(), recurrent_seqs_.size());
+  cuda::KdaAttention(p, d_seqs, stream_);
+}
+
+}  // namespace ls

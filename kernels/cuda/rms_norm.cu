@@ -6,6 +6,7 @@
 
 #include <cub/block/block_reduce.cuh>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_math.cuh"
@@ -53,3 +54,13 @@ void RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* ou
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::RmsNorm: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::RmsNorm(const float* x, int64_t rows, const Tensor& w, float eps, float* out) {
+  Activate();
+  cuda::RmsNorm(x, rows, w, eps, out, stream_);
+}
+
+}  // namespace ls

@@ -5,8 +5,10 @@
 // so the angles are identical.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
 namespace {
@@ -42,3 +44,27 @@ void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopePara
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::Rope: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p) {
+  if (num_tokens == 0 || p.rotary_dim < 2) return;
+  Activate();
+  const size_t half = static_cast<size_t>(p.rotary_dim / 2);
+  // A model has one or a few frequency tables: each is copied to the device once and kept.
+  const float* d_inv_freq = nullptr;
+  for (const auto& [host, device] : rope_tables_)
+    if (host.size() == half && std::equal(host.begin(), host.end(), p.inv_freq)) d_inv_freq = device;
+  if (!d_inv_freq) {
+    void* device = nullptr;
+    LS_CUDA_CHECK(cudaMalloc(&device, half * sizeof(float)));
+    LS_CUDA_CHECK(cudaMemcpy(device, p.inv_freq, half * sizeof(float), cudaMemcpyHostToDevice));
+    rope_tables_.emplace_back(std::vector<float>(p.inv_freq, p.inv_freq + half), static_cast<float*>(device));
+    d_inv_freq = static_cast<float*>(device);
+  }
+  const int32_t* d_positions = uploader_->Upload(positions, static_cast<size_t>(num_tokens));
+  cuda::Rope(x, num_tokens, d_positions, p, d_inv_freq, stream_);
+}
+
+}  // namespace ls

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cub/block/block_reduce.cuh>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device_math.cuh"
@@ -164,3 +165,13 @@ void Router(const RouterParams& p, cudaStream_t stream) {
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::Router: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::Router(const RouterParams& p) {
+  Activate();
+  cuda::Router(p, stream_);
+}
+
+}  // namespace ls

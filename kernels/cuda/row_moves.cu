@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
 namespace {
@@ -47,3 +49,20 @@ void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width
 }
 
 }  // namespace ls::cuda
+
+// CudaBackend::GatherRows, ScatterRows: the op on the backend's stream.
+namespace ls {
+
+void CudaBackend::GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
+  if (n == 0) return;
+  Activate();
+  cuda::GatherRows(src, uploader_->Upload(rows, static_cast<size_t>(n)), n, width, dst, stream_);
+}
+
+void CudaBackend::ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst) {
+  if (n == 0) return;
+  Activate();
+  cuda::ScatterRows(src, uploader_->Upload(rows, static_cast<size_t>(n)), n, width, dst, stream_);
+}
+
+}  // namespace ls
