@@ -6,7 +6,7 @@
 namespace ls {
 
 const std::vector<const Family*>& Families() {
-  static const std::vector<const Family*> families = {&kStableLatentMoe, &kQwen3Moe,   &kQwen2Moe, &kMixtral,
+  static const std::vector<const Family*> families = {&kStableLatentMoe, &kQwen3Moe,   &kQwen3,     &kQwen2Moe, &kMixtral,
                                                       &kGlm4Moe,         &kDeepseekV3, &kKimiK2, &kDeepseekV2, &kKimiLinear, &kKimiK3};
   return families;
 }

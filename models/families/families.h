@@ -8,6 +8,7 @@ namespace ls {
 
 extern const Family kStableLatentMoe;
 extern const Family kQwen3Moe;
+extern const Family kQwen3;
 extern const Family kQwen2Moe;
 extern const Family kMixtral;
 extern const Family kGlm4Moe;

@@ -73,6 +73,14 @@ def publish_qwen3(rope_scaling=None):
     return edit
 
 
+def publish_qwen3_dense(cfg):
+    # Qwen3-0.6B's spelling: rope_theta, rope_scaling null, torch_dtype, sliding_window null, no layer_types.
+    cfg = _legacy_rope(cfg)
+    del cfg["layer_types"]
+    cfg["max_window_layers"] = cfg["num_hidden_layers"]
+    return cfg
+
+
 def publish_qwen2(cfg):
     cfg = _legacy_rope(cfg)
     del cfg["layer_types"], cfg["qkv_bias"]  # published Qwen1.5-MoE has neither (qkv_bias defaults to true)
@@ -128,6 +136,8 @@ def kimi_dense_mlp_names(name, cfg):
 Q3 = dict(COMMON, head_dim=24, intermediate_size=64, num_hidden_layers=3, moe_intermediate_size=16, num_experts=8,
           num_experts_per_tok=2, norm_topk_prob=True, max_position_embeddings=128,
           rope_parameters={"rope_theta": 10000.0, "rope_type": "default"})
+QD = dict(COMMON, head_dim=24, intermediate_size=64, num_hidden_layers=3, max_position_embeddings=128,
+          rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"})
 Q2 = dict(COMMON, intermediate_size=64, num_hidden_layers=3, moe_intermediate_size=16,
           shared_expert_intermediate_size=40, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
           max_position_embeddings=128, rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"})
@@ -194,6 +204,14 @@ FIXTURES = [
             "transformers 5.24 Qwen3-MoE slides EVERY layer (it has no max_window_layers rule); a token "
             "attends to itself and the 7 positions before it", T.Qwen3MoeConfig, T.Qwen3MoeForCausalLM,
             _q3(use_sliding_window=True, sliding_window=8, max_window_layers=1), 107),
+    Fixture("qwen3_f32", "dense Qwen3 in the published Qwen3-0.6B spelling (rope_theta, rope_scaling null, "
+            "torch_dtype, sliding_window null, no layer_types); tied embeddings; head_dim 24 != hidden/heads; "
+            "qk-norm; a SiLU MLP on every layer", T.Qwen3Config, T.Qwen3ForCausalLM,
+            dict(QD, tie_word_embeddings=True), 131, publish=publish_qwen3_dense, embed_std=0.05),
+    Fixture("qwen3_sliding_bf16", "dense Qwen3 BF16 as transformers 5 saves it (rope_parameters, layer_types): "
+            "use_sliding_window true, sliding_window 8, max_window_layers 1 of 3, so layers 1 and 2 slide and "
+            "layer 0 attends to everything", T.Qwen3Config, T.Qwen3ForCausalLM,
+            dict(QD, use_sliding_window=True, sliding_window=8, max_window_layers=1), 132, dtype="bfloat16"),
     Fixture("qwen2_moe_f32", "Qwen2-MoE in the published Qwen1.5-MoE-A2.7B spelling (no qkv_bias key: q/k/v "
             "biases on by default, o_proj none); shared_expert width 40 with sigmoid shared_expert_gate; softmax "
             "top-2 without renormalisation; use_sliding_window false with sliding_window 16 present (must not "
@@ -505,7 +523,9 @@ def make_goldens(fx, out, model_dir=None, dtype=None):
             break
     else:
         raise RuntimeError(f"{fx.name}: no prompt with routing margin >= {MIN_MARGIN} in {MAX_TRIES} draws")
-    golden = {"prompt_ids": prompt, "decode_ids": decode, "routing_margin": float(f"{probe.margin:.6g}"),
+    # A dense model has no router: its margin is null.
+    routing_margin = None if probe.margin == float("inf") else float(f"{probe.margin:.6g}")
+    golden = {"prompt_ids": prompt, "decode_ids": decode, "routing_margin": routing_margin,
               "greedy_margin": float(f"{greedy_margin(logits):.6g}"), "prompt_seed_offset": attempt}
     with open(os.path.join(out, "golden.json"), "w") as f:
         json.dump(golden, f)
@@ -568,7 +588,7 @@ def main():
         if a.only and fx.name not in a.only:
             continue
         size, count, g = write_fixture(fx, a.out)
-        print(f"{fx.name}: {size} bytes, {count} tensors, routing margin {g['routing_margin']:.3g}, "
+        print(f"{fx.name}: {size} bytes, {count} tensors, routing margin {g['routing_margin'] or float('inf'):.3g}, "
               f"greedy margin {g['greedy_margin']:.3g}, prompt draw {g['prompt_seed_offset']}")
 
 

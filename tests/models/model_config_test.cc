@@ -60,6 +60,25 @@ TEST(ModelConfig, NotAnObject) {
   EXPECT_FALSE(ParseModelConfig("", "c").ok());
 }
 
+// Dense Qwen3 without layer_types: transformers' Qwen3Config slides the layers from
+// max_window_layers on, and only with use_sliding_window.
+TEST(ModelConfig, DenseQwen3SlidesFromMaxWindowLayers) {
+  const std::string base = R"({"architectures": ["Qwen3ForCausalLM"], "vocab_size": 100, "hidden_size": 32,
+    "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+    "intermediate_size": 48, "max_window_layers": 1, "sliding_window": 8)";
+  auto sliding = ParseModelConfig(base + R"(, "use_sliding_window": true})", "c");
+  ASSERT_TRUE(sliding.ok()) << sliding.status();
+  EXPECT_FALSE(sliding->has_moe_layers());
+  EXPECT_EQ(sliding->layers[0].sliding_window, 0);
+  EXPECT_EQ(sliding->layers[1].sliding_window, 8);
+  EXPECT_EQ(sliding->layers[2].sliding_window, 8);
+  auto full = ParseModelConfig(base + R"(, "use_sliding_window": false})", "c");
+  ASSERT_TRUE(full.ok()) << full.status();
+  for (const LayerPlan& l : full->layers) EXPECT_EQ(l.sliding_window, 0);
+  auto bad = ParseModelConfig(base + R"(, "layer_types": ["full_attention", "chunked"]})", "c");
+  EXPECT_NE(bad.status().message().find("layer_types"), std::string::npos) << bad.status();
+}
+
 TEST(ModelConfig, FamilyByArchitectureAndModelType) {
   struct Case {
     const char* architecture;
@@ -72,6 +91,7 @@ TEST(ModelConfig, FamilyByArchitectureAndModelType) {
       {"", "", "StableLatentMoE", "hermes", ""},
       {"Qwen3MoeForCausalLM", "qwen3_moe", "Qwen3-MoE", "hermes", ""},
       {"Qwen2MoeForCausalLM", "qwen2_moe", "Qwen2-MoE", "hermes", ""},
+      {"Qwen3ForCausalLM", "qwen3", "Qwen3", "hermes", ""},
       {"MixtralForCausalLM", "mixtral", "Mixtral", "", ""},
       {"Glm4MoeForCausalLM", "glm4_moe", "GLM-4-MoE", "glm45", ""},
       {"DeepseekV3ForCausalLM", "deepseek_v3", "DeepSeek-V3", "deepseek_v3", ""},
