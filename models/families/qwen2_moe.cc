@@ -23,7 +23,7 @@ void ReadConfig(ConfigReader& r, ModelConfig* c) {
   m.shared_gate = m.shared_ffn > 0;
   m.norm_topk_prob = r.Bool("norm_topk_prob", false);
   PlanSparseLayers(r, c);
-  ReadQwenLayerTypes(r, c);
+  ReadQwenLayerTypes(r, c, QwenWindowLayers::kAlternateBelowMax);
 }
 
 }  // namespace

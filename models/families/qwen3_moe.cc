@@ -8,13 +8,7 @@ namespace ls {
 namespace {
 
 void ReadConfig(ConfigReader& r, ModelConfig* c) {
-  ReadDecoderKeys(r, c, DecoderDefaults{.max_position_embeddings = 32768});
-  ReadGqaKeys(r, c);
-  GqaConfig& a = c->attention;
-  a.qkv_bias = a.o_bias = r.Bool("attention_bias", false);
-  a.qk_norm = true;
-  ReadRopeKeys(r, c, RopeDefaults{}, a.head_dim, &a.rope);
-  ReadActivation(r, c, /*allow_situ=*/false);
+  ReadQwen3AttentionKeys(r, c);
   c->intermediate_size = r.Int("intermediate_size", false, 0);
   MoeConfig& m = c->moe;
   m.num_experts = static_cast<int32_t>(r.Int({"num_experts", "num_local_experts"}, true));

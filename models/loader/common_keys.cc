@@ -152,7 +152,7 @@ void PlanSparseLayers(ConfigReader& r, ModelConfig* c) {
   }
 }
 
-void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c) {
+void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c, QwenWindowLayers rule) {
   const bool sliding = r.Bool("use_sliding_window", false);
   const int64_t window = r.Int("sliding_window", false, 4096);
   const int64_t max_window_layers = r.Int("max_window_layers", false, 28);
@@ -174,13 +174,23 @@ void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c) {
       }
     }
   } else {
-    // transformers 5: every other layer (0, 2, 4, ...) below max_window_layers slides.
-    for (int32_t l = 0; l < c->num_hidden_layers; ++l) slides[l] = sliding && (l + 1) % 2 == 1 && l < max_window_layers;
+    for (int32_t l = 0; l < c->num_hidden_layers; ++l)
+      slides[l] = rule == QwenWindowLayers::kFromMax ? l >= max_window_layers : l % 2 == 0 && l < max_window_layers;
   }
   if (!sliding) return;  // transformers sets no window at all without use_sliding_window
   if (!r.Has("sliding_window") || window <= 0) r.Fail("key 'sliding_window' must be positive with use_sliding_window");
   for (int32_t l = 0; l < c->num_hidden_layers; ++l)
     if (slides[l]) c->layers[l].sliding_window = static_cast<int32_t>(window);
+}
+
+void ReadQwen3AttentionKeys(ConfigReader& r, ModelConfig* c) {
+  ReadDecoderKeys(r, c, DecoderDefaults{.max_position_embeddings = 32768});
+  ReadGqaKeys(r, c);
+  GqaConfig& a = c->attention;
+  a.qkv_bias = a.o_bias = r.Bool("attention_bias", false);
+  a.qk_norm = true;
+  ReadRopeKeys(r, c, RopeDefaults{}, a.head_dim, &a.rope);
+  ReadActivation(r, c, /*allow_situ=*/false);
 }
 
 void ReadDeepseekMoeKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& defaults) {

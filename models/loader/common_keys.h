@@ -42,9 +42,17 @@ void PlanLayers(ModelConfig* c, int32_t first_dense);
 // Qwen's sparse-layer rule: layer l is MoE unless listed in `mlp_only_layers`, when there are
 // experts and (l + 1) is a multiple of `decoder_sparse_step`.
 void PlanSparseLayers(ConfigReader& r, ModelConfig* c);
-// Qwen2's sliding-window layers: `layer_types` when given, else transformers' rule from
-// use_sliding_window, max_window_layers and sliding_window.
-void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c);
+// Which layers slide when config.json lists no `layer_types`, as transformers decides it.
+enum class QwenWindowLayers {
+  kAlternateBelowMax,  // Qwen2-MoE: every other layer (0, 2, 4, ...) below max_window_layers
+  kFromMax,            // Qwen3 (dense): the layers from max_window_layers on
+};
+// Qwen's sliding-window layers: `layer_types` when given, else `rule`; a window only with
+// use_sliding_window, when sliding_window must then be positive.
+void ReadQwenLayerTypes(ConfigReader& r, ModelConfig* c, QwenWindowLayers rule);
+// Qwen3's decoder and attention keys, dense and MoE: the decoder keys (max_position_embeddings
+// default 32768), GQA with per-head q/k RMSNorm, attention_bias, RoPE, the activation.
+void ReadQwen3AttentionKeys(ConfigReader& r, ModelConfig* c);
 // What a DeepSeek-style family's config class assumes for MoE keys config.json leaves out.
 struct MoeDefaults {
   int64_t n_shared_experts = 1;
