@@ -1,7 +1,12 @@
 // ParseModelConfig and LoadModelConfig: the family dispatch (see load_config.h).
 #include "models/families/load_config.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/read_file.h"
 #include "models/families/family.h"
 #include "models/loader/config_reader.h"
@@ -25,13 +30,13 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text, absl::
   if (auto it = j.find("model_type"); it != j.end() && it->is_string()) c.model_type = it->get<std::string>();
   const Family* family = FindFamily(c.architecture, c.model_type);
   if (!family) {
-    std::string supported;
+    std::vector<std::string> supported;  // each once: Kimi-K2 shares DeepSeek-V3's
     for (const Family* f : Families())
-      if (supported.find(f->architectures[0]) == std::string::npos)  // Kimi-K2 shares DeepSeek-V3's
-        absl::StrAppend(&supported, supported.empty() ? "" : ", ", f->architectures[0]);
+      if (std::find(supported.begin(), supported.end(), f->architectures[0]) == supported.end())
+        supported.push_back(f->architectures[0]);
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": unsupported architecture \"", c.architecture.empty() ? c.model_type : c.architecture,
-        "\" (supported: ", supported, ")"));
+        "\" (supported: ", absl::StrJoin(supported, ", "), ")"));
   }
   c.family = family->name;
   ConfigReader r(j, std::string(source));

@@ -143,18 +143,11 @@ def wait_until_no_other_connection_is_open(s, timeout=20):
     would see one of them refused and then, once it goes, a slot free for good."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        text = requests.get(s.url + "/metrics", headers={"Connection": "close"}, timeout=5).text
-        if metric_value(text, "latentserve_http_connections_open") <= 1:  # this request's own
+        # This request's own connection is the one open (and closed after it).
+        if s.metric("latentserve_http_connections_open", headers={"Connection": "close"}) <= 1:
             return
         time.sleep(0.05)
     raise AssertionError("connections from before the test stay open")
-
-
-def metric_value(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise KeyError(name)
 
 
 def test_connections_beyond_the_cap_get_503_and_close():
