@@ -1,8 +1,10 @@
-// Speculative decoding by n-gram lookup on one stream: the model (default models/tiny) continues
-// Genesis 1:1-5 (text that repeats itself, as the KJV does), greedy, with speculation off
-// and on (k tokens per step) in alternating rounds. Decode tokens per second (after the first
-// token), the ratio, and the draft tokens proposed and accepted. Prints JSON; medians over rounds.
-// Usage: speculative_bench [MODEL_DIR] [rounds] [k] [max_tokens]
+// Speculative decoding on one stream: the model (default models/tiny) continues Genesis 1:1-5
+// (text that repeats itself, as the KJV does), greedy, with speculation off and on (k tokens per
+// step) in alternating rounds — by n-gram lookup, or by a draft model when DRAFT_DIR is given.
+// Decode tokens per second (after the first token), the ratio, and the draft tokens proposed and
+// accepted, the target model's time per step (a verifying step computes k + 1 positions) and the
+// proposer's time per step. Prints JSON; medians over rounds.
+// Usage: speculative_bench [MODEL_DIR] [rounds] [k] [max_tokens] [DRAFT_DIR]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,8 +44,18 @@ int main(int argc, char** argv) {
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   const int k = argc > 3 ? std::atoi(argv[3]) : 4;
   const int max_tokens = argc > 4 ? std::atoi(argv[4]) : 64;
+  const std::string draft_dir = argc > 5 ? argv[5] : "";
   ls::CpuBackend backend(0);
   auto model = ls::LoadModel(dir, &backend);
+  std::unique_ptr<ls::Model> draft;
+  if (!draft_dir.empty()) {
+    auto d = ls::LoadModel(draft_dir, &backend);
+    if (!d.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(d.status().message()).c_str());
+      return 1;
+    }
+    draft = std::move(*d);
+  }
   auto tokenizer = ls::tok::LoadTokenizer(dir);
   if (!model.ok() || !tokenizer.ok()) {
     std::fprintf(stderr, "%s\n", std::string((model.ok() ? tokenizer.status() : model.status()).message()).c_str());
@@ -54,12 +66,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(prompt.status().message()).c_str());
     return 1;
   }
-  std::vector<double> rate[2];
+  std::vector<double> rate[2], step_ms[2], propose_ms;
   uint64_t drafted = 0, accepted = 0, steps = 0;
   for (int round = 0; round < rounds; ++round)
     for (int on = 0; on < 2; ++on) {
       ls::EngineConfig cfg;
-      cfg.speculative = {on ? k : 0, 1, 4};
+      cfg.speculative = {on ? k : 0, 1, 4, on ? draft.get() : nullptr};
       cfg.enable_prefix_caching = false;
       auto engine = ls::Engine::Create(model->get(), tokenizer->get(), cfg);
       if (!engine.ok()) {
@@ -85,20 +97,24 @@ int main(int argc, char** argv) {
         tokens += static_cast<int>(o.token_ids.size());
       }
       rate[on].push_back((tokens - 1) / std::chrono::duration<double>(Clock::now() - t0).count());
+      const ls::MetricsSnapshot m = (*engine)->Metrics();
+      step_ms[on].push_back(1e3 * m.model_seconds / static_cast<double>(std::max<uint64_t>(m.steps, 1)));
       if (on) {
-        const ls::MetricsSnapshot m = (*engine)->Metrics();
+        propose_ms.push_back(1e3 * m.spec_propose_seconds / static_cast<double>(std::max<uint64_t>(m.steps, 1)));
         drafted += m.spec_draft_tokens;
         accepted += m.spec_accepted_tokens;
         steps += m.spec_steps;
       }
     }
   std::printf(
-      "{\"benchmark\": \"speculative_ngram\", \"model\": \"%s\", \"rounds\": %d, \"k\": %d, \"prompt_tokens\": %zu, "
+      "{\"benchmark\": \"speculative\", \"method\": \"%s\", \"model\": \"%s\", \"draft_model\": \"%s\", \"rounds\": "
+      "%d, \"k\": %d, \"prompt_tokens\": %zu, "
       "\"max_tokens\": %d, \"decode_tok_s_off\": %.1f, \"decode_tok_s_on\": %.1f, \"speedup\": %.2f, "
-      "\"draft_tokens\": %llu, \"accepted_tokens\": %llu, \"acceptance\": %.3f, \"accepted_per_verify_step\": %.2f}\n",
-      dir.c_str(), rounds, k, prompt->size(), max_tokens, Median(rate[0]), Median(rate[1]),
-      Median(rate[1]) / Median(rate[0]), static_cast<unsigned long long>(drafted),
+      "\"draft_tokens\": %llu, \"accepted_tokens\": %llu, \"acceptance\": %.3f, \"accepted_per_verify_step\": %.2f, "
+      "\"model_ms_per_step_off\": %.3f, \"model_ms_per_step_on\": %.3f, \"propose_ms_per_step\": %.3f}\n",
+      draft ? "draft_model" : "ngram", dir.c_str(), draft_dir.c_str(), rounds, k, prompt->size(), max_tokens,
+      Median(rate[0]), Median(rate[1]), Median(rate[1]) / Median(rate[0]), static_cast<unsigned long long>(drafted),
       static_cast<unsigned long long>(accepted), drafted ? static_cast<double>(accepted) / drafted : 0.0,
-      steps ? static_cast<double>(accepted) / steps : 0.0);
+      steps ? static_cast<double>(accepted) / steps : 0.0, Median(step_ms[0]), Median(step_ms[1]), Median(propose_ms));
   return 0;
 }

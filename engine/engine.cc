@@ -6,6 +6,8 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "engine/draft_model_proposer.h"
+#include "engine/ngram_proposer.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "structured/matcher.h"
@@ -77,14 +79,27 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   if (config.state_snapshot_interval < 0 || config.state_snapshot_interval % config.block_size != 0)
     return absl::InvalidArgumentError(absl::StrCat("state_snapshot_interval must be a multiple of block_size (",
                                                    config.block_size, "), got ", config.state_snapshot_interval));
-  const NgramConfig& ngram = config.speculative;
-  if (ngram.num_speculative_tokens < 0 || ngram.num_speculative_tokens > 16 || ngram.min_n < 1 ||
-      ngram.max_n < ngram.min_n)
+  SpeculativeConfig& speculative = config.speculative;
+  if (speculative.num_speculative_tokens < 0 || speculative.num_speculative_tokens > 16 ||
+      speculative.prompt_lookup_min < 1 || speculative.prompt_lookup_max < speculative.prompt_lookup_min)
     return absl::InvalidArgumentError(absl::StrCat(
         "speculative decoding: num_speculative_tokens must be in [0, 16] and 1 <= prompt_lookup_min <= "
         "prompt_lookup_max, got ",
-        ngram.num_speculative_tokens, ", ", ngram.min_n, ", ", ngram.max_n));
-  if (slots > 0) config.speculative.num_speculative_tokens = 0;  // a rejected token's state cannot be taken back
+        speculative.num_speculative_tokens, ", ", speculative.prompt_lookup_min, ", ", speculative.prompt_lookup_max));
+  if (slots > 0 || speculative.num_speculative_tokens == 0) {  // a rejected token's state cannot be taken back
+    speculative.num_speculative_tokens = 0;
+    speculative.draft_model = nullptr;
+  }
+  // A draft model's cache holds as many tokens as the target's, out of the same budget.
+  size_t draft_block_bytes = 0;
+  DType draft_kv_dtype = DType::kF32;
+  if (speculative.draft_model) {
+    auto dt = ChooseKvCacheDType(config.kv_cache_dtype, speculative.draft_model->dtype(),
+                                 *speculative.draft_model->backend());
+    if (!dt.ok()) return dt.status();
+    draft_kv_dtype = *dt;
+    draft_block_bytes = KvCache::BytesPerBlock(speculative.draft_model->kv_layout(), config.block_size, draft_kv_dtype);
+  }
   int32_t snapshots = 0;
   if (slots > 0 && config.enable_prefix_caching) {
     const size_t budget = config.state_cache_bytes < 0 ? config.kv_cache_bytes / 4
@@ -104,8 +119,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
     blocks = block_bytes == 0
                  ? static_cast<int32_t>(std::min<int64_t>(
                        (1 << 30) / config.block_size,
-                       static_cast<int64_t>(slots) * ((mc.max_position_embeddings + config.block_size - 1) / config.block_size)))
-                 : static_cast<int32_t>((config.kv_cache_bytes - state_bytes) / block_bytes);
+                       static_cast<int64_t>(slots) *
+                           ((mc.max_position_embeddings + config.block_size - 1) / config.block_size)))
+                 : static_cast<int32_t>((config.kv_cache_bytes - state_bytes) / (block_bytes + draft_block_bytes));
   }
   if (blocks < 2) return absl::InvalidArgumentError("KV cache too small: fewer than 2 blocks");
   if (config.scheduler.max_num_batched_tokens < 1)
@@ -113,7 +129,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   if (tokenizer && tokenizer->vocab_size() > mc.vocab_size)
     return absl::InvalidArgumentError(absl::StrCat("tokenizer vocabulary (", tokenizer->vocab_size(),
                                                    ") is larger than the model's (", mc.vocab_size, ")"));
-  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots, snapshots));
+  std::unique_ptr<DraftProposer> proposer;
+  if (speculative.draft_model) {
+    auto p =
+        DraftModelProposer::Create(speculative.draft_model, blocks, config.block_size, draft_kv_dtype, mc.vocab_size);
+    if (!p.ok()) return p.status();
+    proposer = std::move(*p);
+  } else if (speculative.num_speculative_tokens > 0) {
+    proposer = std::make_unique<NgramProposer>(speculative.prompt_lookup_min, speculative.prompt_lookup_max);
+  }
+  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots, snapshots, std::move(proposer)));
   auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_, engine->group_);
   if (!balancer.ok()) return balancer.status();
   engine->balancer_ = std::move(*balancer);
@@ -176,7 +201,7 @@ absl::Status Engine::Warmup() {
 }
 
 Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
-               int32_t num_state_slots, int32_t num_snapshot_slots)
+               int32_t num_state_slots, int32_t num_snapshot_slots, std::unique_ptr<DraftProposer> proposer)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
@@ -192,6 +217,7 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
       slots_(num_state_slots * group_->size(), group_->size()),
       // Snapshot slots follow the running sequences' slots in each rank's cache.
       snapshots_(&blocks_, num_snapshot_slots, num_state_slots, group_->size(), config.state_snapshot_interval),
+      proposer_(std::move(proposer)),
       scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr,
                  num_snapshot_slots > 0 ? &snapshots_ : nullptr),
       eos_ids_(model->config().eos_token_ids) {
@@ -201,6 +227,7 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
     m.snapshot_slots_total = num_snapshot_slots * group_->size();
     m.snapshot_slot_bytes = static_cast<int64_t>(KvCache::BytesPerStateSlot(model->kv_layout()));
     m.num_ranks = group_->size();
+    if (config.speculative.num_speculative_tokens > 0) m.spec_method = config.speculative.method();
     m.kv_block_size = config.block_size;
     m.num_layers = model->config().num_hidden_layers;
     m.num_experts = model->config().moe.num_experts;
@@ -367,6 +394,7 @@ void Engine::TakeInbox() {
 
 void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
   scheduler_.Remove(&s->seq);
+  if (proposer_) proposer_->Forget(s->seq.arrival);
   RequestOutput out;
   out.request_id = s->request.id;
   if (reason != FinishReason::kError && reason != FinishReason::kCancelled && s->detok) {
@@ -405,8 +433,9 @@ void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
 }
 
 void Engine::ProposeDrafts() {
+  if (!proposer_) return;
   const int32_t k = config_.speculative.num_speculative_tokens;
-  if (k <= 0) return;
+  std::vector<DraftQuery> queries;
   for (const auto& [id, s] : streams_) {
     Sequence& seq = s->seq;
     seq.draft.clear();
@@ -417,8 +446,16 @@ void Engine::ProposeDrafts() {
     // Room for the draft and the token after it within max_tokens and the context length.
     const int32_t room = std::min(s->request.params.max_tokens - seq.num_output_tokens(), max_model_len_ - seq.num_tokens());
     if (room <= 1) continue;
-    seq.draft = ProposeNgram(seq.tokens, config_.speculative, std::min(k, room - 1));
+    queries.push_back({seq.arrival, &seq.tokens, std::min(k, room - 1), &seq.draft});
   }
+  if (queries.empty()) return;
+  const auto t0 = Clock::now();
+  const absl::Status st = proposer_->Propose(queries);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  metrics_.Update([&](MetricsSnapshot& m) {
+    m.spec_propose_seconds += seconds;
+    if (!st.ok()) ++m.spec_propose_errors;
+  });
 }
 
 int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {

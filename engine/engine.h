@@ -20,10 +20,10 @@
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "engine/block_manager.h"
+#include "engine/draft_proposer.h"
 #include "engine/expert_balancer.h"
 #include "engine/local_rank_group.h"
 #include "engine/metrics.h"
-#include "engine/ngram_proposer.h"
 #include "engine/rank_group.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -48,10 +48,11 @@ struct EngineConfig {
   // block_size; 0: only where a prompt leaves the cached prefixes and where it ends).
   int64_t state_cache_bytes = -1;
   int32_t state_snapshot_interval = 512;
-  // Speculative decoding by n-gram lookup (engine/ngram_proposer.h); num_speculative_tokens 0: off.
-  // Not for models with recurrent layers (a rejected token's state cannot be taken back) nor for
-  // structured output.
-  NgramConfig speculative;
+  // Speculative decoding (engine/draft_proposer.h); num_speculative_tokens 0: off. Not for models
+  // with recurrent layers (a rejected token's state cannot be taken back) nor for structured
+  // output. A draft model's KV cache comes out of kv_cache_bytes: both caches hold the same number
+  // of tokens (with num_kv_blocks set, the draft's has as many blocks).
+  SpeculativeConfig speculative;
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
   int32_t max_logprobs = 20;
@@ -124,8 +125,10 @@ class Engine {
   // State snapshot slots of all ranks together (0 for models without recurrent layers), and the
   // bytes each takes.
   int32_t num_snapshot_slots() const { return snapshots_.slots_per_pool() * group_->size(); }
-  // Tokens proposed per step by speculative decoding (0: off, as configured or for this model).
+  // Tokens proposed per step by speculative decoding (0: off, as configured or for this model), and how.
   int32_t num_speculative_tokens() const { return config_.speculative.num_speculative_tokens; }
+  const char* speculative_method() const { return config_.speculative.method(); }
+  const Model* draft_model() const { return config_.speculative.draft_model; }
   size_t snapshot_slot_bytes() const { return KvCache::BytesPerStateSlot(model_->kv_layout()); }
   int32_t kv_block_size() const { return blocks_.block_size(); }
   // Tokens the cache holds: blocks × tokens per block.
@@ -139,7 +142,7 @@ class Engine {
   struct Stream;
   // num_blocks, num_state_slots and num_snapshot_slots: each rank's.
   Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
-         int32_t num_state_slots, int32_t num_snapshot_slots);
+         int32_t num_state_slots, int32_t num_snapshot_slots, std::unique_ptr<DraftProposer> proposer);
 
   absl::Status Warmup();
   void Loop();
@@ -171,6 +174,7 @@ class Engine {
   BlockManager blocks_;
   StateSlots slots_;
   StateSnapshots snapshots_;
+  std::unique_ptr<DraftProposer> proposer_;  // null: speculation off
   Scheduler scheduler_;
   EngineMetrics metrics_;
   std::vector<int32_t> eos_ids_;

@@ -56,8 +56,13 @@ struct MetricsSnapshot {
   // snapshots held now, taken and evicted since the start.
   int64_t snapshot_slots_total = 0, snapshot_slot_bytes = 0, snapshots_held = 0;
   int64_t snapshots_taken = 0, snapshot_evictions = 0;
-  // Speculative decoding: sequence-steps that verified a draft, draft tokens proposed, and accepted.
+  // Speculative decoding: its method ("ngram", "draft_model"; empty: off), sequence-steps that
+  // verified a draft, draft tokens proposed and accepted, time spent proposing, and proposer
+  // failures (each leaves that step without drafts).
+  std::string spec_method;
   uint64_t spec_steps = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+  double spec_propose_seconds = 0;
+  uint64_t spec_propose_errors = 0;
   double model_seconds = 0;  // time inside the model's forward
   double step_seconds = 0;   // whole step loop time while busy (scheduling, model, sampling, output)
   // Structured output: time spent masking logits with grammars and advancing the matchers, and the

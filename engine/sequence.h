@@ -24,10 +24,10 @@ struct Sequence {
   int64_t tokens_computed_by_model = 0;  // KV actually computed (excludes prefix-cache hits)
   int32_t prefix_cached_tokens = 0;      // prompt tokens found in the prefix cache on first admission
   int32_t state_slot = -1;  // its recurrent-state slot while running (models with KDA layers)
-  int32_t branch_point = 0;
+  int32_t branch_point = 0;  // where its prompt leaves every cached prefix (state snapshots are taken there)
   // Speculative decoding: tokens proposed to follow `tokens`, set before each schedule while the
   // sequence decodes; not part of `tokens` until verified.
-  std::vector<int32_t> draft;  // where its prompt leaves every cached prefix (state snapshots are taken there)
+  std::vector<int32_t> draft;
   bool reuse_cached_prefix = true;       // false: every prompt token is computed (prompt logprobs need them)
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }

@@ -74,7 +74,9 @@ ABSL_FLAG(int32_t, state_snapshot_interval, 512,
           "(0: only where a prompt leaves the cached prefixes and where it ends)");
 ABSL_FLAG(std::string, speculative_config, "",
           "speculative decoding, as JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": k, "
-          "\"prompt_lookup_min\": n, \"prompt_lookup_max\": m} (prompt lookup; not for models with recurrent layers)");
+          "\"prompt_lookup_min\": n, \"prompt_lookup_max\": m} (prompt lookup) or {\"method\": \"draft_model\", "
+          "\"model\": DIR, \"num_speculative_tokens\": k} (a smaller model with the same tokenizer); not for models "
+          "with recurrent layers");
 ABSL_FLAG(bool, warmup, true,
           "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
@@ -261,7 +263,8 @@ absl::StatusOr<ls::GenerationDefaults> GenerationDefaultsFromFlags(const std::st
 }
 
 // The engine's configuration (without the rank group's part).
-absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags() {
+// The draft model's directory, when --speculative_config names one, goes to *draft_model_dir.
+absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_dir) {
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
   cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
@@ -280,7 +283,8 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags() {
   cfg.state_snapshot_interval = absl::GetFlag(FLAGS_state_snapshot_interval);
   auto speculative = ls::server::ParseSpeculativeConfig(absl::GetFlag(FLAGS_speculative_config));
   if (!speculative.ok()) return speculative.status();
-  cfg.speculative = *speculative;
+  cfg.speculative = speculative->config;
+  *draft_model_dir = speculative->draft_model_dir;
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
@@ -319,37 +323,46 @@ std::string ServedModelName(const std::string& dir) {
   return name;
 }
 
+// How the engine speculates, for the ready line (null: it does not).
+nlohmann::json SpeculativeFields(const ls::Engine& engine) {
+  if (engine.num_speculative_tokens() == 0) return nullptr;
+  nlohmann::json j{{"method", engine.speculative_method()},
+                   {"num_speculative_tokens", engine.num_speculative_tokens()}};
+  if (const ls::Model* draft = engine.draft_model()) {
+    j["draft_family"] = draft->config().family;
+    j["draft_weight_mb"] = static_cast<double>(draft->weight_bytes()) / (1 << 20);
+  }
+  return j;
+}
+
 // What is serving, for the ready line.
 nlohmann::json ReadyFields(const std::string& name, const ls::Model& model, ls::Engine& engine,
                            const ls::Backend& backend, const ls::BackendOptions& backend_options,
                            ls::dist::RankProcess* group, int http_port, int grpc_port, bool auth) {
-  return {{"model", name},
-          {"family", model.config().family},
-          {"http_port", http_port},
-          {"grpc_port", grpc_port},
-          {"kv_blocks", engine.num_kv_blocks()},
-          {"kv_cache_tokens", engine.kv_cache_tokens()},
-          {"kv_cache_dtype", ls::KvCacheDTypeName(engine.kv_cache_dtype())},
-          {"state_slots", engine.num_state_slots()},
-          {"prefix_caching", engine.prefix_caching()},
-          {"state_snapshot_slots", engine.num_snapshot_slots()},
-          {"speculative", engine.num_speculative_tokens() > 0
-                              ? nlohmann::json{{"method", "ngram"},
-                                               {"num_speculative_tokens", engine.num_speculative_tokens()}}
-                              : nlohmann::json(nullptr)},
-          {"state_cache_mb",
-           static_cast<double>(engine.num_snapshot_slots() * engine.snapshot_slot_bytes()) / (1 << 20)},
-          {"backend", std::string(backend.name())},
-          {"activation_dtype", ls::ActivationDtypeName(backend_options)},
-          {"cpu_isa", ls::CpuIsaName()},
-          {"ranks", engine.num_ranks()},
-          {"pid", static_cast<int64_t>(getpid())},
-          {"workers", nlohmann::json::parse(group ? group->workers_json() : "{}")},
-          {"rank_expert_slot_bytes", engine.Metrics().rank_expert_bytes},
-          {"rank_redundant_expert_slot_bytes", engine.Metrics().rank_redundant_expert_bytes},
-          {"warmup_tokens", engine.warmup_tokens()},
-          {"warmup_ms", static_cast<int64_t>(1e3 * engine.warmup_seconds())},
-          {"auth", auth}};
+  return {
+      {"model", name},
+      {"family", model.config().family},
+      {"http_port", http_port},
+      {"grpc_port", grpc_port},
+      {"kv_blocks", engine.num_kv_blocks()},
+      {"kv_cache_tokens", engine.kv_cache_tokens()},
+      {"kv_cache_dtype", ls::KvCacheDTypeName(engine.kv_cache_dtype())},
+      {"state_slots", engine.num_state_slots()},
+      {"prefix_caching", engine.prefix_caching()},
+      {"state_snapshot_slots", engine.num_snapshot_slots()},
+      {"speculative", SpeculativeFields(engine)},
+      {"state_cache_mb", static_cast<double>(engine.num_snapshot_slots() * engine.snapshot_slot_bytes()) / (1 << 20)},
+      {"backend", std::string(backend.name())},
+      {"activation_dtype", ls::ActivationDtypeName(backend_options)},
+      {"cpu_isa", ls::CpuIsaName()},
+      {"ranks", engine.num_ranks()},
+      {"pid", static_cast<int64_t>(getpid())},
+      {"workers", nlohmann::json::parse(group ? group->workers_json() : "{}")},
+      {"rank_expert_slot_bytes", engine.Metrics().rank_expert_bytes},
+      {"rank_redundant_expert_slot_bytes", engine.Metrics().rank_redundant_expert_bytes},
+      {"warmup_tokens", engine.warmup_tokens()},
+      {"warmup_ms", static_cast<int64_t>(1e3 * engine.warmup_seconds())},
+      {"auth", auth}};
 }
 
 // What the flags asked for and the model or the host does not allow, logged after the ready line.
@@ -491,8 +504,16 @@ int main(int argc, char** argv) {
   if (!chat.ok()) return fail(chat.status().message());
   auto generation_defaults = GenerationDefaultsFromFlags(dir, (*model)->config().vocab_size);
   if (!generation_defaults.ok()) return fail(generation_defaults.status().message());
-  auto cfg = EngineConfigFromFlags();
+  std::string draft_dir;
+  auto cfg = EngineConfigFromFlags(&draft_dir);
   if (!cfg.ok()) return fail(cfg.status().message());
+  std::unique_ptr<ls::Model> draft_model;  // outlives the engine
+  if (!draft_dir.empty()) {
+    auto draft = ls::server::LoadDraftModel(draft_dir, backend.get(), **model, tokenizer.get());
+    if (!draft.ok()) return fail(draft.status().message());
+    draft_model = std::move(*draft);
+    cfg->speculative.draft_model = draft_model.get();
+  }
   if (group) {
     cfg->ranks = group->leader_group(model->get());
     // The group broke: the engine has answered every request; main wakes up and ends the process.

@@ -98,13 +98,28 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Value(&out, "latentserve_state_snapshot_evictions_total", "counter",
           "Snapshots evicted (least recently used, or to give back their KV block).", m.snapshot_evictions);
   }
-  if (m.spec_steps > 0) {
-    Value(&out, "latentserve_spec_decode_num_drafts_total", "counter",
-          "Speculative decoding: sequence steps that verified a draft.", static_cast<int64_t>(m.spec_steps));
-    Value(&out, "latentserve_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.",
-          static_cast<int64_t>(m.spec_draft_tokens));
-    Value(&out, "latentserve_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
-          static_cast<int64_t>(m.spec_accepted_tokens));
+  if (!m.spec_method.empty()) {
+    // Labelled by method, as one server speculates one way.
+    const std::string label = absl::StrCat("{method=\"", m.spec_method, "\"}");
+    auto labelled = [&](const char* name, const char* type, const char* help, double v) {
+      Header(&out, name, type, help);
+      absl::StrAppendFormat(&out, "%s%s %.17g\n", name, label, v);
+    };
+    labelled("latentserve_spec_decode_num_drafts_total", "counter",
+             "Speculative decoding: sequence steps that verified a draft.", static_cast<double>(m.spec_steps));
+    labelled("latentserve_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.",
+             static_cast<double>(m.spec_draft_tokens));
+    labelled("latentserve_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+             static_cast<double>(m.spec_accepted_tokens));
+    labelled("latentserve_spec_decode_acceptance_rate", "gauge", "Draft tokens accepted per draft token proposed.",
+             m.spec_draft_tokens > 0 ? static_cast<double>(m.spec_accepted_tokens) / m.spec_draft_tokens : 0.0);
+    labelled("latentserve_spec_decode_mean_accepted_length", "gauge",
+             "Tokens a verifying step emits on average: 1 + draft tokens accepted per step.",
+             m.spec_steps > 0 ? 1.0 + static_cast<double>(m.spec_accepted_tokens) / m.spec_steps : 0.0);
+    labelled("latentserve_spec_decode_propose_seconds_total", "counter", "Time spent proposing drafts.",
+             m.spec_propose_seconds);
+    labelled("latentserve_spec_decode_propose_errors_total", "counter",
+             "Proposer failures (each leaves that step without drafts).", static_cast<double>(m.spec_propose_errors));
   }
   Value(&out, "latentserve_structured_output_tokens_total", "counter",
         "Tokens sampled under a structured-output grammar.", static_cast<int64_t>(m.grammar_tokens));

@@ -2,7 +2,8 @@
 - under load with expert parallelism and re-planning, the heatmap is drawn (coloured pixels over
   the whole plot in a screenshot) and re-plans are marked on the time axis; once the load stops,
   every number the page shows equals what /v1/expert_load and /metrics answer at that moment
-  (TTFT and inter-token percentiles recomputed here from the histograms), the hottest and idlest
+  (TTFT and inter-token percentiles recomputed here from the histograms, the speculative-decoding
+  acceptance from its counters), the hottest and idlest
   experts' cells are red and blue on screen, and nothing reached the console as an error;
 - with --api_key_file, the key form signs the browser in and the page works from the session cookie,
   which its scripts cannot read;
@@ -176,7 +177,7 @@ def wait_quiet(url, headers=None, timeout=60):
 
 def test_dashboard_under_load_draws_the_heatmap_and_shows_the_servers_numbers():
     s = Server("--devices", "2", "--expert_slots", "40", "--replan_interval", "48", "--load_window", "64",
-               "--max_num_seqs", "8")
+               "--max_num_seqs", "8", "--speculative_config", '{"method": "ngram", "num_speculative_tokens": 3}')
     try:
         with Browser(width=1400, height=1000) as b:
             b.navigate(s.url + "/dashboard?poll_ms=500")
@@ -233,6 +234,11 @@ def test_dashboard_under_load_draws_the_heatmap_and_shows_the_servers_numbers():
             mean = lambda v: sum(v) / len(v)
             assert close_to(tiles["v-expert-mom"], mean([l["max_over_mean"] for l in layers]), 0.0006)
             assert close_to(tiles["v-device-mom"], mean([l["device_max_over_mean"] for l in layers]), 0.0006)
+            steps, drafted, accepted = (value(metrics, f"latentserve_spec_decode_num_{k}_total")
+                                        for k in ("drafts", "draft_tokens", "accepted_tokens"))
+            assert tiles["v-spec-method"] == "ngram" and drafted > 0
+            assert close_to(tiles["v-spec-rate"], 100 * accepted / drafted, 0.051)
+            assert close_to(tiles["v-spec-len"], 1 + accepted / steps, 0.0051)
             assert [r["layer"] for r in shown["rows"]] == [l["layer"] for l in layers]
             for row, l in zip(shown["rows"], layers):
                 h = hottest(l["tokens"])

@@ -17,14 +17,13 @@ namespace ls {
 namespace {
 
 TEST(NgramProposer, ContinuesTheLatestEarlierOccurrenceOfTheLongestSuffix) {
-  const NgramConfig cfg{4, 1, 3};
   // "5 6 7" occurs at 0 and 6; the suffix "6 7" last occurred at 7: propose what followed it.
-  EXPECT_EQ(ProposeNgram({5, 6, 7, 8, 9, 1, 5, 6, 7, 2, 3, 6, 7}, cfg, 4), (std::vector<int32_t>{2, 3, 6, 7}));
-  EXPECT_EQ(ProposeNgram({1, 2, 3, 1, 2}, cfg, 2), (std::vector<int32_t>{3, 1}));
-  EXPECT_EQ(ProposeNgram({1, 2, 3, 1, 2}, cfg, 9), (std::vector<int32_t>{3, 1, 2})) << "as many as follow";
-  EXPECT_TRUE(ProposeNgram({1, 2, 3, 4}, cfg, 3).empty()) << "nothing recurs";
-  EXPECT_TRUE(ProposeNgram({1, 2, 3, 1}, NgramConfig{3, 2, 3}, 3).empty()) << "a 1-gram is below min_n";
-  EXPECT_TRUE(ProposeNgram({1, 2, 1, 2}, cfg, 0).empty());
+  EXPECT_EQ(ProposeNgram({5, 6, 7, 8, 9, 1, 5, 6, 7, 2, 3, 6, 7}, 1, 3, 4), (std::vector<int32_t>{2, 3, 6, 7}));
+  EXPECT_EQ(ProposeNgram({1, 2, 3, 1, 2}, 1, 3, 2), (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(ProposeNgram({1, 2, 3, 1, 2}, 1, 3, 9), (std::vector<int32_t>{3, 1, 2})) << "as many as follow";
+  EXPECT_TRUE(ProposeNgram({1, 2, 3, 4}, 1, 3, 3).empty()) << "nothing recurs";
+  EXPECT_TRUE(ProposeNgram({1, 2, 3, 1}, 2, 3, 3).empty()) << "a 1-gram is below min_n";
+  EXPECT_TRUE(ProposeNgram({1, 2, 1, 2}, 1, 3, 0).empty());
 }
 
 // With a draft, the sampled token's distribution is the one without: the draft is accepted with its

@@ -1,7 +1,10 @@
-"""Speculative decoding (n-gram prompt lookup) through the server: greedy completions over HTTP and
-gRPC are the ones of a server without it, /metrics counts the drafts proposed and accepted, the
-ready line says what runs, and a bad --speculative_config stops the start with a message naming
-what is wrong."""
+"""Speculative decoding through the server, by n-gram prompt lookup and by a draft model: greedy
+completions over HTTP and gRPC are the ones of a server without it, /metrics counts the drafts
+proposed and accepted (labelled by method), the ready line says what runs, and a bad
+--speculative_config or a draft model with another vocabulary stops the start with a message
+naming what is wrong."""
+import json
+import os
 import subprocess
 
 import grpc
@@ -51,11 +54,82 @@ def test_greedy_output_is_the_output_without_speculation(grpc_stubs):
         s.stop()
 
 
+def test_draft_model_output_is_the_output_without_speculation(grpc_stubs):
+    other = "And God called the light Day, and the darkness he called Night. And the evening and the morning"
+    plain = Server()
+    try:
+        want = [_complete(plain, p) for p in (PROMPT, other)]
+    finally:
+        plain.stop()
+    # The served model as its own draft: the same vocabulary, and drafts the target agrees with.
+    s = Server("--speculative_config", json.dumps({"method": "draft_model", "model": MODEL,
+                                                   "num_speculative_tokens": 3}))
+    try:
+        spec = s.ready["speculative"]
+        assert spec["method"] == "draft_model" and spec["num_speculative_tokens"] == 3, spec
+        assert spec["draft_family"] == plain.ready["family"] and spec["draft_weight_mb"] > 0, spec
+        for prompt, w in zip((PROMPT, other), want):
+            got = _complete(s, prompt)
+            assert got["text"] == w["text"] and got["finish_reason"] == w["finish_reason"]
+            for a, b in zip(got["logprobs"]["token_logprobs"], w["logprobs"]["token_logprobs"]):
+                assert abs(a - b) < 2e-3
+        pb2, pb2_grpc = grpc_stubs
+        stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+        msgs = list(stub.Generate(pb2.GenerateRequest(
+            text=other, sampling=pb2.SamplingParams(max_tokens=40, temperature=0))))
+        assert "".join(m.text for m in msgs) == want[1]["text"]
+        metrics = requests.get(s.url + "/metrics", timeout=5).text
+        assert 'latentserve_spec_decode_num_drafts_total{method="draft_model"}' in metrics
+        proposed = s.metric("latentserve_spec_decode_num_draft_tokens_total")
+        accepted = s.metric("latentserve_spec_decode_num_accepted_tokens_total")
+        assert 0.9 * proposed < accepted <= proposed
+        assert abs(s.metric("latentserve_spec_decode_acceptance_rate") - accepted / proposed) < 1e-9
+        assert s.metric("latentserve_spec_decode_mean_accepted_length") > 2.5
+        assert s.metric("latentserve_spec_decode_propose_errors_total") == 0
+    finally:
+        s.stop()
+
+
+def _draft_with_token_changed(tmp_path):
+    """A copy of the served model whose tokenizer swaps the ids of two ordinary tokens."""
+    d = tmp_path / "draft"
+    d.mkdir()
+    for name in os.listdir(MODEL):
+        if name != "tokenizer.json":
+            os.symlink(os.path.join(MODEL, name), d / name)
+    with open(os.path.join(MODEL, "tokenizer.json")) as f:
+        tok = json.load(f)
+    vocab = tok["model"]["vocab"]
+    words = [(i, p) for p, i in sorted(vocab.items(), key=lambda kv: kv[1]) if i > 300 and p.isalpha()]
+    (tid, a), (_, b) = words[0], words[1]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    with open(d / "tokenizer.json", "w") as f:
+        json.dump(tok, f)
+    return str(d), tid
+
+
+def test_draft_model_with_another_vocabulary_is_refused(tmp_path):
+    draft, tid = _draft_with_token_changed(tmp_path)
+    for config, message in [
+            ({"method": "draft_model", "model": draft, "num_speculative_tokens": 2},
+             f"does not share the served model's vocabulary: token {tid} is"),
+            ({"method": "draft_model", "model": str(tmp_path / "nowhere"), "num_speculative_tokens": 2},
+             "draft model " + str(tmp_path / "nowhere"))]:
+        r = subprocess.run([BIN, "--model", MODEL, "--speculative_config", json.dumps(config)], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode != 0 and message in r.stderr + r.stdout, (config, r.stderr)
+
+
 def test_bad_speculative_config_is_named():
     for config, message in [('{"method": "eagle", "num_speculative_tokens": 2}', "method 'eagle' is not supported"),
                             ('{"method": "ngram"}', "num_speculative_tokens is required"),
                             ('{"method": "ngram", "num_speculative_tokens": 40}', "must be in [1, 16]"),
                             ('{"method": "ngram", "num_speculative_tokens": 2, "draft": 1}', "unknown key 'draft'"),
+                            ('{"method": "draft_model", "num_speculative_tokens": 2}', "needs \"model\""),
+                            ('{"method": "draft_model", "model": "m", "num_speculative_tokens": 2, '
+                             '"prompt_lookup_max": 3}', "'prompt_lookup_max' applies to method \"ngram\""),
+                            ('{"method": "ngram", "model": "m", "num_speculative_tokens": 2}',
+                             "'model' applies to method \"draft_model\""),
                             ("[1]", "must be a JSON object")]:
         r = subprocess.run([BIN, "--model", MODEL, "--speculative_config", config], capture_output=True, text=True,
                            timeout=120)

@@ -1,0 +1,48 @@
+// DraftProposer: where speculative decoding's draft tokens come from. Before each step the engine
+// asks once for every decoding sequence that may speculate; the target model then verifies the
+// drafts. A proposer may keep state per sequence (a draft model's KV cache) from one call to the
+// next, keyed by the sequence's arrival number, until the engine forgets the sequence.
+// Implementations: NgramProposer (engine/ngram_proposer.h), DraftModelProposer
+// (engine/draft_model_proposer.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ls {
+
+class Model;
+
+struct SpeculativeConfig {
+  int32_t num_speculative_tokens = 0;  // k: tokens proposed per step (0: speculation off)
+  int32_t prompt_lookup_min = 1;       // the n-gram lookup's shortest and longest suffix
+  int32_t prompt_lookup_max = 4;
+  // Set: this model proposes (greedily, from its own KV cache) instead of the n-gram lookup. It must
+  // share the target's vocabulary, keep no recurrent state, and outlive the engine.
+  Model* draft_model = nullptr;
+
+  // "ngram" or "draft_model", as --speculative_config spells the method.
+  const char* method() const { return draft_model ? "draft_model" : "ngram"; }
+};
+
+// One sequence's request for a draft.
+struct DraftQuery {
+  uint64_t seq = 0;                              // the sequence's arrival number (stable while it lives)
+  const std::vector<int32_t>* tokens = nullptr;  // its tokens so far, prompt and output
+  int32_t max_draft = 0;                         // at most this many tokens
+  std::vector<int32_t>* draft = nullptr;         // receives the draft (empty: none this step)
+};
+
+class DraftProposer {
+ public:
+  virtual ~DraftProposer() = default;
+  // Fills every query's draft. An error leaves every draft empty (the step runs without them).
+  virtual absl::Status Propose(const std::vector<DraftQuery>& queries) = 0;
+  // The sequence is gone: whatever the proposer kept for it is released.
+  virtual void Forget(uint64_t /*seq*/) {}
+};
+
+}  // namespace ls

@@ -1,0 +1,229 @@
+// Speculative decoding with a draft model: the proposer's cache follows each sequence through
+// rejections (a draft after a rejection is the draft of a proposer that never saw the rejected
+// tokens), gives its blocks back, and makes room by dropping sequences it was not asked about;
+// through the engine, greedy output is token for token the output without speculation (alone,
+// batched and under preemption) with a draft that agrees with the target (the same checkpoint)
+// and with one that mostly does not (another family); drafts with recurrent layers are refused.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "engine/draft_model_proposer.h"
+#include "tests/engine/checkpoint_engine.h"
+
+namespace ls {
+namespace {
+
+class DraftModelProposerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = LoadModel(testing::FixtureParamDir("hf/qwen3_f32"), &backend_);
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+  }
+  std::unique_ptr<DraftModelProposer> Make(int32_t blocks) {
+    auto p = DraftModelProposer::Create(model_.get(), blocks, 4, DType::kF32, model_->config().vocab_size);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? std::move(*p) : nullptr;
+  }
+  // Drafts of k tokens for each of `seqs` (sequence id i+1) in one call.
+  static std::vector<std::vector<int32_t>> Draft(DraftModelProposer& p, const std::vector<std::vector<int32_t>>& seqs,
+                                                 int32_t k, absl::Status* status = nullptr) {
+    std::vector<std::vector<int32_t>> drafts(seqs.size());
+    std::vector<DraftQuery> qs;
+    for (size_t i = 0; i < seqs.size(); ++i) qs.push_back({i + 1, &seqs[i], k, &drafts[i]});
+    const absl::Status st = p.Propose(qs);
+    if (status) *status = st;
+    EXPECT_TRUE(st.ok()) << st;
+    return drafts;
+  }
+  std::vector<int32_t> Random(std::mt19937& rng, int n) const {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % model_->config().vocab_size);
+    return t;
+  }
+
+  CpuBackend backend_{2};
+  std::unique_ptr<Model> model_;
+};
+
+TEST_F(DraftModelProposerTest, DraftsAreGreedyContinuationsOfTheDraftModel) {
+  std::mt19937 rng(5);
+  const std::vector<int32_t> prompt = Random(rng, 11);
+  auto p = Make(64);
+  const std::vector<int32_t> draft = Draft(*p, {prompt}, 4)[0];
+  ASSERT_EQ(draft.size(), 4u);
+  // Each draft token is the argmax of the draft model's logits after the tokens before it.
+  std::vector<int32_t> seq = prompt;
+  for (int32_t d : draft) {
+    std::vector<float> logits;
+    ASSERT_TRUE(model_->ForwardSequence(seq, false, &logits).ok());
+    EXPECT_EQ(d, std::max_element(logits.begin(), logits.end()) - logits.begin());
+    seq.push_back(d);
+  }
+}
+
+TEST_F(DraftModelProposerTest, AfterARejectionTheDraftIsAFreshProposersDraft) {
+  std::mt19937 rng(7);
+  std::vector<std::vector<int32_t>> seqs = {Random(rng, 9), Random(rng, 30), Random(rng, 3)};
+  auto p = Make(64);
+  for (int round = 0; round < 6; ++round) {
+    const auto drafts = Draft(*p, seqs, 3);
+    // The target accepts a varying part of each draft and then samples a token of its own.
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const size_t take = (round + i) % (drafts[i].size() + 1);
+      seqs[i].insert(seqs[i].end(), drafts[i].begin(), drafts[i].begin() + take);
+      seqs[i].push_back(static_cast<int32_t>(rng() % model_->config().vocab_size));
+    }
+    auto fresh = Make(64);
+    EXPECT_EQ(Draft(*p, seqs, 3), Draft(*fresh, seqs, 3)) << "round " << round;
+  }
+  for (uint64_t id = 1; id <= seqs.size(); ++id) p->Forget(id);
+  EXPECT_EQ(p->num_free_blocks(), 64) << "every block comes back";
+}
+
+TEST_F(DraftModelProposerTest, LongCatchUpRunsInBoundedSteps) {
+  std::mt19937 rng(9);
+  const std::vector<int32_t> a = Random(rng, DraftModelProposer::kMaxStepTokens + 37), b = Random(rng, 50);
+  const int32_t blocks = (DraftModelProposer::kMaxStepTokens + 200) / 4 + 40;
+  auto p = Make(blocks);
+  auto fresh = Make(blocks);
+  EXPECT_EQ(Draft(*p, {a, b}, 2),
+            (std::vector<std::vector<int32_t>>{Draft(*fresh, {a}, 2)[0], Draft(*fresh, {b}, 2)[0]}));
+}
+
+TEST_F(DraftModelProposerTest, ShortOfBlocksItDropsSequencesNotAskedAbout) {
+  std::mt19937 rng(11);
+  const std::vector<int32_t> a = Random(rng, 20), b = Random(rng, 20);
+  auto p = Make(8);  // 32 tokens: room for one sequence of 20 and its draft
+  const auto da = Draft(*p, {a}, 3)[0];
+  EXPECT_EQ(da.size(), 3u);
+  std::vector<int32_t> db;
+  std::vector<DraftQuery> qs = {{2, &b, 3, &db}};
+  ASSERT_TRUE(p->Propose(qs).ok());
+  EXPECT_EQ(db.size(), 3u) << "sequence 1, not asked about, gave its blocks";
+  // Both asked about at once: the second does not fit and goes without a draft.
+  std::vector<int32_t> d1, d2;
+  qs = {{1, &a, 3, &d1}, {2, &b, 3, &d2}};
+  ASSERT_TRUE(p->Propose(qs).ok());
+  EXPECT_EQ(d1.size() + d2.size(), 3u);
+}
+
+TEST_F(DraftModelProposerTest, ModelsWithRecurrentLayersAreRefused) {
+  auto kda = LoadModel(testing::FixtureParamDir("hf/kimi_linear_f32"), &backend_);
+  ASSERT_TRUE(kda.ok()) << kda.status();
+  auto p = DraftModelProposer::Create(kda->get(), 16, 4, DType::kF32, 256);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("recurrent"), std::string::npos) << p.status();
+}
+
+// Parameter: "TARGET|DRAFT", fixture names.
+class DraftModelEngine : public CheckpointEngineTest {
+ protected:
+  void SetUp() override {
+    const std::vector<std::string> parts = absl::StrSplit(GetParam(), '|');
+    auto m = LoadModel(testing::FixtureParamDir(parts[0]), &backend_);
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+    auto d = LoadModel(testing::FixtureParamDir(parts[1]), &backend_);
+    ASSERT_TRUE(d.ok()) << d.status();
+    draft_ = std::move(*d);
+    same_ = parts[0] == parts[1];
+  }
+  std::vector<Request> Requests(int count) {
+    std::mt19937 rng(17);
+    std::vector<Request> reqs;
+    for (int i = 0; i < count; ++i) {
+      Request r = Req(absl::StrCat("d", i), Prompt(rng, 5 + 3 * i), 9 + 2 * i);
+      r.params.logprobs = 1;
+      reqs.push_back(std::move(r));
+    }
+    return reqs;
+  }
+  static void ExpectSame(const std::vector<RequestOutput>& got, const std::vector<RequestOutput>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << "request " << i;
+      EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << "request " << i;
+      ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+      for (size_t j = 0; j < got[i].logprobs.size(); ++j)
+        EXPECT_NEAR(got[i].logprobs[j].logprob, want[i].logprobs[j].logprob, 2e-3) << "request " << i << " token " << j;
+    }
+  }
+
+  std::unique_ptr<Model> draft_;
+  bool same_ = false;
+};
+
+TEST_P(DraftModelEngine, GreedyOutputIsTheOutputWithout) {
+  const std::vector<Request> reqs = Requests(8);
+  auto plain = MakeEngine();
+  const auto want = RunOutputs(*plain, reqs);
+  const int32_t plain_blocks = plain->num_kv_blocks();
+  plain.reset();
+  EngineConfig cfg;
+  cfg.speculative = {3, 1, 4, draft_.get()};
+  auto engine = MakeEngine(cfg);
+  ASSERT_EQ(engine->num_speculative_tokens(), 3);
+  EXPECT_STREQ(engine->speculative_method(), "draft_model");
+  EXPECT_LT(engine->num_kv_blocks(), plain_blocks) << "the draft's cache comes out of the same budget";
+  std::vector<RequestOutput> alone;
+  for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
+  ExpectSame(alone, want);
+  ExpectSame(RunOutputs(*engine, reqs), want);
+  const MetricsSnapshot m = engine->Metrics();
+  EXPECT_EQ(m.spec_method, "draft_model");
+  EXPECT_GT(m.spec_steps, 0u);
+  EXPECT_LE(m.spec_accepted_tokens, m.spec_draft_tokens);
+  EXPECT_EQ(m.spec_propose_errors, 0u);
+  if (same_) EXPECT_GT(m.spec_accepted_tokens, m.spec_draft_tokens * 9 / 10) << "a draft that is the target agrees";
+  EXPECT_EQ(m.kv_blocks_used, 0);
+}
+
+TEST_P(DraftModelEngine, PreemptionKeepsTheOutput) {
+  const std::vector<Request> reqs = Requests(8);
+  auto plain = MakeEngine();
+  const auto want = RunOutputs(*plain, reqs);
+  plain.reset();
+  EngineConfig cfg;
+  cfg.speculative = {2, 1, 4, draft_.get()};
+  cfg.num_kv_blocks = 12;  // too few for all at once, here and in the draft's cache
+  cfg.enable_prefix_caching = false;
+  auto engine = MakeEngine(cfg);
+  ExpectSame(RunOutputs(*engine, reqs), want);
+  EXPECT_GT(engine->Metrics().preemptions, 0u);
+  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, DraftModelEngine,
+                         ::testing::Values("hf/qwen3_moe_f32|hf/qwen3_moe_f32", "hf/qwen3_moe_f32|hf/qwen3_f32",
+                                           "hf/deepseek_v3_f32|hf/qwen3_f32"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '/' || c == '|') c = '_';
+                           return name;
+                         });
+
+TEST(DraftModelEngineConfig, RecurrentDraftIsRefusedAndRecurrentTargetRunsWithout) {
+  CpuBackend backend(2);
+  auto target = LoadModel(testing::FixtureParamDir("hf/qwen3_moe_f32"), &backend);
+  auto kda = LoadModel(testing::FixtureParamDir("hf/kimi_linear_f32"), &backend);
+  ASSERT_TRUE(target.ok() && kda.ok());
+  EngineConfig cfg;
+  cfg.kv_cache_dtype = DType::kF32;
+  cfg.speculative = {2, 1, 4, kda->get()};
+  auto bad = Engine::Create(target->get(), nullptr, cfg);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("recurrent"), std::string::npos) << bad.status();
+  cfg.speculative = {2, 1, 4, target->get()};
+  auto off = Engine::Create(kda->get(), nullptr, cfg);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ((*off)->num_speculative_tokens(), 0);
+  EXPECT_EQ((*off)->draft_model(), nullptr);
+}
+
+}  // namespace
+}  // namespace ls
