@@ -3,9 +3,13 @@
 // tokens), gives its blocks back, and makes room by dropping sequences it was not asked about;
 // through the engine, greedy output is token for token the output without speculation (alone,
 // batched and under preemption) with a draft that agrees with the target (the same checkpoint)
-// and with one that mostly does not (another family); drafts with recurrent layers are refused.
+// and with one that mostly does not (another family); sampled output keeps the distribution of
+// the output without speculation (chi-square over many seeds); drafts with recurrent layers are
+// refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -196,6 +200,86 @@ TEST_P(DraftModelEngine, PreemptionKeepsTheOutput) {
   EXPECT_GT(engine->Metrics().preemptions, 0u);
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
 }
+
+// Two-sample chi-square statistic of two count tables over the same cells, cells with fewer than 10
+// observations in all pooled into one; *df receives its degrees of freedom.
+double ChiSquare(const std::map<std::vector<int32_t>, int>& a, const std::map<std::vector<int32_t>, int>& b, int* df) {
+  std::map<std::vector<int32_t>, std::pair<int, int>> cells;
+  for (const auto& [k, n] : a) cells[k].first += n;
+  for (const auto& [k, n] : b) cells[k].second += n;
+  std::vector<std::pair<int, int>> kept;
+  std::pair<int, int> rest{0, 0};
+  for (const auto& [k, c] : cells)
+    if (c.first + c.second >= 10)
+      kept.push_back(c);
+    else
+      rest = {rest.first + c.first, rest.second + c.second};
+  if (rest.first + rest.second > 0) kept.push_back(rest);
+  double na = 0, nb = 0;
+  for (const auto& c : kept) na += c.first, nb += c.second;
+  double chi = 0;
+  for (const auto& [x, y] : kept) {
+    const double pooled = (x + y) / (na + nb);
+    chi +=
+        (x - na * pooled) * (x - na * pooled) / (na * pooled) + (y - nb * pooled) * (y - nb * pooled) / (nb * pooled);
+  }
+  *df = static_cast<int>(kept.size()) - 1;
+  return chi;
+}
+
+// The first three sampled tokens of many seeded requests (temperature 1.5, top-k 5): with the draft
+// model speculating from the second token on, their joint distribution is the one without. The
+// draft is the target's greedy choice, accepted with its probability and otherwise excluded from
+// the draw.
+class DraftModelSampling : public DraftModelEngine {};
+
+TEST_P(DraftModelSampling, SampledOutputKeepsTheDistribution) {
+  std::mt19937 rng(23);
+  const std::vector<int32_t> prompt = Prompt(rng, 7);
+  constexpr int kRequests = 3000;
+  std::vector<Request> reqs;
+  for (int i = 0; i < kRequests; ++i) {
+    Request r = Req(absl::StrCat("s", i), prompt, 3);
+    r.params.temperature = 1.5f;
+    r.params.top_k = 5;
+    r.params.seed = 1000 + i;
+    reqs.push_back(std::move(r));
+  }
+  auto count = [&](Engine& engine, std::map<std::vector<int32_t>, int>* first_two,
+                   std::map<std::vector<int32_t>, int>* last_two) {
+    for (const RequestOutput& o : RunOutputs(engine, reqs)) {
+      EXPECT_EQ(o.token_ids.size(), 3u);
+      if (o.token_ids.size() != 3) continue;
+      ++(*first_two)[{o.token_ids[0], o.token_ids[1]}];
+      ++(*last_two)[{o.token_ids[1], o.token_ids[2]}];
+    }
+  };
+  std::map<std::vector<int32_t>, int> plain01, plain12, spec01, spec12;
+  EngineConfig cfg;
+  cfg.max_waiting = kRequests;
+  auto plain = MakeEngine(cfg);
+  count(*plain, &plain01, &plain12);
+  plain.reset();
+  cfg.speculative = {2, 1, 4, draft_.get()};
+  auto engine = MakeEngine(cfg);
+  count(*engine, &spec01, &spec12);
+  const MetricsSnapshot m = engine->Metrics();
+  ASSERT_GT(m.spec_steps, kRequests / 2u);
+  EXPECT_GT(m.spec_accepted_tokens, m.spec_draft_tokens / 5) << "accepted often";
+  EXPECT_LT(m.spec_accepted_tokens, m.spec_draft_tokens * 4 / 5) << "and rejected often";
+  // Below the 0.999 quantile of chi-square at its degrees of freedom (Wilson–Hilferty).
+  for (auto [a, b] : {std::pair{&plain01, &spec01}, std::pair{&plain12, &spec12}}) {
+    int df = 0;
+    const double chi = ChiSquare(*a, *b, &df);
+    ASSERT_GT(df, 3);
+    const double h = 2.0 / (9.0 * df), q999 = df * std::pow(1 - h + 3.0902 * std::sqrt(h), 3);
+    EXPECT_LT(chi, q999) << "df " << df;
+  }
+}
+
+// The target as its own draft: accepted often and rejected often.
+INSTANTIATE_TEST_SUITE_P(Pairs, DraftModelSampling, ::testing::Values("hf/qwen3_moe_f32|hf/qwen3_moe_f32"),
+                         [](const auto&) { return std::string("qwen3_moe_f32_self"); });
 
 INSTANTIATE_TEST_SUITE_P(Pairs, DraftModelEngine,
                          ::testing::Values("hf/qwen3_moe_f32|hf/qwen3_moe_f32", "hf/qwen3_moe_f32|hf/qwen3_f32",

@@ -1,8 +1,9 @@
 """A rank group serves like one process: latentserve under `mpirun -np 2` and `-np 4` on this
 machine gives the single-process server's greedy text over HTTP (plain and streamed) and gRPC, on
-the shipped tiny model and on the Kimi-Linear fixture (KDA state and MLA cache on every rank, eight
-experts over the ranks), with hot experts replicated into spare slots and re-plans switched in
-while requests run; /metrics shows the ranks and each rank's expert memory."""
+the shipped tiny model (also with a draft model speculating) and on the Kimi-Linear fixture (KDA
+state and MLA cache on every rank, eight experts over the ranks), with hot experts replicated into
+spare slots and re-plans switched in while requests run; /metrics shows the ranks and each rank's
+expert memory."""
 import json
 import os
 
@@ -10,7 +11,7 @@ import grpc
 import pytest
 import requests
 
-from conftest import ROOT, RankGroupServer, Server
+from conftest import MODEL, ROOT, RankGroupServer, Server
 
 PROMPTS = ["In the beginning", "And the LORD spake unto Moses", "Blessed are they", "Who made the heaven?"]
 KIMI = os.path.join(ROOT, "tests", "data", "hf", "kimi_linear_bf16")
@@ -95,6 +96,19 @@ def test_rank_group_serves_the_single_process_greedy_text(ranks, expected, grpc_
     finally:
         s.stop()
     assert s.proc.returncode == 0, "an orderly stop of the leader stops the group cleanly"
+
+
+def test_rank_group_with_a_draft_model_serves_the_single_process_greedy_text(expected, grpc_stubs):
+    # The draft model runs on the leader beside the scheduler; the verifying steps run on every rank.
+    spec = {"method": "draft_model", "model": MODEL, "num_speculative_tokens": 3}
+    s = RankGroupServer(2, "--expert_slots", "33", "--speculative_config", json.dumps(spec))
+    try:
+        assert s.ready["ranks"] == 2 and s.ready["speculative"]["method"] == "draft_model"
+        assert all_texts(s, grpc_stubs) == expected
+        assert s.metric("latentserve_spec_decode_num_accepted_tokens_total") > 0
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
 
 
 @pytest.fixture(scope="module")
