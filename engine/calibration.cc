@@ -2,8 +2,12 @@
 #include "engine/calibration.h"
 
 #include <algorithm>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "base/read_file.h"
+#include "engine/sampler.h"
+#include "nlohmann/json.hpp"
 
 namespace ls {
 namespace {
@@ -29,25 +33,34 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> Windows(const Model& model,
     if (sequences[i].empty()) return absl::InvalidArgumentError(absl::StrCat("sequence ", i, " is empty"));
     for (int32_t id : sequences[i])
       if (id < 0 || id >= c.vocab_size)
-        return absl::InvalidArgumentError(absl::StrCat("sequence ", i, ": token id ", id, " is outside the vocabulary [0, ",
-                                                       c.vocab_size, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("sequence ", i, ": token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
   }
   return SplitIntoWindows(sequences, window);
 }
 
-std::map<int32_t, double> Balance(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
+// Tokens per expert of every MoE layer over the sequences, each run alone; the counters end at zero.
+std::map<int32_t, std::vector<double>> Loads(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
   model.ResetExpertTokenCounts();
   (void)RunAll(model, sequences);
   const auto& c = model.config();
-  std::map<int32_t, double> out;
+  std::map<int32_t, std::vector<double>> out;
   const int32_t N = c.moe.num_experts;
   for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
     if (!c.is_moe_layer(l)) continue;
     const auto b = model.expert_token_counts().begin() + static_cast<size_t>(l) * N;
-    const int64_t mx = *std::max_element(b, b + N);
-    int64_t sum = 0;
-    for (auto it = b; it != b + N; ++it) sum += *it;
-    out[l] = sum > 0 ? static_cast<double>(mx) * N / static_cast<double>(sum) : 0.0;
+    out[l].assign(b, b + N);
+  }
+  model.ResetExpertTokenCounts();
+  return out;
+}
+
+std::map<int32_t, double> Balance(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
+  std::map<int32_t, double> out;
+  for (const auto& [l, loads] : Loads(model, sequences)) {
+    double sum = 0;
+    for (double v : loads) sum += v;
+    out[l] = sum > 0 ? *std::max_element(loads.begin(), loads.end()) * loads.size() / sum : 0.0;
   }
   return out;
 }
@@ -70,6 +83,92 @@ absl::StatusOr<std::map<int32_t, double>> MeasureExpertBalance(Model& model,
   return Balance(model, *windows);
 }
 
+absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
+    Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t window) {
+  auto windows = Windows(model, sequences, window);
+  if (!windows.ok()) return windows.status();
+  return Loads(model, *windows);
+}
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, int32_t count, int32_t length,
+                                                                  uint64_t seed) {
+  const ModelConfig& c = model.config();
+  length = static_cast<int32_t>(std::min<int64_t>(length, c.max_position_embeddings));
+  if (count < 1 || length < 1)
+    return absl::InvalidArgumentError(absl::StrCat("cannot sample ", count, " sequences of ", length, " tokens"));
+  constexpr int32_t kBlock = 16;
+  const int32_t per_seq = (length + kBlock - 1) / kBlock;
+  KvCache cache(model.backend(), model.kv_layout(), per_seq * count, kBlock, DType::kF32, /*num_state_slots=*/count);
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<int32_t>> seqs(count);
+  for (auto& s : seqs) s.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(c.vocab_size)));
+  SamplingParams params;
+  params.top_p = 0.95f;
+  std::vector<float> logits;
+  for (int32_t pos = 0; pos + 1 < length; ++pos) {
+    StepBatch batch;
+    for (int32_t i = 0; i < count; ++i) {
+      StepSequence ss;
+      ss.num_tokens = 1;
+      ss.start_pos = pos;
+      ss.state_slot = i;
+      for (int32_t b = 0; b < per_seq; ++b) ss.block_table.push_back(i * per_seq + b);
+      batch.tokens.push_back(seqs[i].back());
+      batch.seqs.push_back(std::move(ss));
+    }
+    if (absl::Status st = model.Forward(batch, cache, &logits); !st.ok()) return st;
+    for (int32_t i = 0; i < count; ++i) {
+      const int32_t next = Sampler::Sample(logits.data() + static_cast<int64_t>(i) * c.vocab_size,
+                                           static_cast<int32_t>(c.vocab_size), params, seqs[i], 1, &rng)
+                               .token_id;
+      seqs[i].push_back(next);
+    }
+  }
+  return seqs;
+}
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> ReadCalibrationSet(const std::string& path,
+                                                                     const tok::Tokenizer* tokenizer) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  std::vector<std::vector<int32_t>> seqs;
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".json") {
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("sequences") || !j["sequences"].is_array())
+      return absl::InvalidArgumentError(absl::StrCat(path, ": expected {\"sequences\": [[ids...], ...]}"));
+    for (const auto& s : j["sequences"]) {
+      if (!s.is_array()) return absl::InvalidArgumentError(absl::StrCat(path, ": each sequence must be a list of ids"));
+      std::vector<int32_t> ids;
+      for (const auto& v : s) {
+        if (!v.is_number_integer()) return absl::InvalidArgumentError(absl::StrCat(path, ": ids must be integers"));
+        ids.push_back(v.get<int32_t>());
+      }
+      if (ids.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": sequence ", seqs.size(), " is empty"));
+      seqs.push_back(std::move(ids));
+    }
+  } else {
+    if (!tokenizer)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a text calibration set needs the model's tokenizer (or give token ids as .json)"));
+    size_t line_no = 0, start = 0;
+    while (start <= text->size()) {
+      size_t end = text->find('\n', start);
+      if (end == std::string::npos) end = text->size();
+      ++line_no;
+      const std::string_view line(text->data() + start, end - start);
+      start = end + 1;
+      if (line.empty()) continue;
+      auto ids = tokenizer->Encode(line);
+      if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", ids.status().message()));
+      if (!ids->empty()) seqs.push_back(std::move(*ids));
+    }
+  }
+  if (seqs.empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no text to calibrate on (the file is empty or holds only blank lines)"));
+  return seqs;
+}
+
 absl::StatusOr<CalibrationResult> Calibrate(Model& model, const std::vector<std::vector<int32_t>>& input,
                                             const CalibrationOptions& options) {
   const ModelConfig& c = model.config();
@@ -79,8 +178,8 @@ absl::StatusOr<CalibrationResult> Calibrate(Model& model, const std::vector<std:
   if (options.iters < 1) return absl::InvalidArgumentError("iters must be at least 1");
   if (!c.has_moe_layers()) return absl::InvalidArgumentError("the model has no MoE layers to calibrate");
   if (c.moe.n_group > 1)
-    return absl::InvalidArgumentError(absl::StrCat("calibration does not model group-limited routing (n_group = ",
-                                                   c.moe.n_group, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration does not model group-limited routing (n_group = ", c.moe.n_group, ")"));
   CalibrationResult result;
   result.num_windows = static_cast<int64_t>(sequences.size());
   for (const auto& s : sequences) result.num_tokens += static_cast<int64_t>(s.size());

@@ -2,16 +2,20 @@
 // Quantile Balancing estimator, layer by layer (docs/quantile-balancing.md): for
 // each MoE layer in order, run every sequence through the model with the current biases, collect
 // that layer's router scores, run `iters` estimator updates on them, install the new biases.
-// Documents longer than the model's context are split into windows first.
+// Documents longer than the model's context are split into windows first. Also what a calibration
+// set says about expert load (to plan an expert placement before traffic), the set read from a
+// file, and the model's own samples to stand in for one.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/quantile_balancing.h"
 #include "models/model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ls {
 
@@ -25,9 +29,9 @@ struct CalibrationOptions {
 };
 
 struct CalibrationResult {
-  std::map<int32_t, std::vector<float>> biases;          // MoE layer -> new biases [N]
+  std::map<int32_t, std::vector<float>> biases;                         // MoE layer -> new biases [N]
   std::map<int32_t, double> max_over_mean_before, max_over_mean_after;  // on the same windows
-  int64_t num_windows = 0, num_tokens = 0;                // what the estimator saw
+  int64_t num_windows = 0, num_tokens = 0;                              // what the estimator saw
 };
 
 // Updates the model's biases in place and returns them with the balance before and after.
@@ -42,5 +46,21 @@ std::vector<std::vector<int32_t>> SplitIntoWindows(const std::vector<std::vector
 absl::StatusOr<std::map<int32_t, double>> MeasureExpertBalance(Model& model,
                                                                const std::vector<std::vector<int32_t>>& sequences,
                                                                int32_t window = 0);
+
+// Per MoE layer, the tokens routed to each expert ([N]) over `sequences` with the model's current
+// biases, run as MeasureExpertBalance runs them. Leaves the model's expert counters at zero.
+absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
+    Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t window = 0);
+
+// `count` sequences of `length` tokens (at most the context) the model writes itself, each from a
+// random first token, sampled at temperature 1 with top-p 0.95 (seeded): text of the kind the model
+// routes, where no calibration set is at hand. Runs them batched, with a KV cache of its own.
+absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, int32_t count, int32_t length,
+                                                                  uint64_t seed);
+
+// A calibration set from a file: text, one document per line (needs `tokenizer`), or a .json file
+// {"sequences": [[ids...], ...]}. Errors name the file, and the line or sequence.
+absl::StatusOr<std::vector<std::vector<int32_t>>> ReadCalibrationSet(const std::string& path,
+                                                                     const tok::Tokenizer* tokenizer);
 
 }  // namespace ls

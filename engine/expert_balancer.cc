@@ -42,11 +42,29 @@ absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* mo
     } else {
       const int32_t D = config.num_devices;
       const int32_t S = config.expert_slots > 0 ? config.expert_slots : (mc.moe.num_experts + D - 1) / D;
+      double planned = 0, uniform = 0;
+      int32_t planned_layers = 0;
       for (int32_t l : b->moe_layers_) {
         auto p = UniformPlacement(mc.moe.num_experts, D, S);
         if (!p.ok()) return p.status();
+        // Planned from the expected loads where given, which the uniform one is measured against.
+        if (auto it = config.initial_loads.find(l); it != config.initial_loads.end()) {
+          if (static_cast<int32_t>(it->second.size()) != mc.moe.num_experts)
+            return absl::InvalidArgumentError(absl::StrCat("expected loads of layer ", l, " name ", it->second.size(),
+                                                           " experts, the model has ", mc.moe.num_experts));
+          uniform += MaxOverMean(ExpectedDeviceLoads(*p, it->second));
+          p = PlanPlacement(it->second, D, S);
+          if (!p.ok()) return p.status();
+          planned += MaxOverMean(ExpectedDeviceLoads(*p, it->second));
+          ++planned_layers;
+        }
         placements.emplace_back(l, std::move(*p));
       }
+      if (planned_layers > 0)
+        metrics->Update([&](MetricsSnapshot& m) {
+          m.planned_device_max_over_mean = planned / planned_layers;
+          m.uniform_device_max_over_mean = uniform / planned_layers;
+        });
     }
     auto placed = model->BuildPlacedExperts(placements);
     if (!placed.ok()) return placed.status();

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +29,9 @@ struct ExpertBalancerConfig {
                                      // the group has several ranks: then one device per rank)
   int32_t expert_slots = 0;          // per device; 0 = just enough for every expert once
   std::string placement_json;        // a static placement; empty = planned from statistics
+  // Expected tokens per expert of each MoE layer (engine/calibration.h's MeasureExpertLoads):
+  // without a placement file, the initial placement is planned from them instead of uniform.
+  std::map<int32_t, std::vector<double>> initial_loads;
   int32_t replan_interval = 0;       // re-plan every this many steps in the background; 0 = never
   int32_t load_window = 256;         // steps of expert-load statistics the planner reads
 };

@@ -75,6 +75,9 @@ struct MetricsSnapshot {
   // Expert parallelism.
   int32_t num_ranks = 1;  // processes of the rank group (1: this process alone)
   int32_t num_devices = 0, slots_per_device = 0;
+  // An initial placement planned from expected loads: the device max/mean it is expected to give
+  // under them (mean over MoE layers), and what the uniform placement would (0: not planned so).
+  double planned_device_max_over_mean = 0, uniform_device_max_over_mean = 0;
   // [ranks] memory each rank holds for its placed experts, and the part in redundant copies.
   std::vector<int64_t> rank_expert_bytes, rank_redundant_expert_bytes;
   std::vector<int64_t> device_rows;             // [layers * devices] rows since the last placement switch

@@ -25,6 +25,7 @@
 #include "base/read_file.h"
 #include "chat/chat_format.h"
 #include "dist/rank_process.h"
+#include "engine/calibration.h"
 #include "engine/engine.h"
 #include "engine/generation_defaults.h"
 #include "kernels/create_backend.h"
@@ -96,7 +97,12 @@ ABSL_FLAG(int32_t, drain_timeout_s, 30, "on SIGTERM, seconds to let in-flight re
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 ABSL_FLAG(int32_t, devices, 0, "expert-parallel device workers (0: off); each holds only its experts' weights");
 ABSL_FLAG(int32_t, expert_slots, 0, "expert slots per device (0: just enough to hold every expert once)");
-ABSL_FLAG(std::string, expert_placement, "", "static expert placement JSON file (see docs); empty: uniform, then planned");
+ABSL_FLAG(std::string, expert_placement, "",
+          "static expert placement JSON file (see docs), or \"auto\": planned at start from the expert load of "
+          "--calibration_prompts (default: text the model samples itself); empty: uniform, then planned");
+ABSL_FLAG(std::string, calibration_prompts, "",
+          "with --expert_placement auto: text (one document per line) or token ids (.json, {\"sequences\": [[ids]]}) "
+          "whose expert load plans the initial placement");
 ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this many steps (0: never)");
 ABSL_FLAG(int32_t, load_window, 256, "engine steps of expert-load statistics the planner reads");
 ABSL_FLAG(std::string, expert_load_dump, "", "on shutdown, write the recorded expert-load statistics to this JSON file");
@@ -126,7 +132,9 @@ namespace {
 // --help: the flags by topic.
 const std::vector<ls::server::FlagTopic>& FlagTopics() {
   static const std::vector<ls::server::FlagTopic> topics = {
-      {"Model", {"model", "served_model_name", "backend", "cuda_device", "threads", "cpu_isa", "activation_dtype", "quantization", "max_model_len", "warmup"}},
+      {"Model",
+       {"model", "served_model_name", "backend", "cuda_device", "threads", "cpu_isa", "activation_dtype",
+        "quantization", "max_model_len", "warmup"}},
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
@@ -135,11 +143,12 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching", "state_cache_mb",
         "state_snapshot_interval"}},
       {"Expert parallelism",
-       {"devices", "expert_slots", "expert_placement", "replan_interval", "load_window", "expert_load_dump",
-        "expert_placement_dump"}},
+       {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "load_window",
+        "expert_load_dump", "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
        {"rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
-      {"Chat", {"chat_template", "chat_template_content_format", "tool_call_parser", "reasoning_parser", "generation_config"}},
+      {"Chat",
+       {"chat_template", "chat_template_content_format", "tool_call_parser", "reasoning_parser", "generation_config"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
       {"Logging", {"log_level"}},
   };
@@ -293,7 +302,12 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_
   cfg.experts.load_window = absl::GetFlag(FLAGS_load_window);
   if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
     return absl::InvalidArgumentError("--devices, --expert_slots and --replan_interval must not be negative");
-  if (const std::string placement = absl::GetFlag(FLAGS_expert_placement); !placement.empty()) {
+  const std::string placement = absl::GetFlag(FLAGS_expert_placement);
+  if (!absl::GetFlag(FLAGS_calibration_prompts).empty() && placement != "auto")
+    return absl::InvalidArgumentError("--calibration_prompts plans the placement of --expert_placement auto only");
+  if (placement == "auto" && cfg.experts.num_devices == 0)
+    return absl::InvalidArgumentError("--expert_placement auto needs --devices (the devices to place the experts on)");
+  if (!placement.empty() && placement != "auto") {
     auto text = ls::ReadFile(placement);
     if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--expert_placement: ", text.status().message()));
     cfg.experts.placement_json = std::move(*text);
@@ -321,6 +335,28 @@ std::string ServedModelName(const std::string& dir) {
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
   if (name.empty()) name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
   return name;
+}
+
+// --expert_placement auto: the expert load of the calibration set (--calibration_prompts, or text
+// the model samples itself) into experts->initial_loads. Returns what it ran on, as JSON fields for
+// the start-up log.
+absl::StatusOr<std::string> PlanInputsFromFlags(ls::Model& model, const ls::tok::Tokenizer* tokenizer,
+                                                ls::ExpertBalancerConfig* experts) {
+  constexpr int32_t kSamples = 16, kSampleTokens = 128;
+  const std::string path = absl::GetFlag(FLAGS_calibration_prompts);
+  absl::StatusOr<std::vector<std::vector<int32_t>>> seqs =
+      path.empty() ? ls::SampleFromModel(model, kSamples, kSampleTokens, /*seed=*/1)
+                   : ls::ReadCalibrationSet(path, tokenizer);
+  if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
+  auto loads = ls::MeasureExpertLoads(model, *seqs);
+  if (!loads.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", loads.status().message()));
+  experts->initial_loads = std::move(*loads);
+  int64_t tokens = 0;
+  for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
+  return absl::StrCat("\"source\":",
+                      nlohmann::json(path.empty() ? "model_samples" : path)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      ",\"sequences\":", seqs->size(), ",\"tokens\":", tokens);
 }
 
 // How the engine speculates, for the ready line (null: it does not).
@@ -507,6 +543,13 @@ int main(int argc, char** argv) {
   std::string draft_dir;
   auto cfg = EngineConfigFromFlags(&draft_dir);
   if (!cfg.ok()) return fail(cfg.status().message());
+  std::string placement_plan;  // for the start-up log
+  if (absl::GetFlag(FLAGS_expert_placement) == "auto") {
+    if (group) return fail("--expert_placement auto is not available in a rank group yet; give a placement file");
+    auto plan = PlanInputsFromFlags(**model, tokenizer.get(), &cfg->experts);
+    if (!plan.ok()) return fail(plan.status().message());
+    placement_plan = std::move(*plan);
+  }
   std::unique_ptr<ls::Model> draft_model;  // outlives the engine
   if (!draft_dir.empty()) {
     auto draft = ls::server::LoadDraftModel(draft_dir, backend.get(), **model, tokenizer.get());
@@ -543,6 +586,12 @@ int main(int argc, char** argv) {
                                         http_server.port(), grpc_server.port(), ctx.keys().enabled())
                                 .dump();
   ctx.Log(LogLevel::kInfo, "ready", ready.substr(1, ready.size() - 2));
+  if (!placement_plan.empty()) {
+    const ls::MetricsSnapshot m = (*engine)->Metrics();
+    ctx.Log(LogLevel::kInfo, "expert_placement_plan",
+            absl::StrCat(placement_plan, ",\"expected_device_max_over_mean\":", m.planned_device_max_over_mean,
+                         ",\"uniform_expected_device_max_over_mean\":", m.uniform_device_max_over_mean));
+  }
   LogStartupWarnings(ctx, **model, **engine, *cfg);
 
   return ServeUntilSignal(stop_signals, ctx, *engine, grpc_server, http_server, group);

@@ -9,9 +9,7 @@
 //   tokenizer), or a .json file {"sequences": [[ids...], ...]}.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -47,41 +45,15 @@ int Fail(const std::string& m) {
   return 1;
 }
 
+// A prompt file (engine/calibration.h's ReadCalibrationSet), with the model's tokenizer for text.
 absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string& path, const std::string& model_dir) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<std::vector<int32_t>> seqs;
-  if (path.size() > 5 && path.substr(path.size() - 5) == ".json") {
-    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("sequences") || !j["sequences"].is_array())
-      return absl::InvalidArgumentError(absl::StrCat(path, ": expected {\"sequences\": [[ids...], ...]}"));
-    for (const auto& s : j["sequences"]) {
-      if (!s.is_array()) return absl::InvalidArgumentError(absl::StrCat(path, ": each sequence must be a list of ids"));
-      std::vector<int32_t> ids;
-      for (const auto& v : s) {
-        if (!v.is_number_integer()) return absl::InvalidArgumentError(absl::StrCat(path, ": ids must be integers"));
-        ids.push_back(v.get<int32_t>());
-      }
-      seqs.push_back(std::move(ids));
-    }
-    for (size_t i = 0; i < seqs.size(); ++i)
-      if (seqs[i].empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": sequence ", i, " is empty"));
-  } else {
+  std::unique_ptr<ls::tok::Tokenizer> tokenizer;
+  if (!(path.size() > 5 && path.substr(path.size() - 5) == ".json")) {
     auto tok = ls::tok::LoadTokenizer(model_dir);
     if (!tok.ok()) return tok.status();
-    std::string line;
-    for (int n = 1; std::getline(ss, line); ++n) {
-      if (line.empty()) continue;
-      auto ids = (*tok)->Encode(line);
-      if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", ids.status().message()));
-      if (!ids->empty()) seqs.push_back(std::move(*ids));
-    }
+    tokenizer = std::move(*tok);
   }
-  if (seqs.empty())
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no text to calibrate on (the file is empty or holds only blank lines)"));
-  return seqs;
+  return ls::ReadCalibrationSet(path, tokenizer.get());
 }
 
 struct TextSet {

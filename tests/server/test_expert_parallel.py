@@ -1,6 +1,7 @@
 """Expert parallelism through the real server: greedy text with 2 and 4 device workers and
 background re-planning equals the default server's; device load, replica map and re-plan figures
-appear in /metrics and GetExpertLoad; the placement in use can be dumped and loaded back."""
+appear in /metrics and GetExpertLoad; the placement in use can be dumped and loaded back;
+--expert_placement auto plans the start from a calibration set or the model's own samples."""
 import json
 import os
 import tempfile
@@ -63,3 +64,42 @@ def test_bad_placement_flags_fail_clearly():
     r = subprocess.run([BIN, "--model", MODEL, "--expert_placement", "/nonexistent.json"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and "--expert_placement" in r.stderr
+
+
+def _log_event(s, event):
+    for line in s.logs().splitlines():
+        if f'"event":"{event}"' in line:
+            return json.loads(line)
+    raise KeyError(event)
+
+
+def test_auto_placement_is_planned_before_traffic(server, tmp_path):
+    want = texts(server)
+    calibration = tmp_path / "calibration.txt"
+    calibration.write_text("In the beginning God created the heaven and the earth.\n\n"
+                           "And God said, Let there be light: and there was light.\n")
+    for extra, source, sequences in [((), "model_samples", 16),
+                                     (("--calibration_prompts", str(calibration)), str(calibration), 2)]:
+        s = Server("--devices", "2", "--expert_slots", "34", "--expert_placement", "auto", *extra)
+        try:
+            plan = _log_event(s, "expert_placement_plan")
+            assert plan["source"] == source and plan["sequences"] == sequences and plan["tokens"] > sequences
+            assert 1 <= plan["expected_device_max_over_mean"] < plan["uniform_expected_device_max_over_mean"], plan
+            assert texts(s) == want, "a planned placement serves the same tokens"
+            placement = requests.get(s.url + "/v1/expert_load").json()
+            assert placement["num_devices"] == 2
+        finally:
+            s.stop()
+
+
+def test_auto_placement_flags_fail_clearly(tmp_path):
+    import subprocess
+    from conftest import BIN, MODEL
+    for args, message in [(("--expert_placement", "auto"), "--expert_placement auto needs --devices"),
+                          (("--devices", "2", "--calibration_prompts", "x.txt"),
+                           "--calibration_prompts plans the placement of --expert_placement auto only"),
+                          (("--devices", "2", "--expert_placement", "auto", "--calibration_prompts",
+                            str(tmp_path / "missing.txt")), str(tmp_path / "missing.txt"))]:
+        r = subprocess.run([BIN, "--model", MODEL, "--http_port", "0", "--grpc_port", "0", *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and message in r.stderr, (args, r.stderr)
