@@ -116,6 +116,9 @@ void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, const ReplanEve
       m.last_replan_seconds = replan->plan_seconds;
       ReplanEvent e = *replan;
       e.step = m.steps;
+      for (int64_t b : m.rank_expert_bytes) e.copied_bytes += b;
+      m.migration_bytes_total += e.copied_bytes;
+      m.moved_slots_total += e.moved_slots;
       if (m.replan_events.size() == MetricsSnapshot::kMaxReplanEvents) m.replan_events.erase(m.replan_events.begin());
       m.replan_events.push_back(e);
     }
@@ -188,6 +191,9 @@ void ExpertBalancer::AfterStep() {
     event.plan_seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
     event.device_max_over_mean_before = MeanExpectedDeviceMaxOverMean(loads, before);
     event.device_max_over_mean_after = MeanExpectedDeviceMaxOverMean(loads, placements);
+    for (size_t i = 0; i < placements.size(); ++i)
+      for (size_t s = 0; s < placements[i].second.slot_expert.size(); ++s)
+        event.moved_slots += placements[i].second.slot_expert[s] != before[i].second.slot_expert[s];
     MutexLock lock(&pending_mu_);
     pending_ = std::move(*placed);
     pending_layers_ = std::move(placements);

@@ -33,6 +33,10 @@ struct ReplanEvent {
   // Device load max/mean averaged over the MoE layers, expected from the loads the plan was made
   // from (each expert's tokens split evenly over its replicas), under the old and the new placement.
   double device_max_over_mean_before = 0, device_max_over_mean_after = 0;
+  // Migration: slots (over all MoE layers and devices) whose expert changed, and the bytes copied
+  // to build the new placement on every rank (each device's whole share is copied anew).
+  int64_t moved_slots = 0;
+  int64_t copied_bytes = 0;
 };
 
 struct MetricsSnapshot {
@@ -84,6 +88,7 @@ struct MetricsSnapshot {
   std::vector<std::vector<int32_t>> replica_map;  // [layers] slot -> expert (empty for dense layers)
   uint64_t replans = 0;
   double replan_seconds_total = 0, last_replan_seconds = 0;
+  int64_t migration_bytes_total = 0, moved_slots_total = 0;  // sums of the switches' ReplanEvent figures
   double longest_switch_step_seconds = 0;        // longest step while re-planning or right after a switch
   std::vector<ReplanEvent> replan_events;        // the last kMaxReplanEvents switches, oldest first
 };

@@ -158,6 +158,11 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Value(&out, "latentserve_expert_replan_seconds_total", "counter", "Time spent planning and copying replicas.",
           m.replan_seconds_total);
     Value(&out, "latentserve_expert_replan_last_seconds", "gauge", "Duration of the last re-plan.", m.last_replan_seconds);
+    Value(&out, "latentserve_expert_migration_bytes_total", "counter",
+          "Bytes copied to build the placements switched in (every rank's devices).",
+          static_cast<double>(m.migration_bytes_total));
+    Value(&out, "latentserve_expert_moved_slots_total", "counter",
+          "Expert slots whose expert a switched-in placement changed.", static_cast<double>(m.moved_slots_total));
     Value(&out, "latentserve_expert_switch_longest_step_seconds", "gauge",
           "Longest engine step while a re-plan was in flight or being switched in.", m.longest_switch_step_seconds);
     Header(&out, "latentserve_rank_expert_slot_bytes", "gauge",

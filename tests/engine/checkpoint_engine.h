@@ -50,6 +50,19 @@ class CheckpointEngineTest : public ::testing::TestWithParam<std::string> {
     for (auto& q : qs) out.push_back(q->WaitFinal());
     return out;
   }
+  // The outputs are the same request for request: tokens, finish reason and count, and logprobs
+  // within 2e-3 (a batch computes them in another order).
+  static void ExpectSameOutputs(const std::vector<RequestOutput>& got, const std::vector<RequestOutput>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << "request " << i;
+      EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << "request " << i;
+      EXPECT_EQ(got[i].completion_tokens, want[i].completion_tokens) << "request " << i;
+      ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+      for (size_t j = 0; j < got[i].logprobs.size(); ++j)
+        EXPECT_NEAR(got[i].logprobs[j].logprob, want[i].logprobs[j].logprob, 2e-3) << "request " << i << " token " << j;
+    }
+  }
   std::vector<int32_t> Prompt(std::mt19937& rng, int len) const {
     std::vector<int32_t> p(len);
     for (auto& t : p) t = static_cast<int32_t>(rng() % model_->config().vocab_size);

@@ -146,16 +146,6 @@ class DraftModelEngine : public CheckpointEngineTest {
     }
     return reqs;
   }
-  static void ExpectSame(const std::vector<RequestOutput>& got, const std::vector<RequestOutput>& want) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << "request " << i;
-      EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << "request " << i;
-      ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
-      for (size_t j = 0; j < got[i].logprobs.size(); ++j)
-        EXPECT_NEAR(got[i].logprobs[j].logprob, want[i].logprobs[j].logprob, 2e-3) << "request " << i << " token " << j;
-    }
-  }
 
   std::unique_ptr<Model> draft_;
   bool same_ = false;
@@ -175,8 +165,8 @@ TEST_P(DraftModelEngine, GreedyOutputIsTheOutputWithout) {
   EXPECT_LT(engine->num_kv_blocks(), plain_blocks) << "the draft's cache comes out of the same budget";
   std::vector<RequestOutput> alone;
   for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
-  ExpectSame(alone, want);
-  ExpectSame(RunOutputs(*engine, reqs), want);
+  ExpectSameOutputs(alone, want);
+  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
   const MetricsSnapshot m = engine->Metrics();
   EXPECT_EQ(m.spec_method, "draft_model");
   EXPECT_GT(m.spec_steps, 0u);
@@ -196,7 +186,7 @@ TEST_P(DraftModelEngine, PreemptionKeepsTheOutput) {
   cfg.num_kv_blocks = 12;  // too few for all at once, here and in the draft's cache
   cfg.enable_prefix_caching = false;
   auto engine = MakeEngine(cfg);
-  ExpectSame(RunOutputs(*engine, reqs), want);
+  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
   EXPECT_GT(engine->Metrics().preemptions, 0u);
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
 }

@@ -490,12 +490,22 @@ TEST_F(EngineTest, ReplanSwitchesAreRememberedWithTheirTimeStepAndExpectedBalanc
     EXPECT_GT(e.plan_seconds, 0.0);
     EXPECT_GE(e.device_max_over_mean_before, 1.0 - 1e-9) << i;
     EXPECT_GE(e.device_max_over_mean_after, 1.0 - 1e-9) << i;
+    EXPECT_EQ(e.copied_bytes, m.rank_expert_bytes[0]) << "one rank: its devices' whole share, copied anew";
+    EXPECT_GE(e.moved_slots, 0);
+    EXPECT_LE(e.moved_slots, 4 * 6 * static_cast<int64_t>(m.moe_layers.size()));
     if (i > 0) {
       EXPECT_GE(e.unix_seconds, m.replan_events[i - 1].unix_seconds);
       EXPECT_GT(e.step, m.replan_events[i - 1].step);
     }
   }
   EXPECT_DOUBLE_EQ(m.last_replan_seconds, m.replan_events.back().plan_seconds);
+  int64_t copied = 0, moved = 0;
+  for (const ReplanEvent& e : m.replan_events) copied += e.copied_bytes, moved += e.moved_slots;
+  if (m.replans <= MetricsSnapshot::kMaxReplanEvents) {
+    EXPECT_EQ(m.migration_bytes_total, copied);
+    EXPECT_EQ(m.moved_slots_total, moved);
+  }
+  EXPECT_GT(m.moved_slots_total, 0) << "a re-plan from skewed loads moves experts";
 }
 
 // The window copied out for other threads holds the MoE layers only, sums to the tokens routed in

@@ -88,17 +88,6 @@ class Speculative : public CheckpointEngineTest {
     }
     return reqs;
   }
-  static void ExpectSame(const std::vector<RequestOutput>& got, const std::vector<RequestOutput>& want) {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << "request " << i;
-      EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << "request " << i;
-      EXPECT_EQ(got[i].completion_tokens, want[i].completion_tokens) << "request " << i;
-      ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
-      for (size_t j = 0; j < got[i].logprobs.size(); ++j)
-        EXPECT_NEAR(got[i].logprobs[j].logprob, want[i].logprobs[j].logprob, 2e-3) << "request " << i << " token " << j;
-    }
-  }
 };
 
 TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
@@ -113,8 +102,8 @@ TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
   // One at a time, then all batched (sequences with and without a draft in one step).
   std::vector<RequestOutput> alone;
   for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
-  ExpectSame(alone, want);
-  ExpectSame(RunOutputs(*engine, reqs), want);
+  ExpectSameOutputs(alone, want);
+  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
   const MetricsSnapshot m = engine->Metrics();
   EXPECT_GT(m.spec_steps, 0u);
   EXPECT_GT(m.spec_accepted_tokens, 0u) << "the repeated phrase's continuation is proposed and accepted";
@@ -132,7 +121,7 @@ TEST_P(Speculative, PreemptionKeepsTheOutput) {
   cfg.num_kv_blocks = 12;  // too few for all at once
   cfg.enable_prefix_caching = false;
   auto engine = MakeEngine(cfg);
-  ExpectSame(RunOutputs(*engine, reqs), want);
+  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
   EXPECT_GT(engine->Metrics().preemptions, 0u);
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
 }

@@ -38,6 +38,10 @@ def test_devices_and_replanning_keep_greedy_text(server, grpc_stubs):
         assert "latentserve_expert_parallel_devices 4" in metrics
         assert "latentserve_device_load_max_over_mean{layer=" in metrics
         assert s.metric("latentserve_expert_replans_total") >= 1
+        # Idle now: every switch copied the devices' whole share.
+        assert s.metric("latentserve_expert_migration_bytes_total") == \
+            s.metric("latentserve_expert_replans_total") * s.metric("latentserve_rank_expert_slot_bytes")
+        assert s.metric("latentserve_expert_moved_slots_total") >= 0
         pb2, pb2_grpc = grpc_stubs
         load = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}")).GetExpertLoad(
             pb2.GetExpertLoadRequest())
