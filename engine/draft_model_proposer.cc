@@ -45,6 +45,23 @@ void DraftModelProposer::Forget(uint64_t seq) {
   entries_.erase(it);
 }
 
+absl::Status DraftModelProposer::Warmup(int32_t max_seqs, int32_t max_draft) {
+  // Dummy sequences under keys no engine gives (arrival numbers count up from 0).
+  const int64_t capacity = static_cast<int64_t>(free_.size()) * block_size_;
+  const int64_t tokens = std::min<int64_t>(kMaxStepTokens, capacity - static_cast<int64_t>(max_seqs) * max_draft);
+  const int32_t seqs = static_cast<int32_t>(std::clamp<int64_t>(tokens, 1, std::max(max_seqs, 1)));
+  if (tokens < seqs || max_draft < 1) return absl::OkStatus();
+  std::vector<std::vector<int32_t>> ids(seqs), drafts(seqs);
+  std::vector<DraftQuery> queries;
+  for (int32_t i = 0; i < seqs; ++i) {
+    ids[i].assign(tokens / seqs + (i < tokens % seqs), 0);
+    queries.push_back({~uint64_t{0} - i, &ids[i], max_draft, &drafts[i]});
+  }
+  const absl::Status st = Propose(queries);
+  for (const DraftQuery& q : queries) Forget(q.seq);
+  return st;
+}
+
 bool DraftModelProposer::Reserve(Entry& e, int64_t tokens, const std::unordered_set<uint64_t>& keep) {
   const size_t need = static_cast<size_t>((tokens + block_size_ - 1) / block_size_);
   if (e.blocks.size() >= need) return true;

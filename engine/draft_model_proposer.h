@@ -30,6 +30,9 @@ class DraftModelProposer : public DraftProposer {
 
   absl::Status Propose(const std::vector<DraftQuery>& queries) override;
   void Forget(uint64_t seq) override;
+  // A catch-up of kMaxStepTokens tokens (or what the cache holds) over up to max_seqs sequences,
+  // then their one-token steps.
+  absl::Status Warmup(int32_t max_seqs, int32_t max_draft) override;
 
   // Blocks not held by any sequence (for tests).
   int32_t num_free_blocks() const { return static_cast<int32_t>(free_.size()); }

@@ -43,6 +43,10 @@ class DraftProposer {
   virtual absl::Status Propose(const std::vector<DraftQuery>& queries) = 0;
   // The sequence is gone: whatever the proposer kept for it is released.
   virtual void Forget(uint64_t /*seq*/) {}
+  // Runs the largest proposal up to `max_seqs` sequences can ask for, on dummy tokens, so that the
+  // proposer's buffers reach their full size before the first request (the engine's warm-up);
+  // keeps nothing.
+  virtual absl::Status Warmup(int32_t /*max_seqs*/, int32_t /*max_draft*/) { return absl::OkStatus(); }
 };
 
 }  // namespace ls

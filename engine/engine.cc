@@ -197,6 +197,10 @@ absl::Status Engine::Warmup() {
   if (!st.ok())
     return absl::InternalError(absl::StrCat("warm-up step of ", warmup_tokens_, " tokens in ", batch.seqs.size(),
                                             " sequences failed: ", st.message()));
+  if (proposer_)
+    if (absl::Status ps = proposer_->Warmup(config_.scheduler.max_num_seqs, config_.speculative.num_speculative_tokens);
+        !ps.ok())
+      return absl::InternalError(absl::StrCat("warm-up of the speculative proposer failed: ", ps.message()));
   return absl::OkStatus();
 }
 

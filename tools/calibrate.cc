@@ -4,11 +4,15 @@
 // every other tensor copied byte for byte). Documents longer than the model's
 // context are split into windows of at most the context (--window). Prints the windows and tokens
 // used and the per-layer balance (max/mean tokens per expert) before and after, on the calibration
-// set and, with --heldout, on held-out text: a table on stderr, JSON on stdout.
+// set and, with --heldout, on held-out text: a table on stderr, JSON on stdout. With
+// --placement_out, also plans an expert placement over --devices devices of --expert_slots slots
+// from the calibrated model's expert load on the calibration set, loadable with
+// `latentserve --expert_placement FILE`.
 //   --prompts FILE / --heldout FILE: text, one document per line (needs the model's
 //   tokenizer), or a .json file {"sequences": [[ids...], ...]}.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "absl/flags/flag.h"
@@ -18,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "base/cli_usage.h"
 #include "engine/calibration.h"
+#include "engine/expert_planner.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/loader/checkpoint_rewrite.h"
 #include "models/registry.h"
@@ -33,8 +38,14 @@ ABSL_FLAG(int32_t, num_bins, 1024, "histogram bins");
 ABSL_FLAG(double, range_lo, -1.5, "histogram range, low end");
 ABSL_FLAG(double, range_hi, 1.5, "histogram range, high end");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0: all)");
-ABSL_FLAG(std::string, heldout, "", "held-out text (same formats as --prompts): the balance on it is shown before and after");
-ABSL_FLAG(int32_t, window, 0, "longest window a document is split into, in tokens (0: the model's max_position_embeddings)");
+ABSL_FLAG(std::string, heldout, "",
+          "held-out text (same formats as --prompts): the balance on it is shown before and after");
+ABSL_FLAG(std::string, placement_out, "",
+          "also write an expert placement planned from the calibrated model's expert load on --prompts");
+ABSL_FLAG(int32_t, devices, 0, "with --placement_out: devices to place the experts on");
+ABSL_FLAG(int32_t, expert_slots, 0, "with --placement_out: slots per device (0: just enough for every expert once)");
+ABSL_FLAG(int32_t, window, 0,
+          "longest window a document is split into, in tokens (0: the model's max_position_embeddings)");
 
 namespace {
 
@@ -72,6 +83,38 @@ TextSet Count(const std::vector<std::vector<int32_t>>& docs, int32_t window) {
 
 nlohmann::json SetJson(const TextSet& t) {
   return {{"documents", t.documents}, {"windows", t.windows}, {"tokens", t.tokens}};
+}
+
+// Plans a placement from the model's expert load on `seqs` over --devices x --expert_slots, writes
+// it to `path` and returns what it expects, against the uniform placement, as JSON.
+absl::StatusOr<nlohmann::json> PlanPlacementFile(ls::Model& model, const std::vector<std::vector<int32_t>>& seqs,
+                                                 int32_t window, const std::string& path) {
+  const int32_t D = absl::GetFlag(FLAGS_devices), N = static_cast<int32_t>(model.config().moe.num_experts);
+  if (D < 1) return absl::InvalidArgumentError("--devices must be at least 1");
+  const int32_t S = absl::GetFlag(FLAGS_expert_slots) > 0 ? absl::GetFlag(FLAGS_expert_slots) : (N + D - 1) / D;
+  auto loads = ls::MeasureExpertLoads(model, seqs, window);
+  if (!loads.ok()) return loads.status();
+  std::vector<std::pair<int32_t, ls::ExpertPlacement>> placements;
+  double planned = 0, uniform = 0;
+  for (const auto& [layer, load] : *loads) {
+    auto p = ls::PlanPlacement(load, D, S);
+    if (!p.ok()) return p.status();
+    auto u = ls::UniformPlacement(N, D, S);
+    if (!u.ok()) return u.status();
+    planned += ls::MaxOverMean(ls::ExpectedDeviceLoads(*p, load));
+    uniform += ls::MaxOverMean(ls::ExpectedDeviceLoads(*u, load));
+    placements.emplace_back(layer, std::move(*p));
+  }
+  if (placements.empty()) return absl::InvalidArgumentError("the model has no MoE layers to place");
+  std::ofstream out(path);
+  out << ls::PlacementsToJson(placements);
+  if (!out.flush()) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write"));
+  const double n = static_cast<double>(placements.size());
+  return nlohmann::json{{"file", path},
+                        {"num_devices", D},
+                        {"slots_per_device", S},
+                        {"expected_device_max_over_mean", planned / n},
+                        {"uniform_expected_device_max_over_mean", uniform / n}};
 }
 
 }  // namespace
@@ -123,7 +166,8 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<float>> biases;
   for (const auto& [layer, bias] : result->biases) biases[(*model)->router_bias_name(layer)] = bias;
   ls::RewriteStats written;
-  if (auto s = ls::RewriteCheckpoint(dir, out, biases, &written); !s.ok()) return Fail(absl::StrCat("--out: ", s.message()));
+  if (auto s = ls::RewriteCheckpoint(dir, out, biases, &written); !s.ok())
+    return Fail(absl::StrCat("--out: ", s.message()));
   std::fprintf(stderr, "wrote %s: %d weight file(s) rewritten with the new biases, %d linked or copied unchanged\n",
                out.c_str(), written.shards_rewritten, written.shards_linked);
 
@@ -151,6 +195,14 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "%s\n", line.c_str());
     report["layers"].push_back(row);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_placement_out); !path.empty()) {
+    auto placement = PlanPlacementFile(**model, *seqs, opt.window, path);
+    if (!placement.ok()) return Fail(absl::StrCat("--placement_out: ", placement.status().message()));
+    report["placement"] = std::move(*placement);
+    std::fprintf(stderr, "wrote %s: expected device max/mean %.3f (uniform placement: %.3f)\n", path.c_str(),
+                 report["placement"]["expected_device_max_over_mean"].get<double>(),
+                 report["placement"]["uniform_expected_device_max_over_mean"].get<double>());
   }
   std::printf("%s\n", report.dump(1).c_str());
   return 0;

@@ -98,6 +98,17 @@ TEST_F(DraftModelProposerTest, LongCatchUpRunsInBoundedSteps) {
             (std::vector<std::vector<int32_t>>{Draft(*fresh, {a}, 2)[0], Draft(*fresh, {b}, 2)[0]}));
 }
 
+TEST_F(DraftModelProposerTest, WarmupKeepsNothing) {
+  std::mt19937 rng(13);
+  const std::vector<int32_t> a = Random(rng, 12), b = Random(rng, 30);
+  auto p = Make(700);
+  ASSERT_TRUE(p->Warmup(8, 3).ok());
+  EXPECT_EQ(p->num_free_blocks(), 700);
+  auto fresh = Make(700);
+  EXPECT_EQ(Draft(*p, {a, b}, 3), Draft(*fresh, {a, b}, 3));
+  EXPECT_TRUE(Make(2)->Warmup(8, 3).ok()) << "a cache too small to warm up in is no error";
+}
+
 TEST_F(DraftModelProposerTest, ShortOfBlocksItDropsSequencesNotAskedAbout) {
   std::mt19937 rng(11);
   const std::vector<int32_t> a = Random(rng, 20), b = Random(rng, 20);

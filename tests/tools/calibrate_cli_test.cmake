@@ -1,7 +1,8 @@
 # latentserve-calibrate end to end on the tiny model: documents longer than the context (whole
 # pages of text on one line each) are split into windows, the windows and tokens used are
 # reported, and the balance before and after is shown on the calibration set and on held-out
-# text; an empty prompt file gets one clear error. A Kimi K3 directory (language_model. names,
+# text; an empty prompt file gets one clear error; --placement_out writes an expert placement
+# planned from the calibrated load, which expects to beat the uniform one. A Kimi K3 directory (language_model. names,
 # a vision tower, tiktoken) calibrates too, its biases written back under their own names.
 # cmake -DBIN=<latentserve-calibrate> -DSRC=<checkout> -DOUT=<scratch dir> -P calibrate_cli_test.cmake
 file(REMOVE_RECURSE ${OUT})
@@ -16,7 +17,8 @@ endforeach()
 file(WRITE ${OUT}/prompts.txt "${doc1}\n\n${doc2}\n")
 file(WRITE ${OUT}/heldout.txt "${held}\n")
 execute_process(COMMAND ${BIN} --model ${SRC}/models/tiny --prompts ${OUT}/prompts.txt --heldout ${OUT}/heldout.txt
-                        --out ${OUT}/model --iters 3 --threads 2
+                        --out ${OUT}/model --iters 3 --threads 2 --placement_out ${OUT}/placement.json
+                        --devices 4 --expert_slots 18
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "calibration on long documents failed (${rc}): ${err}")
@@ -42,6 +44,18 @@ foreach(i RANGE ${last})
     message(FATAL_ERROR "layer ${i}: calibration did not even the load on its own text: ${before} -> ${after}")
   endif()
 endforeach()
+string(JSON planned GET "${out}" placement expected_device_max_over_mean)
+string(JSON uniform GET "${out}" placement uniform_expected_device_max_over_mean)
+if(NOT planned LESS uniform OR NOT err MATCHES "wrote ${OUT}/placement.json: expected device max/mean")
+  message(FATAL_ERROR "the planned placement does not expect to beat uniform: ${planned} vs ${uniform}\n${err}")
+endif()
+file(READ ${OUT}/placement.json placement)
+string(JSON devices GET "${placement}" num_devices)
+string(JSON slots GET "${placement}" slots_per_device)
+string(JSON placed_layers LENGTH "${placement}" layers)
+if(NOT devices EQUAL 4 OR NOT slots EQUAL 18 OR NOT placed_layers EQUAL 4)
+  message(FATAL_ERROR "unexpected placement file: ${placement}")
+endif()
 if(NOT EXISTS ${OUT}/model/model.safetensors OR NOT EXISTS ${OUT}/model/tokenizer.json)
   message(FATAL_ERROR "no model written to ${OUT}/model")
 endif()
