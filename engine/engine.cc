@@ -443,9 +443,10 @@ void Engine::ProposeDrafts() {
   for (const auto& [id, s] : streams_) {
     Sequence& seq = s->seq;
     seq.draft.clear();
-    // Decoding (its last token alone uncomputed), unconstrained (a grammar would have to follow the draft).
-    if (seq.status != SeqStatus::kRunning || seq.num_uncomputed() != 1 || seq.num_computed < seq.num_prompt_tokens ||
-        s->matcher)
+    // Decoding: its last token alone uncomputed. Under a grammar too: verification masks each row
+    // with the grammar's state after the draft tokens accepted before it, so a draft token the
+    // grammar forbids is never accepted.
+    if (seq.status != SeqStatus::kRunning || seq.num_uncomputed() != 1 || seq.num_computed < seq.num_prompt_tokens)
       continue;
     // Room for the draft and the token after it within max_tokens and the context length.
     const int32_t room = std::min(s->request.params.max_tokens - seq.num_output_tokens(), max_model_len_ - seq.num_tokens());

@@ -49,9 +49,9 @@ struct EngineConfig {
   int64_t state_cache_bytes = -1;
   int32_t state_snapshot_interval = 512;
   // Speculative decoding (engine/draft_proposer.h); num_speculative_tokens 0: off. Not for models
-  // with recurrent layers (a rejected token's state cannot be taken back) nor for structured
-  // output. A draft model's KV cache comes out of kv_cache_bytes: both caches hold the same number
-  // of tokens (with num_kv_blocks set, the draft's has as many blocks).
+  // with recurrent layers (a rejected token's state cannot be taken back). A draft model's KV cache comes out of
+  // kv_cache_bytes: both caches hold the same number of tokens (with num_kv_blocks set, the draft's has as many
+  // blocks).
   SpeculativeConfig speculative;
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings

@@ -1,6 +1,7 @@
 // Structured output in the engine on the shipped tiny model: constrained and free requests batched
 // together, each constrained output a whole match that ends the request, and every request the
-// same as when it runs alone (each sequence has its own matcher; masks apply per row).
+// same as when it runs alone (each sequence has its own matcher; masks apply per row), and the same
+// with speculative decoding (by n-gram lookup and by a draft model) as without.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -30,7 +31,8 @@ class StructuredEngine : public ::testing::Test {
     auto t = tok::LoadTokenizerJsonFile(dir + "/tokenizer.json");
     ASSERT_TRUE(t.ok());
     tok_ = std::move(*t);
-    cache_ = std::make_unique<structured::GrammarCache>(structured::VocabularyBytes(*tok_, model_->config().vocab_size));
+    cache_ =
+        std::make_unique<structured::GrammarCache>(structured::VocabularyBytes(*tok_, model_->config().vocab_size));
   }
   std::shared_ptr<structured::CompiledGrammar> Grammar(OutputConstraint::Kind kind, std::string text,
                                                        std::vector<std::string> choices = {}) {
@@ -38,8 +40,9 @@ class StructuredEngine : public ::testing::Test {
     EXPECT_TRUE(g.ok()) << g.status();
     return g.ok() ? *g : nullptr;
   }
-  std::vector<RequestOutput> Run(const std::vector<Request>& rs) {
-    auto engine = Engine::Create(model_.get(), tok_.get(), EngineConfig{});
+  std::vector<RequestOutput> Run(const std::vector<Request>& rs, const EngineConfig& cfg = {},
+                                 MetricsSnapshot* metrics = nullptr) {
+    auto engine = Engine::Create(model_.get(), tok_.get(), cfg);
     EXPECT_TRUE(engine.ok());
     std::vector<std::unique_ptr<OutputQueue>> qs;
     for (const auto& r : rs) {
@@ -48,6 +51,7 @@ class StructuredEngine : public ::testing::Test {
     }
     std::vector<RequestOutput> out;
     for (auto& q : qs) out.push_back(q->WaitFinal());
+    if (metrics) *metrics = (*engine)->Metrics();
     return out;
   }
   Request Req(int i, std::shared_ptr<structured::CompiledGrammar> g) {
@@ -117,6 +121,39 @@ TEST_F(StructuredEngine, JsonOutputParsesAndKeepsTheSchemasOrder) {
     EXPECT_TRUE(j["alpha"] == "x" || j["alpha"] == "y");
   }
   EXPECT_GT(Run({Req(9, nullptr)})[0].token_ids.size(), 0u);
+}
+
+TEST_F(StructuredEngine, SpeculationKeepsTheConstrainedOutput) {
+  // Greedy: the same tokens as without; the drafts, proposed without the grammar, are verified
+  // against it row by row.
+  const std::string pattern = "[A-Z][a-z]{2,7}( [a-z]{1,8}){2,6}\\.";
+  auto regex = Grammar(OutputConstraint::Kind::kRegex, pattern);
+  auto json = Grammar(OutputConstraint::Kind::kJsonSchema,
+                      R"({"type":"object","properties":{"name":{"type":"string","maxLength":24},
+                          "count":{"type":"integer"}},"required":["name","count"]})");
+  std::vector<Request> reqs;
+  for (int i = 0; i < 8; ++i) {
+    Request r = Req(i, i % 2 ? json : regex);
+    r.params.temperature = 0;
+    reqs.push_back(std::move(r));
+  }
+  const auto want = Run(reqs);
+  auto draft = LoadModel(std::filesystem::path(LS_TEST_DATA_DIR).parent_path().parent_path().string() + "/models/tiny",
+                         &backend_);
+  ASSERT_TRUE(draft.ok());
+  for (Model* d : {static_cast<Model*>(nullptr), draft->get()}) {
+    EngineConfig cfg;
+    cfg.speculative = {3, 1, 4, d};
+    MetricsSnapshot m;
+    const auto got = Run(reqs, cfg, &m);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(got[i].token_ids, want[i].token_ids) << (d ? "draft model" : "n-gram") << ", request " << i;
+      EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << got[i].text;
+    }
+    EXPECT_GT(m.spec_steps, 0u) << (d ? "draft model" : "n-gram");
+    if (d) EXPECT_GT(m.spec_accepted_tokens, 0u) << "the target's own greedy choice is often what the grammar allows";
+    EXPECT_GT(m.grammar_tokens, 0u);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 """Speculative decoding through the server, by n-gram prompt lookup and by a draft model: greedy
-completions over HTTP and gRPC are the ones of a server without it, /metrics counts the drafts
-proposed and accepted (labelled by method), the ready line says what runs, and a bad
---speculative_config or a draft model with another vocabulary stops the start with a message
-naming what is wrong."""
+completions over HTTP and gRPC are the ones of a server without it (with structured output too),
+/metrics counts the drafts proposed and accepted (labelled by method), the ready line says what
+runs, and a bad --speculative_config or a draft model with another vocabulary stops the start
+with a message naming what is wrong."""
 import json
 import os
 import subprocess
@@ -86,6 +86,22 @@ def test_draft_model_output_is_the_output_without_speculation(grpc_stubs):
         assert abs(s.metric("latentserve_spec_decode_acceptance_rate") - accepted / proposed) < 1e-9
         assert s.metric("latentserve_spec_decode_mean_accepted_length") > 2.5
         assert s.metric("latentserve_spec_decode_propose_errors_total") == 0
+    finally:
+        s.stop()
+
+
+def test_structured_output_is_the_same_with_speculation(server):
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "count": {"type": "integer"}}, "required": ["name", "count"]}
+    body = {"prompt": PROMPT, "max_tokens": 60, "temperature": 0,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}}
+    want = requests.post(server.url + "/v1/completions", json=body, timeout=60).json()["choices"][0]
+    s = Server("--speculative_config", SPEC)
+    try:
+        got = requests.post(s.url + "/v1/completions", json=body, timeout=60).json()["choices"][0]
+        assert got["text"] == want["text"] and got["finish_reason"] == want["finish_reason"]
+        assert s.metric("latentserve_structured_output_tokens_total") > 0
+        assert s.metric("latentserve_spec_decode_num_drafts_total") > 0, "constrained requests speculate too"
     finally:
         s.stop()
 
