@@ -564,6 +564,10 @@ int main(int argc, char** argv) {
   }
   auto engine = ls::Engine::Create(model->get(), tokenizer.get(), *cfg);
   if (!engine.ok()) return fail(engine.status().message());
+  if (!(*engine)->draft_model()) {  // speculation is off for this model: the draft model's memory goes back
+    cfg->speculative.draft_model = nullptr;
+    draft_model.reset();
+  }
 
   const std::string name = ServedModelName(dir);
   ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()),

@@ -2,7 +2,8 @@
 completions over HTTP and gRPC are the ones of a server without it (with structured output too),
 /metrics counts the drafts proposed and accepted (labelled by method), the ready line says what
 runs, and a bad --speculative_config or a draft model with another vocabulary stops the start
-with a message naming what is wrong."""
+with a message naming what is wrong; a model with recurrent layers serves without speculation and
+says so."""
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ import subprocess
 import grpc
 import requests
 
-from conftest import BIN, MODEL, Server
+from conftest import BIN, MODEL, ROOT, Server
 
 SPEC = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}'
 PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
@@ -104,6 +105,20 @@ def test_structured_output_is_the_same_with_speculation(server):
         assert s.metric("latentserve_spec_decode_num_drafts_total") > 0, "constrained requests speculate too"
     finally:
         s.stop()
+
+
+def test_models_with_recurrent_layers_serve_without_speculation():
+    kimi = os.path.join(ROOT, "tests", "data", "hf", "kimi_linear_bf16")
+    for spec in (SPEC, json.dumps({"method": "draft_model", "model": kimi, "num_speculative_tokens": 2})):
+        s = Server("--speculative_config", spec, model=kimi)
+        try:
+            assert s.ready["speculative"] is None
+            assert '"event":"speculative_decoding_disabled"' in s.logs()
+            r = requests.post(s.url + "/v1/completions", timeout=60,
+                              json={"prompt": [5, 17, 200, 3], "max_tokens": 4, "temperature": 0})
+            assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
+        finally:
+            s.stop()
 
 
 def _draft_with_token_changed(tmp_path):
