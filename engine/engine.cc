@@ -443,9 +443,9 @@ void Engine::ProposeDrafts() {
   for (const auto& [id, s] : streams_) {
     Sequence& seq = s->seq;
     seq.draft.clear();
-    // Decoding: its last token alone uncomputed. Under a grammar too: verification masks each row
-    // with the grammar's state after the draft tokens accepted before it, so a draft token the
-    // grammar forbids is never accepted.
+    // Decoding: its last token alone uncomputed. Under a grammar too: its draft is cut at the first
+    // token the grammar forbids, and verification masks each row with the grammar's state after
+    // the draft tokens accepted before it.
     if (seq.status != SeqStatus::kRunning || seq.num_uncomputed() != 1 || seq.num_computed < seq.num_prompt_tokens)
       continue;
     // Room for the draft and the token after it within max_tokens and the context length.
@@ -456,6 +456,16 @@ void Engine::ProposeDrafts() {
   if (queries.empty()) return;
   const auto t0 = Clock::now();
   const absl::Status st = proposer_->Propose(queries);
+  // A constrained sequence's draft ends before the first token its grammar forbids (verification
+  // would reject it): drafts are proposed without the grammar.
+  for (const auto& [id, s] : streams_) {
+    std::vector<int32_t>& draft = s->seq.draft;
+    if (!s->matcher || draft.empty()) continue;
+    structured::Matcher place = *s->matcher;
+    size_t keep = 0;
+    while (keep < draft.size() && !place.finished() && place.Accept(draft[keep])) ++keep;
+    draft.resize(keep);
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   metrics_.Update([&](MetricsSnapshot& m) {
     m.spec_propose_seconds += seconds;

@@ -156,5 +156,28 @@ TEST_F(StructuredEngine, SpeculationKeepsTheConstrainedOutput) {
   }
 }
 
+// The n-gram lookup proposes what followed each digit in the prompt, descending, where the grammar
+// wants the digits ascending: those drafts are cut before the step, so none is proposed, and the
+// output is the same.
+TEST_F(StructuredEngine, DraftsStopBeforeWhatTheGrammarForbids) {
+  auto ascending = Grammar(OutputConstraint::Kind::kRegex, "0123456789");
+  Request r = Req(0, ascending);
+  r.prompt_ids = *tok_->Encode("98765432109876543210987654321");
+  r.params.temperature = 0;
+  r.params.max_tokens = 30;
+  const auto want = Run({r});
+  EngineConfig cfg;
+  cfg.speculative = {4, 1, 4};
+  MetricsSnapshot m;
+  const auto got = Run({r}, cfg, &m);
+  EXPECT_EQ(got[0].token_ids, want[0].token_ids);
+  EXPECT_EQ(got[0].text, "0123456789");
+  EXPECT_EQ(m.spec_draft_tokens, 0u) << "every n-gram draft here leaves the grammar";
+  // Free, the same prompt's continuation is proposed.
+  r.params.grammar = nullptr;
+  Run({r}, cfg, &m);
+  EXPECT_GT(m.spec_draft_tokens, 0u);
+}
+
 }  // namespace
 }  // namespace ls
