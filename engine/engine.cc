@@ -50,6 +50,8 @@ struct Engine::Stream {
   // (a recomputation after preemption overwrites) and sent with the first output.
   std::vector<TokenLogprob> prompt_logprobs;
   bool prompt_logprobs_sent = false;
+  // Recurrent layers: its state is to be copied back from its spare slot before its next step.
+  bool take_back_state = false;
   std::unique_ptr<structured::Matcher> matcher;  // with params.grammar: where the output is in it
   bool WantsPromptRows() const {
     return request.params.prompt_logprobs && !prompt_logprobs_sent && seq.num_computed < seq.num_prompt_tokens - 1;
@@ -86,10 +88,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
         "speculative decoding: num_speculative_tokens must be in [0, 16] and 1 <= prompt_lookup_min <= "
         "prompt_lookup_max, got ",
         speculative.num_speculative_tokens, ", ", speculative.prompt_lookup_min, ", ", speculative.prompt_lookup_max));
-  if (slots > 0 || speculative.num_speculative_tokens == 0) {  // a rejected token's state cannot be taken back
-    speculative.num_speculative_tokens = 0;
-    speculative.draft_model = nullptr;
-  }
+  if (speculative.num_speculative_tokens == 0) speculative.draft_model = nullptr;
+  // With recurrent layers, each running sequence's state is copied before a step that verifies a
+  // draft (to one spare slot per running sequence), so that a rejection can take it back.
+  const int32_t spare_slots = slots > 0 && speculative.num_speculative_tokens > 0 ? slots : 0;
   // A draft model's cache holds as many tokens as the target's, out of the same budget.
   size_t draft_block_bytes = 0;
   DType draft_kv_dtype = DType::kF32;
@@ -110,11 +112,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   const size_t block_bytes = KvCache::BytesPerBlock(layout, config.block_size, *config.kv_cache_dtype);
   int32_t blocks = config.num_kv_blocks;
   if (blocks <= 0) {
-    const size_t state_bytes = static_cast<size_t>(slots + snapshots) * slot_bytes;
+    const size_t state_bytes = static_cast<size_t>(slots + spare_slots + snapshots) * slot_bytes;
     if (state_bytes >= config.kv_cache_bytes)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "KV cache too small: the recurrent state of max_num_seqs (", slots, ") sequences and ", snapshots,
-          " prefix-cache snapshots alone needs ", (state_bytes + (1 << 20) - 1) >> 20, " MiB"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("KV cache too small: the recurrent state of max_num_seqs (", slots, ") sequences",
+                       spare_slots > 0 ? " (twice, for speculative decoding)" : "", " and ", snapshots,
+                       " prefix-cache snapshots alone needs ", (state_bytes + (1 << 20) - 1) >> 20, " MiB"));
     // A model whose every layer is recurrent keeps no per-token cache: its blocks are bookkeeping only.
     blocks = block_bytes == 0
                  ? static_cast<int32_t>(std::min<int64_t>(
@@ -138,12 +141,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   } else if (speculative.num_speculative_tokens > 0) {
     proposer = std::make_unique<NgramProposer>(speculative.prompt_lookup_min, speculative.prompt_lookup_max);
   }
-  std::unique_ptr<Engine> engine(new Engine(model, tokenizer, config, blocks, slots, snapshots, std::move(proposer)));
+  std::unique_ptr<Engine> engine(
+      new Engine(model, tokenizer, config, blocks, slots, snapshots, spare_slots, std::move(proposer)));
   auto balancer = ExpertBalancer::Create(model, config.experts, &engine->metrics_, engine->group_);
   if (!balancer.ok()) return balancer.status();
   engine->balancer_ = std::move(*balancer);
   // The other ranks make their caches and install the placement before the first (warm-up) step.
-  const RankCacheSpec spec{blocks, config.block_size, slots + snapshots, *config.kv_cache_dtype};
+  const RankCacheSpec spec{blocks, config.block_size, slots + snapshots + spare_slots, *config.kv_cache_dtype};
   if (absl::Status st = engine->group_->Start(spec, engine->balancer_->Placements()); !st.ok()) return st;
   engine->balancer_->UpdateRankMemory();
   // The warm-up runs on the loop thread, whose kernel scratch (thread-local) it is meant to size.
@@ -205,7 +209,8 @@ absl::Status Engine::Warmup() {
 }
 
 Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
-               int32_t num_state_slots, int32_t num_snapshot_slots, std::unique_ptr<DraftProposer> proposer)
+               int32_t num_state_slots, int32_t num_snapshot_slots, int32_t num_spare_slots,
+               std::unique_ptr<DraftProposer> proposer)
     : model_(model),
       tokenizer_(tokenizer),
       config_(config),
@@ -215,7 +220,8 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
                          ? config.max_model_len
                          : static_cast<int32_t>(model->config().max_position_embeddings)),
       cache_(model->backend(), model->kv_layout(), num_blocks, config.block_size, *config.kv_cache_dtype,
-             num_state_slots + num_snapshot_slots),
+             num_state_slots + num_snapshot_slots + num_spare_slots),
+      spare_slot_base_(num_spare_slots > 0 ? num_state_slots + num_snapshot_slots : -1),
       blocks_(num_blocks * group_->size(), config.block_size, config.enable_prefix_caching, group_->size(),
               /*track_branches=*/num_snapshot_slots > 0),
       slots_(num_state_slots * group_->size(), group_->size()),
@@ -473,6 +479,14 @@ void Engine::ProposeDrafts() {
   });
 }
 
+void Engine::TakeBackState(Stream* s, int32_t accepted) {
+  // The state went through the last token and the whole draft; its copy is from before the last
+  // token. Back to the copy, and the last token and the accepted draft tokens are computed again
+  // (their KV rows are rewritten with the same values), with the token after them.
+  s->take_back_state = true;
+  scheduler_.RecomputeLast(&s->seq, 1 + accepted);
+}
+
 int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
   // Row j holds the logits after the last token (j = 0) or after draft token j. Each accepted draft
   // token counts as computed; the first rejection (or the token after the whole draft) ends the step.
@@ -488,6 +502,8 @@ int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
     ++accepted;
     if (live) scheduler_.AcceptDraftToken(&s->seq);
   }
+  // A rejection on a live sequence: the recurrent state went through the whole draft.
+  if (live && accepted < num_draft && spare_slot_base_ >= 0 && s->seq.state_slot >= 0) TakeBackState(s, accepted);
   return accepted;
 }
 
@@ -619,6 +635,21 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     batch.seqs.push_back(std::move(ss));
   }
   for (const PoolCopy& c : plan.copies) batches[c.pool].copies.push_back(c.copy);
+  // Recurrent state and speculation: a state taken back after a rejection, and the state of a
+  // sequence about to verify a draft kept in its spare slot (after the copies above, which may
+  // restore a prefix's snapshot into its slot).
+  if (spare_slot_base_ >= 0) {
+    for (Sequence* seq : plan.preempted) by_seq_.at(seq)->take_back_state = false;  // recomputed anyway
+    for (const ScheduledSeq& item : plan.items) {
+      Sequence* seq = item.seq;
+      Stream* s = by_seq_.at(seq);
+      if (seq->state_slot < 0) continue;
+      const int32_t r = seq->table.pool, slot = seq->state_slot - r * slots_.pool_slots();
+      if (s->take_back_state) batches[r].copies.push_back({CacheCopy::kState, spare_slot_base_ + slot, slot});
+      s->take_back_state = false;
+      if (item.num_draft > 0) batches[r].copies.push_back({CacheCopy::kState, slot, spare_slot_base_ + slot});
+    }
+  }
   const auto m0 = Clock::now();
   absl::Status st = group_->Step(batches, cache_, &logits_);
   const auto m1 = Clock::now();

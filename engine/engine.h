@@ -48,9 +48,10 @@ struct EngineConfig {
   // block_size; 0: only where a prompt leaves the cached prefixes and where it ends).
   int64_t state_cache_bytes = -1;
   int32_t state_snapshot_interval = 512;
-  // Speculative decoding (engine/draft_proposer.h); num_speculative_tokens 0: off. Not for models
-  // with recurrent layers (a rejected token's state cannot be taken back). A draft model's KV cache comes out of
-  // kv_cache_bytes: both caches hold the same number of tokens (with num_kv_blocks set, the draft's has as many
+  // Speculative decoding (engine/draft_proposer.h); num_speculative_tokens 0: off. On models with
+  // recurrent layers each running sequence's state has a spare slot (out of kv_cache_bytes) to be
+  // taken back from after a rejection. A draft model's KV cache comes out of kv_cache_bytes too:
+  // both caches hold the same number of tokens (with num_kv_blocks set, the draft's has as many
   // blocks).
   SpeculativeConfig speculative;
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
@@ -142,7 +143,8 @@ class Engine {
   struct Stream;
   // num_blocks, num_state_slots and num_snapshot_slots: each rank's.
   Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig config, int32_t num_blocks,
-         int32_t num_state_slots, int32_t num_snapshot_slots, std::unique_ptr<DraftProposer> proposer);
+         int32_t num_state_slots, int32_t num_snapshot_slots, int32_t num_spare_slots,
+         std::unique_ptr<DraftProposer> proposer);
 
   absl::Status Warmup();
   void Loop();
@@ -156,6 +158,9 @@ class Engine {
   // draft tokens accepted.
   void ProposeDrafts();
   int32_t VerifyDraft(Stream* s, int32_t num_draft, float* logits);
+  // After a rejection on a model with recurrent layers: the state goes back to its copy from
+  // before the step, and the tokens since are computed again in the next one.
+  void TakeBackState(Stream* s, int32_t accepted);
   // Prompt logprobs from the rows of positions start..start+n-1 ([n, vocab]).
   void CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits);
   void UpdateGauges();
@@ -171,6 +176,11 @@ class Engine {
   RankGroup* group_;  // config_.ranks, or local_group_
   int32_t max_model_len_;
   KvCache cache_;
+  // Speculation on a model with recurrent layers: each rank's cache holds, after the running
+  // sequences' and the snapshots' slots, a spare slot per running-sequence slot (at this base plus
+  // the sequence's rank-local slot) where its state is kept before a step that verifies a draft.
+  // -1: none.
+  int32_t spare_slot_base_;
   BlockManager blocks_;
   StateSlots slots_;
   StateSnapshots snapshots_;

@@ -199,6 +199,8 @@ void Scheduler::AcceptDraftToken(Sequence* seq) {
   blocks_->CommitFullBlocks(seq->tokens, seq->num_computed, &seq->table);
 }
 
+void Scheduler::RecomputeLast(Sequence* seq, int32_t n) { seq->num_computed -= std::min(n, seq->num_computed); }
+
 void Scheduler::OnStepDone(const SchedulerPlan& plan) {
   for (const ScheduledSeq& s : plan.items) {
     s.seq->num_computed += s.num_tokens - s.num_draft;

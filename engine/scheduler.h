@@ -74,6 +74,9 @@ class Scheduler {
   // A draft token verified after the step: its KV, computed in the step, now counts (and full
   // blocks are committed). OnStepDone counted the sequence's last token only.
   void AcceptDraftToken(Sequence* seq);
+  // The last `n` computed tokens are to be computed again (a recurrent state taken back to before
+  // them); their blocks stay.
+  void RecomputeLast(Sequence* seq, int32_t n);
   // Removes a sequence wherever it is and frees its blocks (finish, cancel, error).
   void Remove(Sequence* seq);
 

@@ -76,8 +76,7 @@ ABSL_FLAG(int32_t, state_snapshot_interval, 512,
 ABSL_FLAG(std::string, speculative_config, "",
           "speculative decoding, as JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": k, "
           "\"prompt_lookup_min\": n, \"prompt_lookup_max\": m} (prompt lookup) or {\"method\": \"draft_model\", "
-          "\"model\": DIR, \"num_speculative_tokens\": k} (a smaller model with the same tokenizer); not for models "
-          "with recurrent layers");
+          "\"model\": DIR, \"num_speculative_tokens\": k} (a smaller model with the same tokenizer)");
 ABSL_FLAG(bool, warmup, true,
           "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
@@ -413,10 +412,6 @@ void LogStartupWarnings(ls::server::ApiContext& ctx, const ls::Model& model, ls:
     ctx.Log(LogLevel::kWarning, "prefix_caching_disabled",
             absl::StrCat("\"reason\":\"--state_cache_mb leaves no room for one recurrent-state snapshot (",
                          (engine.snapshot_slot_bytes() + (1 << 20) - 1) >> 20, " MiB each)\""));
-  if (cfg.speculative.num_speculative_tokens > 0 && engine.num_speculative_tokens() == 0)
-    ctx.Log(LogLevel::kWarning, "speculative_decoding_disabled",
-            "\"reason\":\"the model has recurrent (linear-attention) layers, whose state a rejected draft token "
-            "would leave changed\"");
   if (const auto& unknown = model.config().unrecognized_keys; !unknown.empty())
     ctx.Log(LogLevel::kWarning, "config_keys_not_recognized",
             absl::StrCat("\"family\":\"", model.config().family, "\",\"keys\":", nlohmann::json(unknown).dump(),
@@ -564,10 +559,6 @@ int main(int argc, char** argv) {
   }
   auto engine = ls::Engine::Create(model->get(), tokenizer.get(), *cfg);
   if (!engine.ok()) return fail(engine.status().message());
-  if (!(*engine)->draft_model()) {  // speculation is off for this model: the draft model's memory goes back
-    cfg->speculative.draft_model = nullptr;
-    draft_model.reset();
-  }
 
   const std::string name = ServedModelName(dir);
   ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()),

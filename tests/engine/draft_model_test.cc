@@ -284,7 +284,7 @@ INSTANTIATE_TEST_SUITE_P(Pairs, DraftModelSampling, ::testing::Values("hf/qwen3_
 
 INSTANTIATE_TEST_SUITE_P(Pairs, DraftModelEngine,
                          ::testing::Values("hf/qwen3_moe_f32|hf/qwen3_moe_f32", "hf/qwen3_moe_f32|hf/qwen3_f32",
-                                           "hf/deepseek_v3_f32|hf/qwen3_f32"),
+                                           "hf/deepseek_v3_f32|hf/qwen3_f32", "hf/kimi_linear_f32|hf/qwen3_f32"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)
@@ -292,7 +292,7 @@ INSTANTIATE_TEST_SUITE_P(Pairs, DraftModelEngine,
                            return name;
                          });
 
-TEST(DraftModelEngineConfig, RecurrentDraftIsRefusedAndRecurrentTargetRunsWithout) {
+TEST(DraftModelEngineConfig, RecurrentDraftIsRefusedButNotARecurrentTarget) {
   CpuBackend backend(2);
   auto target = LoadModel(testing::FixtureParamDir("hf/qwen3_moe_f32"), &backend);
   auto kda = LoadModel(testing::FixtureParamDir("hf/kimi_linear_f32"), &backend);
@@ -304,10 +304,10 @@ TEST(DraftModelEngineConfig, RecurrentDraftIsRefusedAndRecurrentTargetRunsWithou
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("recurrent"), std::string::npos) << bad.status();
   cfg.speculative = {2, 1, 4, target->get()};
-  auto off = Engine::Create(kda->get(), nullptr, cfg);
-  ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_EQ((*off)->num_speculative_tokens(), 0);
-  EXPECT_EQ((*off)->draft_model(), nullptr);
+  auto on = Engine::Create(kda->get(), nullptr, cfg);
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ((*on)->num_speculative_tokens(), 2);
+  EXPECT_EQ((*on)->draft_model(), target->get());
 }
 
 }  // namespace

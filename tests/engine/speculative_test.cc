@@ -1,7 +1,8 @@
 // Speculative decoding by n-gram lookup: the proposer's lookup; greedy output token for token the
-// output without speculation (with logprobs, batching, stop tokens, max_tokens and preemption) on
-// checkpoints of this project's format, GQA and MLA; the sampler's verification leaves the sampled
-// distribution unchanged (chi-square); models with recurrent state run without it.
+// output without speculation (with logprobs, batching, stop tokens, max_tokens, preemption and the
+// prefix cache) on checkpoints of this project's format, GQA, MLA, and with recurrent (KDA) layers,
+// whose state is taken back after a rejection (Kimi-Linear, K3); the sampler's verification leaves
+// the sampled distribution unchanged (chi-square); the spare state slots come out of the budget.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,8 +107,11 @@ TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
   ExpectSameOutputs(RunOutputs(*engine, reqs), want);
   const MetricsSnapshot m = engine->Metrics();
   EXPECT_GT(m.spec_steps, 0u);
-  EXPECT_GT(m.spec_accepted_tokens, 0u) << "the repeated phrase's continuation is proposed and accepted";
-  EXPECT_LE(m.spec_accepted_tokens, m.spec_draft_tokens);
+  // The repeated phrase's continuation is proposed and accepted; K3's tiny random model does not
+  // repeat a continuation in another context, so there every draft is rejected (and its state taken back).
+  if (GetParam() != "k3/k3_tiny_bf16")
+    EXPECT_GT(m.spec_accepted_tokens, 0u) << "the repeated phrase's continuation is proposed and accepted";
+  EXPECT_LT(m.spec_accepted_tokens, m.spec_draft_tokens) << "and some of a draft rejected";
   EXPECT_EQ(m.kv_blocks_used, 0);
 }
 
@@ -127,7 +131,8 @@ TEST_P(Speculative, PreemptionKeepsTheOutput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, Speculative,
-                         ::testing::Values("latent_sigmoid_situ_bf16", "hf/qwen3_moe_f32", "hf/deepseek_v3_f32"),
+                         ::testing::Values("latent_sigmoid_situ_bf16", "hf/qwen3_moe_f32", "hf/deepseek_v3_f32",
+                                           "hf/kimi_linear_f32", "k3/k3_tiny_bf16"),
                          [](const auto& info) {
                            const std::string& p = info.param;
                            return p.find('/') == std::string::npos ? p : p.substr(3);
@@ -135,11 +140,15 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, Speculative,
 
 class SpeculativeRecurrent : public CheckpointEngineTest {};
 
-TEST_P(SpeculativeRecurrent, ModelsWithRecurrentStateRunWithoutIt) {
+// The spare state slots come out of the same budget as the KV blocks; bad lookup sizes are refused.
+TEST_P(SpeculativeRecurrent, SpareStateSlotsComeOutOfTheBudget) {
+  auto plain = MakeEngine();
   EngineConfig cfg;
   cfg.speculative = {4, 1, 4};
   auto engine = MakeEngine(cfg);
-  EXPECT_EQ(engine->num_speculative_tokens(), 0);
+  EXPECT_EQ(engine->num_speculative_tokens(), 4);
+  EXPECT_EQ(engine->num_state_slots(), plain->num_state_slots());
+  EXPECT_LT(engine->num_kv_blocks(), plain->num_kv_blocks());
   cfg.speculative = {4, 3, 2};
   cfg.kv_cache_dtype = DType::kF32;
   auto bad = Engine::Create(model_.get(), nullptr, cfg);

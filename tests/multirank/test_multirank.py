@@ -1,7 +1,8 @@
 """A rank group serves like one process: latentserve under `mpirun -np 2` and `-np 4` on this
 machine gives the single-process server's greedy text over HTTP (plain and streamed) and gRPC, on
 the shipped tiny model (also with a draft model speculating) and on the Kimi-Linear fixture (KDA
-state and MLA cache on every rank, eight experts over the ranks), with hot experts replicated into
+state and MLA cache on every rank, eight experts over the ranks; also speculating, the recurrent
+state taken back after rejections), with hot experts replicated into
 spare slots and re-plans switched in while requests run; /metrics shows the ranks and each rank's
 expert memory."""
 import json
@@ -116,6 +117,17 @@ def kimi_expected():
     s = Server(model=KIMI)
     try:
         return [complete_ids(s, p) for p in ID_PROMPTS]
+    finally:
+        s.stop()
+
+
+def test_kimi_linear_over_ranks_speculates_with_the_single_process_tokens(kimi_expected):
+    # Each rank keeps its sequences' spare state slots; the state copies travel with the steps.
+    s = RankGroupServer(2, "--expert_slots", "5", "--speculative_config",
+                        '{"method": "ngram", "num_speculative_tokens": 3}', model=KIMI)
+    try:
+        assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
+        assert s.metric("latentserve_spec_decode_num_draft_tokens_total") > 0
     finally:
         s.stop()
 

@@ -2,8 +2,8 @@
 completions over HTTP and gRPC are the ones of a server without it (with structured output too),
 /metrics counts the drafts proposed and accepted (labelled by method), the ready line says what
 runs, and a bad --speculative_config or a draft model with another vocabulary stops the start
-with a message naming what is wrong; a model with recurrent layers serves without speculation and
-says so."""
+with a message naming what is wrong; a model with recurrent layers speculates with the same
+output."""
 import json
 import os
 import subprocess
@@ -107,16 +107,34 @@ def test_structured_output_is_the_same_with_speculation(server):
         s.stop()
 
 
-def test_models_with_recurrent_layers_serve_without_speculation():
+def _tokens(s, prompt):
+    r = requests.post(s.url + "/v1/completions", timeout=60, json={
+        "prompt": prompt, "max_tokens": 16, "temperature": 0, "ignore_eos": True, "logprobs": 1,
+        "return_tokens_as_token_ids": True})
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["logprobs"]
+
+
+def test_models_with_recurrent_layers_speculate_with_the_same_output():
+    # Kimi-Linear (KDA and MLA layers): a rejected draft's recurrent state is taken back.
     kimi = os.path.join(ROOT, "tests", "data", "hf", "kimi_linear_bf16")
-    for spec in (SPEC, json.dumps({"method": "draft_model", "model": kimi, "num_speculative_tokens": 2})):
+    qwen3 = os.path.join(ROOT, "tests", "data", "hf", "qwen3_f32")
+    prompts = [[5, 17, 200, 3, 5, 17, 200, 3, 5, 17], [33, 34, 35, 36, 37, 33, 34, 35]]
+    plain = Server(model=kimi)
+    try:
+        want = [_tokens(plain, p) for p in prompts]
+    finally:
+        plain.stop()
+    for spec in (SPEC, json.dumps({"method": "draft_model", "model": qwen3, "num_speculative_tokens": 3})):
         s = Server("--speculative_config", spec, model=kimi)
         try:
-            assert s.ready["speculative"] is None
-            assert '"event":"speculative_decoding_disabled"' in s.logs()
-            r = requests.post(s.url + "/v1/completions", timeout=60,
-                              json={"prompt": [5, 17, 200, 3], "max_tokens": 4, "temperature": 0})
-            assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
+            assert s.ready["speculative"]["num_speculative_tokens"] > 0
+            for p, w in zip(prompts, want):
+                got = _tokens(s, p)
+                assert got["tokens"] == w["tokens"]
+                for a, b in zip(got["token_logprobs"], w["token_logprobs"]):
+                    assert abs(a - b) < 2e-3
+            assert s.metric("latentserve_spec_decode_num_draft_tokens_total") > 0
         finally:
             s.stop()
 
