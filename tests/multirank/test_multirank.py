@@ -2,9 +2,8 @@
 machine gives the single-process server's greedy text over HTTP (plain and streamed) and gRPC, on
 the shipped tiny model (also with a draft model speculating) and on the Kimi-Linear fixture (KDA
 state and MLA cache on every rank, eight experts over the ranks; also speculating, the recurrent
-state taken back after rejections), with hot experts replicated into
-spare slots and re-plans switched in while requests run; /metrics shows the ranks and each rank's
-expert memory."""
+state taken back after rejections), with hot experts replicated into spare slots and re-plans
+switched in while requests run; /metrics shows the ranks and each rank's expert memory."""
 import json
 import os
 
