@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/read_file.h"
 #include "engine/sampler.h"
 #include "nlohmann/json.hpp"
@@ -150,15 +151,11 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadCalibrationSet(const std::
     if (!tokenizer)
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": a text calibration set needs the model's tokenizer (or give token ids as .json)"));
-    size_t line_no = 0, start = 0;
-    while (start <= text->size()) {
-      size_t end = text->find('\n', start);
-      if (end == std::string::npos) end = text->size();
+    size_t line_no = 0;
+    for (const absl::string_view line : absl::StrSplit(*text, '\n')) {
       ++line_no;
-      const std::string_view line(text->data() + start, end - start);
-      start = end + 1;
       if (line.empty()) continue;
-      auto ids = tokenizer->Encode(line);
+      auto ids = tokenizer->Encode(std::string_view(line.data(), line.size()));
       if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", ids.status().message()));
       if (!ids->empty()) seqs.push_back(std::move(*ids));
     }

@@ -54,8 +54,8 @@ class DraftModelProposer : public DraftProposer {
   bool Reserve(Entry& e, int64_t tokens, const std::unordered_set<uint64_t>& keep);
   void Release(Entry& e);
   // One forward step over `work`'s sequences: each feeds `feed[i]` new tokens (its entry's tokens
-  // past its cached length, appended first); `last[i]` set asks for its greedy next token, -1 when
-  // that is not a token of the target's vocabulary.
+  // past its cached length, appended to it after the step); `want[i]` asks for its greedy next
+  // token in (*next)[i], -1 when that is not a token of the target's vocabulary.
   absl::Status Step(const std::vector<Work>& work, const std::vector<std::vector<int32_t>>& feed,
                     const std::vector<bool>& want, std::vector<int32_t>* next);
 

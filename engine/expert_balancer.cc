@@ -42,28 +42,24 @@ absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* mo
     } else {
       const int32_t D = config.num_devices;
       const int32_t S = config.expert_slots > 0 ? config.expert_slots : (mc.moe.num_experts + D - 1) / D;
-      double planned = 0, uniform = 0;
-      int32_t planned_layers = 0;
+      // Planned from the expected loads where given (each measured against the uniform placement).
+      auto plan = PlanFromLoads(config.initial_loads, mc.moe.num_experts, D, S);
+      if (!plan.ok()) return plan.status();
       for (int32_t l : b->moe_layers_) {
+        auto planned =
+            std::find_if(plan->placements.begin(), plan->placements.end(), [l](const auto& p) { return p.first == l; });
+        if (planned != plan->placements.end()) {
+          placements.push_back(std::move(*planned));
+          continue;
+        }
         auto p = UniformPlacement(mc.moe.num_experts, D, S);
         if (!p.ok()) return p.status();
-        // Planned from the expected loads where given, which the uniform one is measured against.
-        if (auto it = config.initial_loads.find(l); it != config.initial_loads.end()) {
-          if (static_cast<int32_t>(it->second.size()) != mc.moe.num_experts)
-            return absl::InvalidArgumentError(absl::StrCat("expected loads of layer ", l, " name ", it->second.size(),
-                                                           " experts, the model has ", mc.moe.num_experts));
-          uniform += MaxOverMean(ExpectedDeviceLoads(*p, it->second));
-          p = PlanPlacement(it->second, D, S);
-          if (!p.ok()) return p.status();
-          planned += MaxOverMean(ExpectedDeviceLoads(*p, it->second));
-          ++planned_layers;
-        }
         placements.emplace_back(l, std::move(*p));
       }
-      if (planned_layers > 0)
+      if (!plan->placements.empty())
         metrics->Update([&](MetricsSnapshot& m) {
-          m.planned_device_max_over_mean = planned / planned_layers;
-          m.uniform_device_max_over_mean = uniform / planned_layers;
+          m.planned_device_max_over_mean = plan->expected_device_max_over_mean;
+          m.uniform_device_max_over_mean = plan->uniform_device_max_over_mean;
         });
     }
     auto placed = model->BuildPlacedExperts(placements);
@@ -135,15 +131,6 @@ namespace {
 
 double UnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Device max/mean expected from per-layer loads under a placement, averaged over the layers.
-double MeanExpectedDeviceMaxOverMean(const std::vector<std::pair<int32_t, std::vector<double>>>& loads,
-                                     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
-  double sum = 0;
-  for (size_t i = 0; i < loads.size() && i < placements.size(); ++i)
-    sum += MaxOverMean(ExpectedDeviceLoads(placements[i].second, loads[i].second));
-  return loads.empty() ? 0 : sum / static_cast<double>(loads.size());
 }
 
 }  // namespace

@@ -112,6 +112,35 @@ double MaxOverMean(const std::vector<double>& v) {
   return *std::max_element(v.begin(), v.end()) * static_cast<double>(v.size()) / sum;
 }
 
+double MeanExpectedDeviceMaxOverMean(const std::vector<std::pair<int32_t, std::vector<double>>>& loads,
+                                     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) {
+  double sum = 0;
+  for (size_t i = 0; i < loads.size() && i < placements.size(); ++i)
+    sum += MaxOverMean(ExpectedDeviceLoads(placements[i].second, loads[i].second));
+  return loads.empty() ? 0 : sum / static_cast<double>(loads.size());
+}
+
+absl::StatusOr<LoadPlan> PlanFromLoads(const std::map<int32_t, std::vector<double>>& loads, int32_t num_experts,
+                                       int32_t num_devices, int32_t slots_per_device) {
+  const std::vector<std::pair<int32_t, std::vector<double>>> layers(loads.begin(), loads.end());
+  LoadPlan plan;
+  std::vector<std::pair<int32_t, ExpertPlacement>> uniform;
+  for (const auto& [l, v] : layers) {
+    if (static_cast<int32_t>(v.size()) != num_experts)
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected loads of layer ", l, " name ", v.size(), " experts, the model has ", num_experts));
+    auto u = UniformPlacement(num_experts, num_devices, slots_per_device);
+    if (!u.ok()) return u.status();
+    uniform.emplace_back(l, std::move(*u));
+    auto p = PlanPlacement(v, num_devices, slots_per_device);
+    if (!p.ok()) return p.status();
+    plan.placements.emplace_back(l, std::move(*p));
+  }
+  plan.expected_device_max_over_mean = MeanExpectedDeviceMaxOverMean(layers, plan.placements);
+  plan.uniform_device_max_over_mean = MeanExpectedDeviceMaxOverMean(layers, uniform);
+  return plan;
+}
+
 std::string PlacementsToJson(const std::vector<std::pair<int32_t, ExpertPlacement>>& layers) {
   nlohmann::json j = {{"num_devices", layers.empty() ? 0 : layers[0].second.num_devices},
                       {"slots_per_device", layers.empty() ? 0 : layers[0].second.slots_per_device},

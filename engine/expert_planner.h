@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +29,20 @@ absl::StatusOr<ExpertPlacement> UniformPlacement(int32_t num_experts, int32_t nu
 std::vector<double> ExpectedDeviceLoads(const ExpertPlacement& p, const std::vector<double>& loads);
 // Max over mean of a load vector (1.0 = balanced; 0 when empty or all zero).
 double MaxOverMean(const std::vector<double>& loads);
+// Device max/mean expected from per-layer loads under per-layer placements (the same layers in
+// the same order), averaged over the layers; 0 without layers.
+double MeanExpectedDeviceMaxOverMean(const std::vector<std::pair<int32_t, std::vector<double>>>& loads,
+                                     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements);
+
+// A placement planned from expected loads before any traffic: per layer of `loads` (tokens per
+// expert, num_experts each), the planned placement, and the device max/mean expected under those
+// loads from it and from the uniform placement. Errors name a layer whose loads have another size.
+struct LoadPlan {
+  std::vector<std::pair<int32_t, ExpertPlacement>> placements;
+  double expected_device_max_over_mean = 0, uniform_device_max_over_mean = 0;
+};
+absl::StatusOr<LoadPlan> PlanFromLoads(const std::map<int32_t, std::vector<double>>& loads, int32_t num_experts,
+                                       int32_t num_devices, int32_t slots_per_device);
 
 // JSON for --expert-placement files: {"num_devices", "slots_per_device", "layers": {"L": [slot_expert...]}}.
 std::string PlacementsToJson(const std::vector<std::pair<int32_t, ExpertPlacement>>& layers);

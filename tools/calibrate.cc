@@ -94,27 +94,17 @@ absl::StatusOr<nlohmann::json> PlanPlacementFile(ls::Model& model, const std::ve
   const int32_t S = absl::GetFlag(FLAGS_expert_slots) > 0 ? absl::GetFlag(FLAGS_expert_slots) : (N + D - 1) / D;
   auto loads = ls::MeasureExpertLoads(model, seqs, window);
   if (!loads.ok()) return loads.status();
-  std::vector<std::pair<int32_t, ls::ExpertPlacement>> placements;
-  double planned = 0, uniform = 0;
-  for (const auto& [layer, load] : *loads) {
-    auto p = ls::PlanPlacement(load, D, S);
-    if (!p.ok()) return p.status();
-    auto u = ls::UniformPlacement(N, D, S);
-    if (!u.ok()) return u.status();
-    planned += ls::MaxOverMean(ls::ExpectedDeviceLoads(*p, load));
-    uniform += ls::MaxOverMean(ls::ExpectedDeviceLoads(*u, load));
-    placements.emplace_back(layer, std::move(*p));
-  }
-  if (placements.empty()) return absl::InvalidArgumentError("the model has no MoE layers to place");
+  auto plan = ls::PlanFromLoads(*loads, N, D, S);
+  if (!plan.ok()) return plan.status();
+  if (plan->placements.empty()) return absl::InvalidArgumentError("the model has no MoE layers to place");
   std::ofstream out(path);
-  out << ls::PlacementsToJson(placements);
+  out << ls::PlacementsToJson(plan->placements);
   if (!out.flush()) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write"));
-  const double n = static_cast<double>(placements.size());
   return nlohmann::json{{"file", path},
                         {"num_devices", D},
                         {"slots_per_device", S},
-                        {"expected_device_max_over_mean", planned / n},
-                        {"uniform_expected_device_max_over_mean", uniform / n}};
+                        {"expected_device_max_over_mean", plan->expected_device_max_over_mean},
+                        {"uniform_expected_device_max_over_mean", plan->uniform_device_max_over_mean}};
 }
 
 }  // namespace
