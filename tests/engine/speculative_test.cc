@@ -109,8 +109,9 @@ TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
   EXPECT_GT(m.spec_steps, 0u);
   // The repeated phrase's continuation is proposed and accepted; K3's tiny random model does not
   // repeat a continuation in another context, so there every draft is rejected (and its state taken back).
-  if (GetParam() != "k3/k3_tiny_bf16")
+  if (GetParam() != "k3/k3_tiny_bf16") {
     EXPECT_GT(m.spec_accepted_tokens, 0u) << "the repeated phrase's continuation is proposed and accepted";
+  }
   EXPECT_LT(m.spec_accepted_tokens, m.spec_draft_tokens) << "and some of a draft rejected";
   EXPECT_EQ(m.kv_blocks_used, 0);
 }

@@ -151,7 +151,9 @@ TEST_F(StructuredEngine, SpeculationKeepsTheConstrainedOutput) {
       EXPECT_EQ(got[i].finish_reason, want[i].finish_reason) << got[i].text;
     }
     EXPECT_GT(m.spec_steps, 0u) << (d ? "draft model" : "n-gram");
-    if (d) EXPECT_GT(m.spec_accepted_tokens, 0u) << "the target's own greedy choice is often what the grammar allows";
+    if (d) {
+      EXPECT_GT(m.spec_accepted_tokens, 0u) << "the target's own greedy choice is often what the grammar allows";
+    }
     EXPECT_GT(m.grammar_tokens, 0u);
   }
 }
