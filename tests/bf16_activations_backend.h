@@ -17,9 +17,12 @@
 
 namespace ls::testing {
 
+enum class Bf16Rounding { kNearestEven, kTowardZero };
+
 class Bf16ActivationsBackend final : public CpuBackend {
  public:
-  explicit Bf16ActivationsBackend(int num_threads = 2) : CpuBackend(num_threads) {}
+  explicit Bf16ActivationsBackend(int num_threads = 2, Bf16Rounding rounding = Bf16Rounding::kNearestEven)
+      : CpuBackend(num_threads), rounding_(rounding) {}
 
   std::string_view name() const override { return "cpu-bf16-activations"; }
 
@@ -59,13 +62,22 @@ class Bf16ActivationsBackend final : public CpuBackend {
   }
 
  private:
-  // x rounded to the nearest BF16 value, element by element, in a buffer of this backend.
+  // x rounded to BF16, element by element, in a buffer of this backend.
   const float* Rounded(const float* x, int64_t n) {
     rounded_.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) rounded_[static_cast<size_t>(i)] = Bf16ToF32(F32ToBf16(x[i]));
+    for (int64_t i = 0; i < n; ++i) rounded_[static_cast<size_t>(i)] = ToBf16(x[i]);
     return rounded_.data();
   }
+  float ToBf16(float f) const {
+    if (rounding_ == Bf16Rounding::kNearestEven) return Bf16ToF32(F32ToBf16(f));
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u &= 0xffff0000u;  // the low 16 bits of the mantissa dropped
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
 
+  Bf16Rounding rounding_;
   std::vector<float> rounded_;
 };
 

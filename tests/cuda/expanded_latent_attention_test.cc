@@ -33,7 +33,8 @@ TEST(CudaLatentRows, StoreAndLoadMatchTheCpuBackend) {
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
-  const std::vector<AttentionSeq> seqs = {{0, 37, 300, table.data(), 20}, {37, 1, 250, table.data() + 20, 20}};
+  // Each sequence's table covers its rows after the store: 337 rows in 22 blocks, 251 in 16.
+  const std::vector<AttentionSeq> seqs = {{0, 37, 300, table.data(), 22}, {37, 1, 250, table.data() + 22, 16}};
   const int32_t T = 38;
   const std::vector<float> c = cuda_test::RandomFloats(static_cast<size_t>(T) * L, rng);
   const std::vector<float> k = cuda_test::RandomFloats(static_cast<size_t>(T) * R, rng);

@@ -3,6 +3,7 @@
 #include "kernels/cpu/simd/isa.h"
 
 #include <array>
+#include <cstdint>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
