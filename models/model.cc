@@ -47,12 +47,20 @@ absl::Status Model::SetRouterBias(int32_t layer, std::vector<float> bias) {
 
 absl::StatusOr<std::shared_ptr<const PlacedExperts>> Model::BuildPlacedExperts(
     const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const {
+  auto build = StartPlacedExpertsBuild(placements);
+  if (!build.ok()) return build.status();
+  while (!(*build)->done()) (*build)->CopyNextSlot();
+  return (*build)->Finish();
+}
+
+absl::StatusOr<std::unique_ptr<PlacedExpertsBuild>> Model::StartPlacedExpertsBuild(
+    const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const {
   std::vector<const ExpertWeights*> experts(config_.num_hidden_layers, nullptr);
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l)
     if (moe_blocks_[l]) experts[l] = &moe_blocks_[l]->experts();
   const RankTransport* ranks = experts_.ranks;
-  return PlacedExperts::Build(experts, backend_, placements, ranks ? ranks->rank() : 0, ranks ? ranks->size() : 1,
-                              /*prepare=*/config_.routed_experts_on_host);
+  return PlacedExpertsBuild::Start(experts, backend_, placements, ranks ? ranks->rank() : 0, ranks ? ranks->size() : 1,
+                                   /*prepare=*/config_.routed_experts_on_host);
 }
 
 absl::Status Model::JoinRankGroup(RankTransport* ranks) {

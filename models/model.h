@@ -73,6 +73,9 @@ class Model {
   // group it copies only this rank's devices' experts.
   absl::StatusOr<std::shared_ptr<const PlacedExperts>> BuildPlacedExperts(
       const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const;
+  // The same built a slot at a time (PlacedExpertsBuild), for a switch spread over several steps.
+  absl::StatusOr<std::unique_ptr<PlacedExpertsBuild>> StartPlacedExpertsBuild(
+      const std::vector<std::pair<int32_t, ExpertPlacement>>& placements) const;
   void SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed);
   const std::shared_ptr<const PlacedExperts>& placed_experts() const { return experts_.placed; }
   // Routed rows computed per (layer, device) since the last reset: [layers * devices].

@@ -1,7 +1,10 @@
 // Routed experts kept on the host until placed (how a rank of a group loads): the model's own
 // prepared weights leave them out, each placed slot gets the backend's prepared copy, and the
-// logits are bit for bit those of the model that prepared every expert at load.
+// logits are bit for bit those of the model that prepared every expert at load. A placement
+// built a slot at a time (PlacedExpertsBuild) is the one built at once.
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/test_util.h"
@@ -54,6 +57,58 @@ TEST(PlacedExperts, ExpertsKeptOnTheHostArePreparedIntoTheirSlotsOnly) {
     ASSERT_TRUE((*host)->ForwardSequence(ids, true, &got).ok());
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(testing::MaxAbsDiff(got.data(), want.data(), got.size()), 0.f) << name;
+  }
+}
+
+// Slot by slot: every placed slot is counted and copied once, Finish gives nothing before the
+// last, and each slot's weights hold the same bytes as in the placement built at once.
+TEST(PlacedExperts, BuiltASlotAtATimeIsTheSameAsBuiltAtOnce) {
+  for (const bool on_host : {false, true}) {
+    CpuBackend backend(2);
+    LoadOptions options;
+    options.routed_experts_on_host = on_host;
+    auto model = LoadModel(testing::FixtureDir("latent_sigmoid_situ_bf16"), &backend, options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const int32_t N = static_cast<int32_t>((*model)->config().moe.num_experts);
+    const auto placements = Placements(**model, 3, N / 3 + 2);
+    auto whole = (*model)->BuildPlacedExperts(placements);
+    auto build = (*model)->StartPlacedExpertsBuild(placements);
+    ASSERT_TRUE(whole.ok() && build.ok()) << whole.status() << build.status();
+    size_t placed_slots = 0;
+    for (const auto& [l, p] : placements)
+      for (int32_t e : p.slot_expert) placed_slots += e >= 0;
+    ASSERT_EQ((*build)->slots(), placed_slots);
+    size_t bytes = 0;
+    for (size_t i = 0; i < placed_slots; ++i) {
+      EXPECT_FALSE((*build)->done());
+      EXPECT_EQ((*build)->slots_copied(), i);
+      if (i == placed_slots / 2) {
+        EXPECT_EQ((*build)->Finish(), nullptr) << "not done yet";
+      }
+      const size_t n = (*build)->CopyNextSlot();
+      EXPECT_GT(n, 0u);
+      bytes += n;
+    }
+    EXPECT_TRUE((*build)->done());
+    EXPECT_EQ((*build)->CopyNextSlot(), 0u);
+    const std::shared_ptr<const PlacedExperts> slotwise = (*build)->Finish();
+    ASSERT_NE(slotwise, nullptr);
+    EXPECT_EQ(slotwise->rank_bytes(), (*whole)->rank_bytes());
+    EXPECT_EQ(bytes, (*whole)->rank_bytes()) << "the slots' bytes fill the devices' buffers";
+    EXPECT_EQ(slotwise->redundant_bytes(), (*whole)->redundant_bytes());
+    for (const auto& [l, p] : placements) {
+      const PlacedLayer* a = slotwise->layer(l);
+      const PlacedLayer* b = (*whole)->layer(l);
+      ASSERT_TRUE(a && b);
+      for (size_t s = 0; s < p.slot_expert.size(); ++s) {
+        if (p.slot_expert[s] < 0) continue;
+        for (const auto& [x, y] :
+             {std::pair{&a->gate[s], &b->gate[s]}, {&a->up[s], &b->up[s]}, {&a->down[s], &b->down[s]}}) {
+          ASSERT_EQ(x->bytes(), y->bytes());
+          EXPECT_EQ(std::memcmp(x->data, y->data, x->bytes()), 0) << "layer " << l << " slot " << s;
+        }
+      }
+    }
   }
 }
 
