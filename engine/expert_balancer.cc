@@ -69,6 +69,15 @@ absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* mo
   }
   if (config.replan_interval > 0 && !model->placed_experts())
     return absl::InvalidArgumentError("re-planning needs expert parallelism (num_devices >= 1)");
+  if (config.replan_step_budget_ms < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("the re-plan step budget must not be negative (got ", config.replan_step_budget_ms, " ms)"));
+  if (config.replan_step_budget_ms > 0 && config.replan_interval <= 0)
+    return absl::InvalidArgumentError("a re-plan step budget needs re-planning (a replan interval of 1 or more)");
+  if (config.replan_step_budget_ms > 0 && ranks > 1)
+    return absl::InvalidArgumentError(
+        "a re-plan step budget is for one process: a rank group's ranks build a new placement in the background "
+        "and switch together");
   return b;
 }
 
@@ -112,6 +121,7 @@ void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, const ReplanEve
       m.last_replan_seconds = replan->plan_seconds;
       ReplanEvent e = *replan;
       e.step = m.steps;
+      if (e.chunks == 0) m.migration_seconds_total += e.migration_seconds;  // chunks add theirs as they run
       for (int64_t b : m.rank_expert_bytes) e.copied_bytes += b;
       m.migration_bytes_total += e.copied_bytes;
       m.moved_slots_total += e.moved_slots;
@@ -156,7 +166,8 @@ void ExpertBalancer::AfterStep() {
   const int32_t D = current->num_devices(), S = current->slots_per_device();
   if (planner_.joinable()) planner_.join();
   planning_ = true;
-  // Plan and copy the new replicas' weights off the loop thread; the switch waits for a step boundary.
+  // Plan (and, without a step budget, copy the new replicas' weights) off the loop thread; the
+  // switch waits for a step boundary.
   planner_ = std::thread([this, loads = std::move(loads), current = std::move(current), D, S] {
     const auto t0 = Clock::now();
     std::vector<std::pair<int32_t, ExpertPlacement>> before, placements;
@@ -169,18 +180,32 @@ void ExpertBalancer::AfterStep() {
       }
       placements.emplace_back(l, std::move(*p));
     }
-    auto placed = model_->BuildPlacedExperts(placements);
-    if (!placed.ok()) {
-      planning_ = false;
-      return;
-    }
     ReplanEvent event;
-    event.plan_seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
     event.device_max_over_mean_before = MeanExpectedDeviceMaxOverMean(loads, before);
     event.device_max_over_mean_after = MeanExpectedDeviceMaxOverMean(loads, placements);
     for (size_t i = 0; i < placements.size(); ++i)
       for (size_t s = 0; s < placements[i].second.slot_expert.size(); ++s)
         event.moved_slots += placements[i].second.slot_expert[s] != before[i].second.slot_expert[s];
+    if (config_.replan_step_budget_ms > 0) {  // buffers allocated here; the loop copies, a chunk before each step
+      auto build = model_->StartPlacedExpertsBuild(placements);
+      if (!build.ok()) {
+        planning_ = false;
+        return;
+      }
+      event.plan_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      MutexLock lock(&pending_mu_);
+      pending_build_ = std::move(*build);
+      pending_event_ = event;
+      return;
+    }
+    const auto t1 = Clock::now();
+    auto placed = model_->BuildPlacedExperts(placements);
+    if (!placed.ok()) {
+      planning_ = false;
+      return;
+    }
+    event.migration_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+    event.plan_seconds = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-9);
     MutexLock lock(&pending_mu_);
     pending_ = std::move(*placed);
     pending_layers_ = std::move(placements);
@@ -188,7 +213,53 @@ void ExpertBalancer::AfterStep() {
   });
 }
 
+void ExpertBalancer::MigrateChunk() {
+  const auto t0 = Clock::now();
+  if (!migration_) {
+    MutexLock lock(&pending_mu_);
+    if (!pending_build_) return;
+    migration_ = std::move(pending_build_);
+    migration_event_ = pending_event_;
+  }
+  // Slots until the budget would be passed by one more, at the mean time per slot of this
+  // migration so far; at least one.
+  const double budget = config_.replan_step_budget_ms / 1e3;
+  MigrationChunk chunk;
+  double elapsed = 0;
+  do {
+    chunk.bytes += static_cast<int64_t>(migration_->CopyNextSlot());
+    ++chunk.slots;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (!migration_->done() &&
+           elapsed + (migration_event_.migration_seconds + elapsed) / static_cast<double>(migration_->slots_copied()) <=
+               budget);
+  chunk.seconds = elapsed;
+  chunk.unix_seconds = UnixSeconds();
+  ++migration_event_.chunks;
+  migration_event_.migration_seconds += elapsed;
+  migration_event_.max_chunk_seconds = std::max(migration_event_.max_chunk_seconds, elapsed);
+  metrics_->Update([&](MetricsSnapshot& m) {
+    chunk.step = m.steps;
+    m.migration_seconds_total += elapsed;
+    m.max_migration_chunk_seconds = std::max(m.max_migration_chunk_seconds, elapsed);
+    ++m.migration_chunks_total;
+    if (m.migration_chunks.size() == MetricsSnapshot::kMaxMigrationChunks)
+      m.migration_chunks.erase(m.migration_chunks.begin());
+    m.migration_chunks.push_back(chunk);
+  });
+  if (!migration_->done()) return;
+  std::shared_ptr<const PlacedExperts> placed = migration_->Finish();
+  migration_.reset();
+  model_->SetPlacedExperts(placed);
+  migration_event_.plan_seconds += migration_event_.migration_seconds;  // planning and copying, as in the background
+  migration_event_.unix_seconds = UnixSeconds();
+  InstallMetrics(*placed, &migration_event_);
+  switch_step_ = true;
+  planning_ = false;
+}
+
 void ExpertBalancer::BeforeStep() {
+  if (config_.replan_step_budget_ms > 0) return MigrateChunk();
   if (!announced_) {
     LayerPlacements layers;
     {

@@ -21,6 +21,7 @@
 #include "engine/metrics.h"
 #include "engine/rank_group.h"
 #include "models/model.h"
+#include "models/placed_experts.h"
 
 namespace ls {
 
@@ -33,6 +34,11 @@ struct ExpertBalancerConfig {
   // without a placement file, the initial placement is planned from them instead of uniform.
   std::map<int32_t, std::vector<double>> initial_loads;
   int32_t replan_interval = 0;       // re-plan every this many steps in the background; 0 = never
+  // > 0: a re-plan's new placement is copied on the engine loop between steps, a chunk of slots
+  // before each step taking at most this long (at least one slot a step, so a single slot slower
+  // than the budget still moves), and switched in once complete. 0: built whole in the
+  // background. One process only (a rank group's ranks switch together from background builds).
+  double replan_step_budget_ms = 0;
   int32_t load_window = 256;         // steps of expert-load statistics the planner reads
 };
 
@@ -80,6 +86,9 @@ class ExpertBalancer {
   ExpertBalancer(Model* model, const ExpertBalancerConfig& config, EngineMetrics* metrics, RankGroup* group);
   // Publishes the placement in use; `replan` is the switch that installed it (none at start-up).
   void InstallMetrics(const PlacedExperts& placed, const ReplanEvent* replan);
+  // Under a step budget: starts copying a finished plan, copies the next chunk of slots within the
+  // budget, and switches once every slot is copied.
+  void MigrateChunk();
 
   Model* model_;
   RankGroup* group_;
@@ -98,6 +107,10 @@ class ExpertBalancer {
   std::shared_ptr<const PlacedExperts> pending_ ABSL_GUARDED_BY(pending_mu_);  // planned and built, not yet handed out
   LayerPlacements pending_layers_ ABSL_GUARDED_BY(pending_mu_);
   ReplanEvent pending_event_ ABSL_GUARDED_BY(pending_mu_);  // its figures; time and step are set at the switch
+  // Under a step budget: planned, its buffers allocated, not yet copied.
+  std::unique_ptr<PlacedExpertsBuild> pending_build_ ABSL_GUARDED_BY(pending_mu_);
+  std::unique_ptr<PlacedExpertsBuild> migration_;  // under a step budget: the placement being copied
+  ReplanEvent migration_event_;                    // its figures so far
   // Handed to the other ranks, waiting until all have built it (then switched to).
   std::shared_ptr<const PlacedExperts> announced_;
   ReplanEvent announced_event_;

@@ -37,10 +37,25 @@ struct ReplanEvent {
   // to build the new placement on every rank (each device's whole share is copied anew).
   int64_t moved_slots = 0;
   int64_t copied_bytes = 0;
+  // Under a step budget (ExpertBalancerConfig::replan_step_budget_ms): the chunks the copy was
+  // spread over, their time in all, and the longest one (what the switch added to one step). 0
+  // when the placement was built whole in the background.
+  int32_t chunks = 0;
+  double migration_seconds = 0, max_chunk_seconds = 0;
+};
+
+// One chunk of a migration under a step budget: the slots copied before one step.
+struct MigrationChunk {
+  double unix_seconds = 0;  // wall-clock time the chunk ended
+  uint64_t step = 0;        // engine steps run before it
+  int32_t slots = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
 };
 
 struct MetricsSnapshot {
   static constexpr size_t kMaxReplanEvents = 64;
+  static constexpr size_t kMaxMigrationChunks = 256;
 
   // Requests finished, by reason: stop, length, cancelled, error.
   std::array<uint64_t, 4> finished{};
@@ -91,6 +106,11 @@ struct MetricsSnapshot {
   int64_t migration_bytes_total = 0, moved_slots_total = 0;  // sums of the switches' ReplanEvent figures
   double longest_switch_step_seconds = 0;        // longest step while re-planning or right after a switch
   std::vector<ReplanEvent> replan_events;        // the last kMaxReplanEvents switches, oldest first
+  // Migrations under a step budget: time spent copying between steps, chunks, the longest chunk
+  // (the worst delay a switch added to a step), and the last kMaxMigrationChunks chunks.
+  double migration_seconds_total = 0, max_migration_chunk_seconds = 0;
+  uint64_t migration_chunks_total = 0;
+  std::vector<MigrationChunk> migration_chunks;
 };
 
 class EngineMetrics {

@@ -114,7 +114,18 @@ std::string ExpertLoadJson(const MetricsSnapshot& m, const ExpertLoadWindowSnaps
     j.Key("step").Int(static_cast<int64_t>(e.step));
     j.Key("plan_seconds").Num(e.plan_seconds);
     j.Key("device_max_over_mean_before").Num(e.device_max_over_mean_before);
-    j.Key("device_max_over_mean_after").Num(e.device_max_over_mean_after).Raw("}");
+    j.Key("device_max_over_mean_after").Num(e.device_max_over_mean_after);
+    j.Key("chunks").Int(e.chunks);
+    j.Key("max_chunk_seconds").Num(e.max_chunk_seconds).Raw("}");
+  }
+  j.Raw("]").Key("migration_chunks").Raw("[");
+  for (size_t i = 0; i < m.migration_chunks.size(); ++i) {
+    const MigrationChunk& c = m.migration_chunks[i];
+    j.Raw(i ? ",{" : "{").Key("time", true).Num(c.unix_seconds);
+    j.Key("step").Int(static_cast<int64_t>(c.step));
+    j.Key("slots").Int(c.slots);
+    j.Key("bytes").Int(c.bytes);
+    j.Key("seconds").Num(c.seconds).Raw("}");
   }
   j.Raw("]").Key("layers").Raw("[");
   for (size_t i = 0; i < layers; ++i) {

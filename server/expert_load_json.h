@@ -20,7 +20,8 @@ struct ExpertLoadJsonOptions {
 // "num_experts", "num_devices", "slots_per_device", "window": {"steps", "capacity", "first_step_time",
 // "last_step_time"}, "replans", "replan_seconds_total", "last_replan_seconds",
 // "longest_switch_step_seconds", "replan_events": [{"time", "step", "plan_seconds",
-// "device_max_over_mean_before", "device_max_over_mean_after"}], "layers": [{"layer", "tokens",
+// "device_max_over_mean_before", "device_max_over_mean_after", "chunks", "max_chunk_seconds"}],
+// "migration_chunks": [{"time", "step", "slots", "bytes", "seconds"}], "layers": [{"layer", "tokens",
 // "max_over_mean", "total_max_over_mean", ["tokens_total"], and with devices "device_rows",
 // "device_max_over_mean", "slot_expert": [[expert per slot] per device]}]}. Dense layers are left out.
 std::string ExpertLoadJson(const MetricsSnapshot& m, const ExpertLoadWindowSnapshot& w,

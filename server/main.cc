@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -103,6 +104,9 @@ ABSL_FLAG(std::string, calibration_prompts, "",
           "with --expert_placement auto: text (one document per line) or token ids (.json, {\"sequences\": [[ids]]}) "
           "whose expert load plans the initial placement");
 ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this many steps (0: never)");
+ABSL_FLAG(double, replan_itl_budget_ms, 0,
+          "with --replan_interval: copy a re-plan's new placement between steps, at most this many ms before any "
+          "one step (at least one expert slot a step), and switch once it is complete; 0: build it in the background");
 ABSL_FLAG(int32_t, load_window, 256, "engine steps of expert-load statistics the planner reads");
 ABSL_FLAG(std::string, expert_load_dump, "", "on shutdown, write the recorded expert-load statistics to this JSON file");
 ABSL_FLAG(std::string, expert_placement_dump, "", "on shutdown, write the expert placement in use (loadable with --expert_placement)");
@@ -142,8 +146,8 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching", "state_cache_mb",
         "state_snapshot_interval"}},
       {"Expert parallelism",
-       {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "load_window",
-        "expert_load_dump", "expert_placement_dump"}},
+       {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "replan_itl_budget_ms",
+        "load_window", "expert_load_dump", "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
        {"rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
       {"Chat",
@@ -301,6 +305,13 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_
   cfg.experts.load_window = absl::GetFlag(FLAGS_load_window);
   if (cfg.experts.num_devices < 0 || cfg.experts.expert_slots < 0 || cfg.experts.replan_interval < 0)
     return absl::InvalidArgumentError("--devices, --expert_slots and --replan_interval must not be negative");
+  cfg.experts.replan_step_budget_ms = absl::GetFlag(FLAGS_replan_itl_budget_ms);
+  if (!std::isfinite(cfg.experts.replan_step_budget_ms) || cfg.experts.replan_step_budget_ms < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--replan_itl_budget_ms must be 0 or more milliseconds (got ",
+                                                   cfg.experts.replan_step_budget_ms, ")"));
+  if (cfg.experts.replan_step_budget_ms > 0 && cfg.experts.replan_interval == 0)
+    return absl::InvalidArgumentError(
+        "--replan_itl_budget_ms bounds how a re-plan is copied: it needs --replan_interval");
   const std::string placement = absl::GetFlag(FLAGS_expert_placement);
   if (!absl::GetFlag(FLAGS_calibration_prompts).empty() && placement != "auto")
     return absl::InvalidArgumentError("--calibration_prompts plans the placement of --expert_placement auto only");

@@ -161,6 +161,16 @@ std::string RenderPrometheus(const ApiContext& ctx) {
     Value(&out, "latentserve_expert_migration_bytes_total", "counter",
           "Bytes copied to build the placements switched in (every rank's devices).",
           static_cast<double>(m.migration_bytes_total));
+    Value(&out, "latentserve_expert_migration_seconds_total", "counter",
+          "Time spent copying experts for new placements (between steps under --replan_itl_budget_ms, else in the "
+          "background).",
+          m.migration_seconds_total);
+    Value(&out, "latentserve_expert_migration_chunks_total", "counter",
+          "Chunks of expert slots copied between steps under --replan_itl_budget_ms.",
+          static_cast<double>(m.migration_chunks_total));
+    Value(&out, "latentserve_expert_migration_step_delay_max_seconds", "gauge",
+          "Longest time one migration chunk added before a step (under --replan_itl_budget_ms).",
+          m.max_migration_chunk_seconds);
     Value(&out, "latentserve_expert_moved_slots_total", "counter",
           "Expert slots whose expert a switched-in placement changed.", static_cast<double>(m.moved_slots_total));
     Value(&out, "latentserve_expert_switch_longest_step_seconds", "gauge",

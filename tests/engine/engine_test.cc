@@ -508,6 +508,62 @@ TEST_F(EngineTest, ReplanSwitchesAreRememberedWithTheirTimeStepAndExpectedBalanc
   EXPECT_GT(m.moved_slots_total, 0) << "a re-plan from skewed loads moves experts";
 }
 
+// Under a step budget the new placement is copied on the loop between steps, a chunk before each,
+// and switched in once complete, with the tokens unchanged. A budget below any slot's copy moves
+// one slot a step (as many chunks as placed slots); a generous one moves the whole placement
+// before one step. Each chunk is recorded with its step, slots, bytes and time.
+TEST_F(EngineTest, ReplanUnderAStepBudgetIsCopiedInChunksWithoutChangingTokens) {
+  std::mt19937 rng(24);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(Req(absl::StrCat("r", i), Prompt(rng, 4 + 3 * i), 20));
+  auto single = MakeEngine();
+  const auto expected = RunAll(*single, reqs);
+  single.reset();
+  for (const double budget_ms : {1e-9, 1e6}) {
+    SCOPED_TRACE(absl::StrCat("budget ", budget_ms, " ms"));
+    EngineConfig cfg;
+    cfg.experts.num_devices = 4;
+    cfg.experts.expert_slots = 6;
+    cfg.experts.replan_interval = 3;
+    cfg.experts.load_window = 16;
+    cfg.experts.replan_step_budget_ms = budget_ms;
+    cfg.scheduler.max_num_seqs = 4;
+    auto engine = MakeEngine(cfg);
+    EXPECT_EQ(RunAll(*engine, reqs), expected);
+    KeepRunningUntilReplanned(*engine);
+    const MetricsSnapshot m = engine->Metrics();
+    ASSERT_GT(m.replans, 0u);
+    // The placement in use is the last switch's: its placed slots are what that switch copied.
+    int64_t placed_slots = 0;
+    for (const auto& layer : m.replica_map)
+      for (int32_t e : layer) placed_slots += e >= 0;
+    const ReplanEvent& last = m.replan_events.back();
+    EXPECT_EQ(last.chunks, budget_ms < 1 ? placed_slots : 1);
+    EXPECT_GT(last.migration_seconds, 0.0);
+    EXPECT_GE(last.plan_seconds, last.migration_seconds);
+    EXPECT_LE(last.max_chunk_seconds, m.max_migration_chunk_seconds);
+    EXPECT_EQ(last.copied_bytes, m.rank_expert_bytes[0]);
+    int64_t chunks = 0;
+    for (const ReplanEvent& e : m.replan_events) chunks += e.chunks;
+    EXPECT_GE(static_cast<int64_t>(m.migration_chunks_total), chunks) << "a migration may be under way";
+    ASSERT_FALSE(m.migration_chunks.empty());
+    for (size_t i = 0; i < m.migration_chunks.size(); ++i) {
+      const MigrationChunk& c = m.migration_chunks[i];
+      EXPECT_EQ(c.slots, budget_ms < 1 ? 1 : placed_slots);
+      EXPECT_GT(c.bytes, 0);
+      EXPECT_LE(c.seconds, m.max_migration_chunk_seconds);
+      if (i > 0) {
+        EXPECT_GT(c.step, m.migration_chunks[i - 1].step) << "one chunk a step";
+      }
+    }
+    // The last switch's chunks end at the step it switched before, and their bytes are its copy.
+    int64_t bytes = 0;
+    for (const MigrationChunk& c : m.migration_chunks)
+      if (c.step <= last.step && c.step + static_cast<uint64_t>(last.chunks) > last.step) bytes += c.bytes;
+    EXPECT_EQ(bytes, last.copied_bytes);
+  }
+}
+
 // The window copied out for other threads holds the MoE layers only, sums to the tokens routed in
 // its steps, and says when its first and last steps ended.
 TEST_F(EngineTest, ExpertWindowSnapshotCoversTheMoeLayersOfTheLastSteps) {
@@ -569,6 +625,15 @@ TEST_F(EngineTest, BadPlacementConfigurationIsRefused) {
   EngineConfig replan_without_devices;
   replan_without_devices.experts.replan_interval = 5;
   EXPECT_FALSE(Engine::Create(model_.get(), nullptr, replan_without_devices).ok());
+  EngineConfig negative_budget;
+  negative_budget.experts.num_devices = 2;
+  negative_budget.experts.replan_interval = 5;
+  negative_budget.experts.replan_step_budget_ms = -1;
+  EXPECT_FALSE(Engine::Create(model_.get(), nullptr, negative_budget).ok());
+  EngineConfig budget_without_replans;
+  budget_without_replans.experts.num_devices = 2;
+  budget_without_replans.experts.replan_step_budget_ms = 5;
+  EXPECT_FALSE(Engine::Create(model_.get(), nullptr, budget_without_replans).ok());
 }
 
 // The KV cache holds BF16 for a BF16 checkpoint on the CPU backend (twice the blocks in the same

@@ -45,6 +45,9 @@ struct Small {
     m.replica_map = {{}, {3, 0, 2, 3, 1, -1}, {0, 1, 3, 2, 3, -1}};
     m.replans = 1;
     m.replan_events.push_back({1700000000.5, 17, 0.002, 1.5, 1.1});
+    m.replan_events.back().chunks = 2;
+    m.replan_events.back().max_chunk_seconds = 0.0004;
+    m.migration_chunks = {{1700000000.25, 15, 3, 3072, 0.0004}, {1700000000.5, 16, 2, 2048, 0.0003}};
     w.steps = 8;
     w.capacity = 16;
     w.first_step_unix_seconds = 1700000001.0;
@@ -90,6 +93,15 @@ TEST(ExpertLoadJsonTest, EachMoeLayerCarriesWindowTokensPlacementPerDeviceAndRow
   EXPECT_DOUBLE_EQ(e["plan_seconds"].get<double>(), 0.002);
   EXPECT_DOUBLE_EQ(e["device_max_over_mean_before"].get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(e["device_max_over_mean_after"].get<double>(), 1.1);
+  EXPECT_EQ(e["chunks"], 2);
+  EXPECT_DOUBLE_EQ(e["max_chunk_seconds"].get<double>(), 0.0004);
+  ASSERT_EQ(j["migration_chunks"].size(), 2u);
+  const json& c = j["migration_chunks"][1];
+  EXPECT_DOUBLE_EQ(c["time"].get<double>(), 1700000000.5);
+  EXPECT_EQ(c["step"], 16);
+  EXPECT_EQ(c["slots"], 2);
+  EXPECT_EQ(c["bytes"], 2048);
+  EXPECT_DOUBLE_EQ(c["seconds"].get<double>(), 0.0003);
 }
 
 TEST(ExpertLoadJsonTest, TotalsSinceStartOnlyWhenAsked) {

@@ -1,7 +1,8 @@
 """Expert parallelism through the real server: greedy text with 2 and 4 device workers and
 background re-planning equals the default server's; device load, replica map and re-plan figures
 appear in /metrics and GetExpertLoad; the placement in use can be dumped and loaded back;
---expert_placement auto plans the start from a calibration set or the model's own samples."""
+--expert_placement auto plans the start from a calibration set or the model's own samples;
+--replan_itl_budget_ms copies a re-plan between steps in chunks, each recorded."""
 import json
 import os
 import tempfile
@@ -59,6 +60,29 @@ def test_devices_and_replanning_keep_greedy_text(server, grpc_stubs):
         again.stop()
 
 
+def test_replans_copied_between_steps_under_a_budget(server):
+    expected = texts(server)
+    s = Server("--devices", "4", "--expert_slots", "18", "--replan_interval", "4", "--load_window", "32",
+               "--replan_itl_budget_ms", "0.000001")
+    try:
+        for _ in range(60):  # one slot a step: a switch takes as many steps as the devices have slots
+            assert texts(s) == expected
+            if s.metric("latentserve_expert_replans_total") >= 1:
+                break
+        assert s.metric("latentserve_expert_replans_total") >= 1
+        load = requests.get(s.url + "/v1/expert_load").json()
+        slots = 4 * 18 * len(load["layers"])  # every slot of every MoE layer holds an expert
+        assert load["replan_events"][0]["chunks"] == slots, "one slot per chunk"
+        assert s.metric("latentserve_expert_migration_chunks_total") >= slots * s.metric(
+            "latentserve_expert_replans_total")
+        assert all(c["slots"] == 1 and c["bytes"] > 0 for c in load["migration_chunks"])
+        assert s.metric("latentserve_expert_migration_seconds_total") > 0
+        delay = s.metric("latentserve_expert_migration_step_delay_max_seconds")
+        assert 0 < delay <= s.metric("latentserve_expert_migration_seconds_total")
+    finally:
+        s.stop()
+
+
 def test_bad_placement_flags_fail_clearly():
     import subprocess
     from conftest import BIN, MODEL
@@ -68,6 +92,12 @@ def test_bad_placement_flags_fail_clearly():
     r = subprocess.run([BIN, "--model", MODEL, "--expert_placement", "/nonexistent.json"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and "--expert_placement" in r.stderr
+    for flags, message in ((["--replan_itl_budget_ms", "-1", "--devices", "2", "--replan_interval", "4"],
+                            "--replan_itl_budget_ms must be 0 or more"),
+                           (["--replan_itl_budget_ms", "2", "--devices", "2"], "it needs --replan_interval")):
+        r = subprocess.run([BIN, "--model", MODEL, "--http_port", "0", "--grpc_port", "0"] + flags,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and message in r.stderr, r.stderr
 
 
 def _log_event(s, event):
