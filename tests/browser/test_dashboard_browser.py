@@ -5,6 +5,8 @@
   (TTFT and inter-token percentiles recomputed here from the histograms, the speculative-decoding
   acceptance from its counters), the hottest and idlest
   experts' cells are red and blue on screen, and nothing reached the console as an error;
+- with --replan_itl_budget_ms, the chunks a re-plan was copied in are ticked on the charts, one
+  per chunk the server lists;
 - with --api_key_file, the key form signs the browser in and the page works from the session cookie,
   which its scripts cannot read;
 - at K3's size (92 MoE layers x 896 experts, 32 devices x 32 slots; the answer is supplied through
@@ -270,6 +272,30 @@ def test_dashboard_under_load_draws_the_heatmap_and_shows_the_servers_numbers():
                         assert px[0] > px[2] + 40, (l["layer"], e, ratio, px)
                     else:
                         assert px[2] > px[0] + 40, (l["layer"], e, ratio, px)
+            assert b.errors() == [], b.errors()
+    finally:
+        s.stop()
+
+
+def test_migration_chunks_are_ticked_on_the_charts():
+    s = Server("--devices", "2", "--expert_slots", "40", "--replan_interval", "48", "--load_window", "64",
+               "--replan_itl_budget_ms", "0.05")
+    try:
+        with Browser(width=1400, height=1000) as b:
+            b.navigate(s.url + "/dashboard?poll_ms=500")
+            b.wait_for("Number(document.body.dataset.polls || 0) >= 2", timeout=30)
+            load = Load(s.url)
+            try:
+                b.wait_for("Number(document.getElementById('c-tokens').dataset.chunkMarks || 0) >= 2", timeout=60)
+            finally:
+                load.stop()
+            assert load.errors == [], load.errors[:3]
+            # Quiet now: after the next polls the ticks are the chunks the server lists (all within the
+            # chart's span, and fewer than the 256 it keeps).
+            chunks = requests.get(s.url + "/v1/expert_load").json()["migration_chunks"]
+            assert 2 <= len(chunks) < 256
+            b.wait_for(f"Number(document.getElementById('c-tokens').dataset.chunkMarks || 0) == {len(chunks)}",
+                       timeout=10)
             assert b.errors() == [], b.errors()
     finally:
         s.stop()
