@@ -278,8 +278,9 @@ def test_dashboard_under_load_draws_the_heatmap_and_shows_the_servers_numbers():
 
 
 def test_migration_chunks_are_ticked_on_the_charts():
+    # A budget of a few slots per chunk: a switch of the 320 slots takes tens of chunks.
     s = Server("--devices", "2", "--expert_slots", "40", "--replan_interval", "48", "--load_window", "64",
-               "--replan_itl_budget_ms", "0.05")
+               "--replan_itl_budget_ms", "0.3")
     try:
         with Browser(width=1400, height=1000) as b:
             b.navigate(s.url + "/dashboard?poll_ms=500")
@@ -290,12 +291,14 @@ def test_migration_chunks_are_ticked_on_the_charts():
             finally:
                 load.stop()
             assert load.errors == [], load.errors[:3]
-            # Quiet now: after the next polls the ticks are the chunks the server lists (all within the
-            # chart's span, and fewer than the 256 it keeps).
+            # Quiet now: after the next poll every chunk the server still lists is ticked (the page
+            # keeps the ones it saw before the server's list of 256 moved past them too).
             chunks = requests.get(s.url + "/v1/expert_load").json()["migration_chunks"]
-            assert 2 <= len(chunks) < 256
-            b.wait_for(f"Number(document.getElementById('c-tokens').dataset.chunkMarks || 0) == {len(chunks)}",
+            assert len(chunks) >= 2
+            b.wait_for(f"Number(document.getElementById('c-tokens').dataset.chunkMarks || 0) >= {len(chunks)}",
                        timeout=10)
+            if len(chunks) < 256:  # the server's whole history: exactly one tick per chunk
+                assert b.evaluate("Number(document.getElementById('c-tokens').dataset.chunkMarks)") == len(chunks)
             assert b.errors() == [], b.errors()
     finally:
         s.stop()
