@@ -203,6 +203,9 @@ class Service final : public pb::GenerationService::Service {
     out->set_replans(m.replans);
     out->set_replan_seconds_total(m.replan_seconds_total);
     out->set_longest_switch_step_seconds(m.longest_switch_step_seconds);
+    out->set_migration_seconds_total(m.migration_seconds_total);
+    out->set_migration_chunks_total(m.migration_chunks_total);
+    out->set_migration_step_delay_max_seconds(m.max_migration_chunk_seconds);
     return Count(Status::OK);
   }
 

@@ -8,6 +8,7 @@ import os
 import tempfile
 
 import grpc
+import pytest
 import requests
 
 from conftest import Server
@@ -60,7 +61,7 @@ def test_devices_and_replanning_keep_greedy_text(server, grpc_stubs):
         again.stop()
 
 
-def test_replans_copied_between_steps_under_a_budget(server):
+def test_replans_copied_between_steps_under_a_budget(server, grpc_stubs):
     expected = texts(server)
     s = Server("--devices", "4", "--expert_slots", "18", "--replan_interval", "4", "--load_window", "32",
                "--replan_itl_budget_ms", "0.000001")
@@ -79,6 +80,12 @@ def test_replans_copied_between_steps_under_a_budget(server):
         assert s.metric("latentserve_expert_migration_seconds_total") > 0
         delay = s.metric("latentserve_expert_migration_step_delay_max_seconds")
         assert 0 < delay <= s.metric("latentserve_expert_migration_seconds_total")
+        pb2, pb2_grpc = grpc_stubs
+        reply = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}")).GetExpertLoad(
+            pb2.GetExpertLoadRequest())
+        assert reply.migration_chunks_total == s.metric("latentserve_expert_migration_chunks_total")
+        assert reply.migration_step_delay_max_seconds == pytest.approx(delay)
+        assert reply.migration_seconds_total == pytest.approx(s.metric("latentserve_expert_migration_seconds_total"))
     finally:
         s.stop()
 
