@@ -2,10 +2,11 @@
 // (uniform, planned from expected loads, or from a file), the sliding window of per-expert load,
 // re-planning in the background (the new placement copied there too, or under a step budget on
 // the loop between steps, a chunk of slots at a time) and the switch to it at a step boundary,
-// and the placement and load JSON. Across a rank group the devices split over the ranks: a new placement goes to every rank,
-// each builds its share in the background, and all switch at the same step once all have built
-// it. The engine loop calls BeforeStep and AfterStep around every step; ExpertLoadJson and
-// WindowSnapshot may be called from any thread, everything else from the loop thread.
+// and the placement and load JSON. Across a rank group the devices split over the ranks: a new
+// placement goes to every rank, each builds its share in the background, and all switch at the
+// same step once all have built it. The engine loop calls BeforeStep and AfterStep around every
+// step; ExpertLoadJson and WindowSnapshot may be called from any thread, everything else from the
+// loop thread.
 #pragma once
 
 #include <atomic>
