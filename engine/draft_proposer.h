@@ -3,7 +3,8 @@
 // drafts. A proposer may keep state per sequence (a draft model's KV cache) from one call to the
 // next, keyed by the sequence's arrival number, until the engine forgets the sequence.
 // Implementations: NgramProposer (engine/ngram_proposer.h), DraftModelProposer
-// (engine/draft_model_proposer.h).
+// (engine/draft_model_proposer.h: a draft model, or the checkpoint's own MTP layer, which reads
+// the target's final hidden rows that the engine hands over after every step).
 #pragma once
 
 #include <cstdint>
@@ -21,11 +22,13 @@ struct SpeculativeConfig {
   int32_t prompt_lookup_min = 1;       // the n-gram lookup's shortest and longest suffix
   int32_t prompt_lookup_max = 4;
   // Set: this model proposes (greedily, from its own KV cache) instead of the n-gram lookup. It must
-  // share the target's vocabulary, keep no recurrent state, and outlive the engine.
+  // share the target's vocabulary, keep no recurrent state, and outlive the engine. A checkpoint's
+  // multi-token-prediction layer (Model::is_next_token_layer) proposes from the target's hidden
+  // rows too, on one process only.
   Model* draft_model = nullptr;
 
-  // "ngram" or "draft_model", as --speculative_config spells the method.
-  const char* method() const { return draft_model ? "draft_model" : "ngram"; }
+  // "ngram", "draft_model" or "mtp", as --speculative_config spells the method.
+  const char* method() const;
 };
 
 // One sequence's request for a draft.
@@ -47,6 +50,11 @@ class DraftProposer {
   // proposer's buffers reach their full size before the first request (the engine's warm-up);
   // keeps nothing.
   virtual absl::Status Warmup(int32_t /*max_seqs*/, int32_t /*max_draft*/) { return absl::OkStatus(); }
+  // Whether it reads the target's final hidden rows (Model::CaptureHidden). The engine then hands
+  // over, after every step, each sequence's rows at positions start_pos .. start_pos + num_rows - 1
+  // ([num_rows, d]; rows of rejected draft tokens among them, which the proposer never reads).
+  virtual bool wants_hidden() const { return false; }
+  virtual void ObserveHidden(uint64_t /*seq*/, int32_t /*start_pos*/, int32_t /*num_rows*/, const float* /*rows*/) {}
 };
 
 }  // namespace ls

@@ -89,6 +89,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
         "prompt_lookup_max, got ",
         speculative.num_speculative_tokens, ", ", speculative.prompt_lookup_min, ", ", speculative.prompt_lookup_max));
   if (speculative.num_speculative_tokens == 0) speculative.draft_model = nullptr;
+  if (speculative.draft_model && speculative.draft_model->is_next_token_layer() && config.ranks &&
+      config.ranks->size() > 1)
+    return absl::InvalidArgumentError(
+        "speculative decoding with the checkpoint's MTP layer runs on one process: the target's hidden rows of a "
+        "rank group stay on each rank");
   // With recurrent layers, each running sequence's state is copied before a step that verifies a
   // draft (to one spare slot per running sequence), so that a rejection can take it back.
   const int32_t spare_slots = slots > 0 && speculative.num_speculative_tokens > 0 ? slots : 0;
@@ -231,6 +236,7 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
       scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr,
                  num_snapshot_slots > 0 ? &snapshots_ : nullptr),
       eos_ids_(model->config().eos_token_ids) {
+  if (proposer_ && proposer_->wants_hidden()) model_->CaptureHidden(&hidden_);
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = blocks_.num_blocks();
     m.state_slots_total = slots_.num_slots();
@@ -253,6 +259,7 @@ Engine::~Engine() {
   }
   cv_.SignalAll();
   if (loop_.joinable()) loop_.join();  // not started when the warm-up failed
+  if (proposer_ && proposer_->wants_hidden()) model_->CaptureHidden(nullptr);
 }
 
 absl::Status Engine::CheckContextLength(int64_t prompt_tokens, int64_t max_tokens) const {
@@ -613,6 +620,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   };
   std::vector<Where> where(plan.items.size());
   std::vector<int64_t> next_row(ranks, 0);
+  std::vector<int64_t> first_token(plan.items.size());  // in its rank's batch
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Sequence* seq = plan.items[i].seq;
     const int32_t r = seq->table.pool;
@@ -629,6 +637,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     where[i] = {r, batch.seqs.size(), next_row[r]};
     next_row[r] += !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
     const int32_t own = ss.num_tokens - plan.items[i].num_draft;
+    first_token[i] = static_cast<int64_t>(batch.tokens.size());
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
                         seq->tokens.begin() + seq->num_computed + own);
     batch.tokens.insert(batch.tokens.end(), seq->draft.begin(), seq->draft.begin() + plan.items[i].num_draft);
@@ -663,6 +672,16 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   if (!st.ok()) {
     for (Stream* s : streams) Finish(s, FinishReason::kError, absl::StrCat("model step failed: ", st.message()));
     return;
+  }
+  // A proposer reading the target's hidden rows (one process: rank 0's batch is the step) gets
+  // every sequence's, before the verification below changes what its tokens are.
+  if (proposer_ && proposer_->wants_hidden() && ranks == 1) {
+    const int64_t d = model_->config().hidden_size;
+    for (size_t i = 0; i < plan.items.size(); ++i) {
+      const StepSequence& ss = batches[0].seqs[where[i].seq];
+      proposer_->ObserveHidden(plan.items[i].seq->arrival, ss.start_pos, ss.num_tokens,
+                               hidden_.data() + first_token[i] * d);
+    }
   }
   scheduler_.OnStepDone(plan);
   const int64_t V = model_->config().vocab_size;

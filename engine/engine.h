@@ -209,6 +209,7 @@ class Engine {
   std::unordered_map<const Sequence*, Stream*> by_seq_;
   uint64_t next_arrival_ = 0;
   std::vector<std::vector<float>> logits_;  // [ranks] the step's logits rows; kept so memory is reused
+  std::vector<float> hidden_;               // the final hidden rows [T, d] for an MTP proposer
   int64_t warmup_tokens_ = 0;
   double warmup_seconds_ = 0;
   std::unique_ptr<ExpertBalancer> balancer_;

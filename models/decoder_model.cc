@@ -1,6 +1,8 @@
 // DecoderModel: binding a pre-norm decoder's layers and running its step.
 #include "models/decoder_model.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "models/layers/attention_kinds.h"
 #include "models/layers/glu_mlp.h"
@@ -19,16 +21,29 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   const TensorNames& names = family.names;
   WeightBinder b(*m->store_, c.quantization, names.prefix);
   const int64_t d = c.hidden_size;
-  m->embed_ = b.Get("model.embed_tokens.weight", c.vocab_size, d);
-  m->final_norm_ = b.Get("model.norm.weight", 0, d);
+  // An MTP layer's own copies of the embedding and head, where the checkpoint repeats them.
+  const bool mtp = c.next_token_layer >= 0;
+  const std::string mtp_prefix = absl::StrCat("model.layers.", c.next_token_layer, ".");
+  if (mtp) m->embed_ = b.Optional(mtp_prefix + "embed_tokens.weight", c.vocab_size, d);
+  if (m->embed_.empty()) m->embed_ = b.Get("model.embed_tokens.weight", c.vocab_size, d);
+  m->final_norm_ = b.Get(mtp ? mtp_prefix + "shared_head.norm.weight" : "model.norm.weight", 0, d);
+  if (mtp) m->lm_head_ = b.Optional(mtp_prefix + "shared_head.head.weight", c.vocab_size, d);
   // Tied: the embedding is the head, unless the checkpoint carries a head of its own anyway, which
   // transformers then uses.
-  m->lm_head_ = c.tie_word_embeddings ? b.Optional("lm_head.weight", c.vocab_size, d) : b.Get("lm_head.weight", c.vocab_size, d);
+  if (m->lm_head_.empty())
+    m->lm_head_ = c.tie_word_embeddings ? b.Optional("lm_head.weight", c.vocab_size, d)
+                                        : b.Get("lm_head.weight", c.vocab_size, d);
   if (m->lm_head_.empty() && b.status().ok()) m->lm_head_ = m->embed_;
+  if (mtp) {
+    m->next_token_ = std::make_unique<NextTokenInput>();
+    m->next_token_->enorm = b.Get(mtp_prefix + "enorm.weight", 0, d);
+    m->next_token_->hnorm = b.Get(mtp_prefix + "hnorm.weight", 0, d);
+    m->next_token_->eh_proj = b.Get(mtp_prefix + "eh_proj.weight", d, 2 * d);
+  }
   m->layers_.resize(c.num_hidden_layers);
   for (int32_t i = 0; i < c.num_hidden_layers && b.status().ok(); ++i) {
     Layer& L = m->layers_[i];
-    const std::string p = absl::StrCat("model.layers.", i, ".");
+    const std::string p = mtp ? mtp_prefix : absl::StrCat("model.layers.", i, ".");
     L.input_norm = b.Get(p + "input_layernorm.weight", 0, d);
     L.post_attention_norm = b.Get(p + "post_attention_layernorm.weight", 0, d);
     L.attention = NewAttentionLayer(b, p + names.attention, c, c.layers[i]);
@@ -51,7 +66,11 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   if (!b.status().ok()) return b.status();
   const ModelConfig* cp = &c;
   auto unused_ok = family.unused_ok;
-  if (auto s = b.CheckAllTaken([&](const std::string& t) { return unused_ok && unused_ok(t, *cp); }); !s.ok())
+  // An MTP layer reads every tensor of its own layer and none of the rest.
+  auto skipped = [&](const std::string& t) {
+    return mtp ? t.rfind(names.prefix + mtp_prefix, 0) != 0 : unused_ok && unused_ok(t, *cp);
+  };
+  if (auto s = b.CheckAllTaken(skipped); !s.ok())
     return absl::InvalidArgumentError(absl::StrCat(m->store_->dir(), ": ", s.message()));
   m->dtype_ = m->embed_.dtype;
   if (auto s = m->PrepareWeights([&](const WeightFn& fn) { m->ForEachWeight(fn); }); !s.ok()) return s;
@@ -63,6 +82,11 @@ void DecoderModel::ForEachWeight(const WeightFn& fn) {
   fn(embed_, WeightUse::kOther);
   fn(final_norm_, WeightUse::kOther);
   fn(lm_head_, WeightUse::kMatmulHead);  // tied: its own GEMM copy of the table's host view
+  if (next_token_) {
+    fn(next_token_->enorm, WeightUse::kOther);
+    fn(next_token_->hnorm, WeightUse::kOther);
+    fn(next_token_->eh_proj, WeightUse::kMatmul);
+  }
   for (Layer& L : layers_) {
     fn(L.input_norm, WeightUse::kOther);
     fn(L.post_attention_norm, WeightUse::kOther);
@@ -83,7 +107,9 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
   const int64_t T = static_cast<int64_t>(batch.tokens.size()), d = config_.hidden_size;
   StepContext ctx = Context(T, positions_, seqs_, cache);
   float* x = buf_.x.as<float>(T * d);
-  {
+  if (next_token_) {
+    if (auto s = NextTokenEmbedding(batch, x); !s.ok()) return s;
+  } else {
     PartTimer t(profile_, StepPart::kEmbedding);
     backend_->Embedding(batch.tokens.data(), T, embed_, x);
   }
@@ -105,6 +131,32 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
     L.ffn->Forward(ctx, l, h, x);
   }
   Logits(batch, seqs_, residual_->Output(ctx, x), final_norm_, lm_head_, logits);
+  return absl::OkStatus();
+}
+
+absl::Status DecoderModel::NextTokenEmbedding(const StepBatch& batch, float* x) {
+  PartTimer t(profile_, StepPart::kEmbedding);
+  const int64_t T = static_cast<int64_t>(batch.tokens.size()), d = config_.hidden_size;
+  if (static_cast<int64_t>(batch.prev_hidden.size()) != T * d)
+    return absl::InvalidArgumentError(absl::StrCat("multi-token-prediction layer: ", batch.prev_hidden.size() / d,
+                                                   " hidden rows for ", T, " tokens"));
+  const float eps = config_.rms_norm_eps;
+  float* e = buf_.h.as<float>(T * d);
+  backend_->Embedding(batch.tokens.data(), T, embed_, e);
+  backend_->RmsNorm(e, T, next_token_->enorm, eps, e);
+  float* h = buf_.up.as<float>(T * d);
+  backend_->CopyToDevice(h, batch.prev_hidden.data(), static_cast<size_t>(T * d) * sizeof(float));
+  backend_->RmsNorm(h, T, next_token_->hnorm, eps, h);
+  // [enorm(e) | hnorm(h)] rows side by side, assembled in host memory (T is a step's few rows).
+  cat_.resize(static_cast<size_t>(T * 2 * d));
+  std::vector<float> half(static_cast<size_t>(T * d));
+  for (int side = 0; side < 2; ++side) {
+    backend_->CopyToHost(half.data(), side == 0 ? e : h, half.size() * sizeof(float));
+    for (int64_t r = 0; r < T; ++r) std::copy_n(half.data() + r * d, d, cat_.data() + (r * 2 + side) * d);
+  }
+  float* cat = buf_.gate.as<float>(T * 2 * d);
+  backend_->CopyToDevice(cat, cat_.data(), cat_.size() * sizeof(float));
+  backend_->Gemm(cat, T, next_token_->eh_proj, x, false);
   return absl::OkStatus();
 }
 

@@ -2,7 +2,10 @@
 // x += Attn(RMSNorm(x)) and x += FFN(RMSNorm(x)) with the attention and FFN the layer plan names
 // (models/layers/); final norm and LM head. What each norm reads is the ResidualStream's: the
 // stream itself, or with attention residuals (K3) mixes of the block residuals. Every family
-// loads as one, each with its tensor names.
+// loads as one, each with its tensor names. A checkpoint's multi-token-prediction (MTP) layer loads
+// as one too (ModelConfig::next_token_layer): its single layer reads
+// x = eh_proj([enorm(embed(t_{p+1})), hnorm(h_p)]) from the next token and the target's final
+// hidden row h_p (StepBatch::prev_hidden), and its norm and head are the layer's shared_head.
 #pragma once
 
 #include <memory>
@@ -32,14 +35,23 @@ class DecoderModel final : public Model {
     std::unique_ptr<AttentionLayer> attention;
     std::unique_ptr<FfnLayer> ffn;
   };
+  // An MTP layer's input projection.
+  struct NextTokenInput {
+    Tensor enorm, hnorm;  // [d]
+    Tensor eh_proj;       // [d, 2d]
+  };
   DecoderModel(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);
   void ForEachWeight(const WeightFn& fn);
+  // x[T, d] = the MTP layer's input over the batch's tokens and hidden rows.
+  absl::Status NextTokenEmbedding(const StepBatch& batch, float* x);
 
   DType dtype_ = DType::kF32;
   Tensor embed_;       // [V, d]
   Tensor final_norm_;  // [d]
   Tensor lm_head_;     // [V, d] (the embedding when tied)
   std::vector<Layer> layers_;
+  std::unique_ptr<NextTokenInput> next_token_;  // set for an MTP layer
+  std::vector<float> cat_;                      // host [T, 2d]: the MTP input before eh_proj
   std::unique_ptr<ResidualStream> residual_;
   std::vector<int32_t> positions_;
   std::vector<AttentionSeq> seqs_;

@@ -206,6 +206,13 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
       wanted.push_back(seqs[i].token_offset + j);
   }
   const int64_t rows = static_cast<int64_t>(wanted.size());
+  if (hidden_sink_) {
+    const int64_t T = static_cast<int64_t>(batch.tokens.size());
+    float* all = buf_.ffn_out.as<float>(T * d);
+    backend_->RmsNorm(x, T, final_norm, config_.rms_norm_eps, all);
+    hidden_sink_->resize(static_cast<size_t>(T * d));
+    backend_->CopyToHost(hidden_sink_->data(), all, hidden_sink_->size() * sizeof(float));
+  }
   logits->resize(static_cast<size_t>(rows * V));
   if (rows == 0) {
     backend_->Synchronize();  // the step's expert counts are in place when it returns

@@ -66,6 +66,12 @@ class Model {
   // While set, every step adds its time per part of the layer to *profile (null: off).
   void SetProfile(StepProfile* profile) { profile_ = profile; }
 
+  // While set, every Forward also writes each new token's final hidden row, after the final norm,
+  // to *sink ([T, d] in token order): what a multi-token-prediction layer reads. Null: off.
+  void CaptureHidden(std::vector<float>* sink) { hidden_sink_ = sink; }
+  // This model is a checkpoint's multi-token-prediction layer (LoadOptions::next_token_layer).
+  bool is_next_token_layer() const { return config_.next_token_layer >= 0; }
+
   // Expert parallelism: with placed experts, every MoE layer dispatches its routed rows to the
   // devices holding their experts (split over replicas), each device computes its share with its
   // own weight copies, and the results are combined — numerically the same as without. Set
@@ -120,6 +126,7 @@ class Model {
   ExpertState experts_;
   StepBuffers buf_;
   StepProfile* profile_ = nullptr;
+  std::vector<float>* hidden_sink_ = nullptr;
 };
 
 }  // namespace ls

@@ -22,9 +22,34 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
     return absl::InvalidArgumentError(absl::StrCat(
         "--quantization ", QuantSchemeName(options.quantization),
         " is not available to a rank group yet (each rank prepares its experts from the checkpoint as saved)"));
+  if (options.next_token_layer) {
+    if (config->num_nextn_predict_layers < 1)
+      return absl::InvalidArgumentError(absl::StrCat(model_dir, ": ", config->family,
+                                                     " checkpoint has no multi-token-prediction layers ",
+                                                     "(config.json num_nextn_predict_layers is 0 or absent)"));
+    if (options.routed_experts_on_host)
+      return absl::InvalidArgumentError("the multi-token-prediction layer runs on one process, not in a rank group");
+    // Layer 0 of this model is the checkpoint's layer num_hidden_layers: the attention of the
+    // layers before it, and routed experts when the model has them.
+    LayerPlan plan = config->layers.empty() ? LayerPlan{} : config->layers.back();
+    plan.ffn = config->has_moe_layers() ? FfnKind::kMoe : FfnKind::kDense;
+    config->next_token_layer = config->num_hidden_layers;
+    config->num_hidden_layers = 1;
+    config->layers = {plan};
+  }
   const Family* family = FindFamily(config->architecture, config->model_type);
   auto store = WeightStore::Open(model_dir);
   if (!store.ok()) return store.status();
+  if (config->next_token_layer >= 0) {
+    // transformers writes num_nextn_predict_layers 1 into checkpoints it saves without the layer.
+    const std::string prefix = absl::StrCat(family->names.prefix, "model.layers.", config->next_token_layer, ".");
+    bool any = false;
+    for (const auto& entry : (*store)->Entries()) any |= entry.first.rfind(prefix, 0) == 0;
+    if (!any)
+      return absl::InvalidArgumentError(absl::StrCat(
+          model_dir, ": ", config->family, " checkpoint has no multi-token-prediction layers (config.json ",
+          "num_nextn_predict_layers is ", config->num_nextn_predict_layers, " but no tensor is named ", prefix, "*)"));
+  }
   return DecoderModel::Load(*family, std::move(*config), std::move(*store), backend);
 }
 

@@ -21,6 +21,10 @@ struct LoadOptions {
   // (ModelConfig::routed_experts_on_host): for the ranks of a group, each of which holds only its
   // devices' experts. Such a model serves with a placement only.
   bool routed_experts_on_host = false;
+  // Load the checkpoint's first multi-token-prediction layer alone, as a one-layer model that
+  // reads the target's final hidden rows (ModelConfig::next_token_layer): speculative decoding's
+  // MTP proposer. An error naming the directory when the checkpoint has none.
+  bool next_token_layer = false;
 };
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,

@@ -32,6 +32,10 @@ struct StepBatch {
   std::vector<int32_t> tokens;  // [T] new tokens of all sequences, concatenated in order
   std::vector<StepSequence> seqs;
   std::vector<CacheCopy> copies;  // made in order, before the forward pass
+  // A next-token (MTP) layer's second input: the target's final hidden row for each new token,
+  // [T, d] in token order (models/decoder_model.h). Empty for every other model; never sent to
+  // other ranks (such a layer runs on one process).
+  std::vector<float> prev_hidden;
 
   // Rows of logits Forward returns: Σ over sequences wanting logits of (all_logits ? num_tokens : 1).
   int64_t num_logit_rows() const {

@@ -77,7 +77,9 @@ ABSL_FLAG(int32_t, state_snapshot_interval, 512,
 ABSL_FLAG(std::string, speculative_config, "",
           "speculative decoding, as JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": k, "
           "\"prompt_lookup_min\": n, \"prompt_lookup_max\": m} (prompt lookup) or {\"method\": \"draft_model\", "
-          "\"model\": DIR, \"num_speculative_tokens\": k} (a smaller model with the same tokenizer)");
+          "\"model\": DIR, \"num_speculative_tokens\": k} (a smaller model with the same tokenizer) or "
+          "{\"method\": \"mtp\", \"num_speculative_tokens\": k} (the checkpoint's multi-token-prediction layer: "
+          "DeepSeek-V3, GLM-4-MoE)");
 ABSL_FLAG(bool, warmup, true,
           "run the largest batch once at startup (full-size step buffers; too little memory fails at start)");
 ABSL_FLAG(int32_t, max_model_len, 0, "context length limit, at most the model's max_position_embeddings (0: that)");
@@ -275,8 +277,9 @@ absl::StatusOr<ls::GenerationDefaults> GenerationDefaultsFromFlags(const std::st
 }
 
 // The engine's configuration (without the rank group's part).
-// The draft model's directory, when --speculative_config names one, goes to *draft_model_dir.
-absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_dir) {
+// The draft model's directory, when --speculative_config names one, goes to *draft_model_dir; *mtp
+// says whether it asks for the checkpoint's multi-token-prediction layer.
+absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_dir, bool* mtp) {
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
   cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
@@ -297,6 +300,7 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_
   if (!speculative.ok()) return speculative.status();
   cfg.speculative = speculative->config;
   *draft_model_dir = speculative->draft_model_dir;
+  *mtp = speculative->mtp;
   cfg.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   cfg.max_model_len = absl::GetFlag(FLAGS_max_model_len);
   cfg.experts.num_devices = absl::GetFlag(FLAGS_devices);
@@ -374,7 +378,10 @@ nlohmann::json SpeculativeFields(const ls::Engine& engine) {
   if (engine.num_speculative_tokens() == 0) return nullptr;
   nlohmann::json j{{"method", engine.speculative_method()},
                    {"num_speculative_tokens", engine.num_speculative_tokens()}};
-  if (const ls::Model* draft = engine.draft_model()) {
+  if (const ls::Model* draft = engine.draft_model(); draft && draft->is_next_token_layer()) {
+    j["mtp_layer"] = draft->config().next_token_layer;  // the checkpoint's layer index
+    j["draft_weight_mb"] = static_cast<double>(draft->prepared_weight_bytes()) / (1 << 20);
+  } else if (draft) {
     j["draft_family"] = draft->config().family;
     j["draft_weight_mb"] = static_cast<double>(draft->weight_bytes()) / (1 << 20);
   }
@@ -547,7 +554,8 @@ int main(int argc, char** argv) {
   auto generation_defaults = GenerationDefaultsFromFlags(dir, (*model)->config().vocab_size);
   if (!generation_defaults.ok()) return fail(generation_defaults.status().message());
   std::string draft_dir;
-  auto cfg = EngineConfigFromFlags(&draft_dir);
+  bool mtp = false;
+  auto cfg = EngineConfigFromFlags(&draft_dir, &mtp);
   if (!cfg.ok()) return fail(cfg.status().message());
   std::string placement_plan;  // for the start-up log
   if (absl::GetFlag(FLAGS_expert_placement) == "auto") {
@@ -561,6 +569,16 @@ int main(int argc, char** argv) {
     auto draft = ls::server::LoadDraftModel(draft_dir, backend.get(), **model, tokenizer.get());
     if (!draft.ok()) return fail(draft.status().message());
     draft_model = std::move(*draft);
+    cfg->speculative.draft_model = draft_model.get();
+  }
+  if (mtp) {
+    if (group)
+      return fail(
+          "--speculative_config method \"mtp\" is not available in a rank group yet (each rank keeps "
+          "its own sequences' hidden rows); use \"ngram\" or \"draft_model\"");
+    auto layer = ls::LoadModel(dir, backend.get(), ls::LoadOptions{.next_token_layer = true});
+    if (!layer.ok()) return fail(absl::StrCat("--speculative_config method \"mtp\": ", layer.status().message()));
+    draft_model = std::move(*layer);
     cfg->speculative.draft_model = draft_model.get();
   }
   if (group) {

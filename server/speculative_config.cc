@@ -31,22 +31,31 @@ absl::StatusOr<SpeculativeFlag> ParseSpeculativeConfig(std::string_view text) {
                                                      "' (method, num_speculative_tokens, prompt_lookup_min, "
                                                      "prompt_lookup_max, model)"));
   const std::string method = j.contains("method") && j["method"].is_string() ? j["method"].get<std::string>() : "";
-  if (method != "ngram" && method != "draft_model")
+  if (method != "ngram" && method != "draft_model" && method != "mtp")
     return absl::InvalidArgumentError(
         absl::StrCat("--speculative_config: method '", method,
-                     "' is not supported; \"ngram\" (prompt lookup) and \"draft_model\" (with \"model\": a "
-                     "model directory) are"));
+                     "' is not supported; \"ngram\" (prompt lookup), \"draft_model\" (with \"model\": a "
+                     "model directory) and \"mtp\" (the checkpoint's multi-token-prediction layer) are"));
   if (!j.contains("num_speculative_tokens"))
     return absl::InvalidArgumentError("--speculative_config: num_speculative_tokens is required");
   if (absl::Status st = integer("num_speculative_tokens", &c.num_speculative_tokens); !st.ok()) return st;
   if (c.num_speculative_tokens < 1 || c.num_speculative_tokens > 16)
     return absl::InvalidArgumentError(absl::StrCat(
         "--speculative_config: num_speculative_tokens must be in [1, 16], got ", c.num_speculative_tokens));
-  if (method == "draft_model") {
+  if (method != "ngram")
     for (const char* key : {"prompt_lookup_min", "prompt_lookup_max"})
       if (j.contains(key))
         return absl::InvalidArgumentError(
-            absl::StrCat("--speculative_config: '", key, "' applies to method \"ngram\", not \"draft_model\""));
+            absl::StrCat("--speculative_config: '", key, "' applies to method \"ngram\", not \"", method, "\""));
+  if (method == "mtp") {
+    if (j.contains("model"))
+      return absl::InvalidArgumentError(
+          "--speculative_config: method \"mtp\" reads the served checkpoint's own layer; 'model' applies to "
+          "\"draft_model\"");
+    flag.mtp = true;
+    return flag;
+  }
+  if (method == "draft_model") {
     if (!j.contains("model") || !j["model"].is_string() || j["model"].get<std::string>().empty())
       return absl::InvalidArgumentError(
           "--speculative_config: method \"draft_model\" needs \"model\": the draft model's directory");

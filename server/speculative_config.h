@@ -1,8 +1,9 @@
 // The --speculative_config flag: a JSON object in vLLM's shape, read into the engine's speculative
 // configuration — {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": n,
-// "prompt_lookup_max": m} or {"method": "draft_model", "model": DIR, "num_speculative_tokens": k}.
+// "prompt_lookup_max": m}, {"method": "draft_model", "model": DIR, "num_speculative_tokens": k} or
+// {"method": "mtp", "num_speculative_tokens": k} (the served checkpoint's own MTP layer).
 // Other methods, unknown keys and keys of the other method are errors that name them. The draft
-// model itself is loaded by the caller (LoadDraftModel).
+// model or MTP layer itself is loaded by the caller (LoadDraftModel, LoadModel).
 #pragma once
 
 #include <memory>
@@ -20,6 +21,7 @@ namespace ls::server {
 struct SpeculativeFlag {
   SpeculativeConfig config;     // draft_model unset: the caller loads draft_model_dir
   std::string draft_model_dir;  // method "draft_model": the model directory
+  bool mtp = false;             // method "mtp": the served checkpoint's MTP layer
 };
 
 // Empty text: speculation off.

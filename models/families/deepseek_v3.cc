@@ -2,7 +2,7 @@
 // attention (interleaved RoPE on the rope dims, YaRN's mscale² on the softmax scale) on every
 // layer, dense layers first, then a sigmoid router with correction biases and group-limited
 // top-k, scaled weights and shared experts. The multi-token-prediction layers after the last
-// decoder layer are not served.
+// decoder layer serve as speculative decoding's proposer (--speculative_config method "mtp").
 #include "models/families/families.h"
 #include "models/loader/common_keys.h"
 
@@ -19,7 +19,8 @@ void ReadDeepseekV3Config(ConfigReader& r, ModelConfig* c) {
   if (r.String("scoring_func", "sigmoid") != "sigmoid") r.Unsupported("scoring_func", "\"sigmoid\"");
   if (r.String("topk_method", "noaux_tc") != "noaux_tc") r.Unsupported("topk_method", "\"noaux_tc\"");
   if (r.Int("moe_layer_freq", false, 1) != 1) r.Unsupported("moe_layer_freq", "1: every layer after the dense ones");
-  r.Ignore({"num_nextn_predict_layers", "num_mtp_layers", "ep_size", "aux_loss_alpha", "seq_aux"});
+  ReadNextTokenLayers(r, c);
+  r.Ignore({"ep_size", "aux_loss_alpha", "seq_aux"});
 }
 
 const Family kDeepseekV3 = {

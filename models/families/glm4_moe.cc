@@ -1,7 +1,8 @@
 // Glm4MoeForCausalLM (transformers glm4_moe, GLM-4.5): GQA with q/k/v biases, optional q/k
 // norms and partial rotary (half the head by default), dense layers first, then a sigmoid
 // router with correction biases and group-limited top-k, scaled weights and shared experts.
-// The multi-token-prediction layers after the last decoder layer are not served.
+// The multi-token-prediction layers after the last decoder layer serve as speculative decoding's
+// proposer (--speculative_config method "mtp").
 #include "models/families/families.h"
 #include "models/loader/common_keys.h"
 
@@ -17,7 +18,7 @@ void ReadConfig(ConfigReader& r, ModelConfig* c) {
   ReadRopeKeys(r, c, RopeDefaults{.partial_rotary_factor = 0.5, .partial_in_default = true}, a.head_dim, &a.rope);
   ReadActivation(r, c, /*allow_situ=*/false);
   ReadDeepseekMoeKeys(r, c, MoeDefaults{});
-  r.Ignore({"num_nextn_predict_layers", "num_mtp_layers"});
+  ReadNextTokenLayers(r, c);
 }
 
 // Tensors of the multi-token-prediction layers (model.layers.L .. L + n - 1), used only for

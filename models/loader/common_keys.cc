@@ -319,6 +319,12 @@ void ReadKimiKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& moe) {
   ReadKimiLayerKinds(r, c);
 }
 
+void ReadNextTokenLayers(ConfigReader& r, ModelConfig* c) {
+  const int64_t n = r.Int({"num_nextn_predict_layers", "num_mtp_layers"}, false, 0);
+  if (n < 0 || n > 64) r.Fail("key 'num_nextn_predict_layers' must be within [0, 64]");
+  c->num_nextn_predict_layers = static_cast<int32_t>(std::clamp<int64_t>(n, 0, 64));
+}
+
 bool IsMtpLayerTensor(const std::string& tensor, const ModelConfig& c) {
   constexpr std::string_view kPrefix = "model.layers.";
   if (tensor.rfind(kPrefix, 0) != 0) return false;

@@ -91,5 +91,7 @@ void ReadKimiKeys(ConfigReader& r, ModelConfig* c, const MoeDefaults& moe);
 // num_hidden_layers): the multi-token-prediction layers some checkpoints carry for speculative
 // decoding, which transformers skips on load too.
 bool IsMtpLayerTensor(const std::string& tensor, const ModelConfig& c);
+// num_nextn_predict_layers (or num_mtp_layers): the checkpoint's multi-token-prediction layers.
+void ReadNextTokenLayers(ConfigReader& r, ModelConfig* c);
 
 }  // namespace ls

@@ -140,6 +140,12 @@ struct ModelConfig {
   // mapped checkpoint) and are prepared only into the slots an expert placement gives this process
   // (a rank of a group, which holds only its own devices' experts).
   bool routed_experts_on_host = false;
+  // Multi-token-prediction layers after the last decoder layer (model.layers.{num_hidden_layers}
+  // on, config num_nextn_predict_layers: DeepSeek-V3, GLM-4-MoE), read only by speculative
+  // decoding. Set by the loader's options: this model is the first of them alone (its layer 0 is
+  // the checkpoint's layer next_token_layer), reading the target's hidden rows; -1: a plain model.
+  int32_t num_nextn_predict_layers = 0;
+  int32_t next_token_layer = -1;
 
   // Width the routed experts read and write: d_lat with a latent projection, else d.
   int64_t expert_width() const { return moe.latent_size > 0 ? moe.latent_size : hidden_size; }

@@ -1,4 +1,5 @@
-"""Speculative decoding through the server, by n-gram prompt lookup and by a draft model: greedy
+"""Speculative decoding through the server, by n-gram prompt lookup, by a draft model and by the
+checkpoint's own multi-token-prediction layer: greedy
 completions over HTTP and gRPC are the ones of a server without it (with structured output too),
 /metrics counts the drafts proposed and accepted (labelled by method), the ready line says what
 runs, and a bad --speculative_config or a draft model with another vocabulary stops the start
@@ -139,6 +140,47 @@ def test_models_with_recurrent_layers_speculate_with_the_same_output():
             s.stop()
 
 
+def test_mtp_output_is_the_output_without_speculation(grpc_stubs):
+    # DeepSeek-V3's and GLM-4-MoE's MTP layer drafts from the target's hidden rows; the HTTP and
+    # gRPC output is the plain server's.
+    pb2, pb2_grpc = grpc_stubs
+    prompts = [[5, 17, 200, 3, 5, 17, 200, 3, 5, 17], [33, 34, 35, 36, 37, 33, 34, 35]]
+    for name in ("deepseek_v3_mtp_f32", "glm4_moe_mtp_f32"):
+        model = os.path.join(ROOT, "tests", "data", "hf", name)
+        plain = Server(model=model)
+        try:
+            want = [_tokens(plain, p) for p in prompts]
+        finally:
+            plain.stop()
+        s = Server("--speculative_config", '{"method": "mtp", "num_speculative_tokens": 3}', model=model)
+        try:
+            spec = s.ready["speculative"]
+            assert spec["method"] == "mtp" and spec["num_speculative_tokens"] == 3 and spec["mtp_layer"] == 2
+            assert spec["draft_weight_mb"] > 0
+            for p, w in zip(prompts, want):
+                got = _tokens(s, p)
+                assert got["tokens"] == w["tokens"], name
+                for a, b in zip(got["token_logprobs"], w["token_logprobs"]):
+                    assert abs(a - b) < 2e-3
+            stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
+            req = pb2.GenerateRequest(token_ids=pb2.TokenIds(ids=prompts[0]),
+                                      sampling=pb2.SamplingParams(max_tokens=16, ignore_eos=True, temperature=0))
+            ids = [t for r in stub.Generate(req, timeout=60) for t in r.token_ids]
+            assert ids == [int(t.split(":")[1]) for t in want[0]["tokens"]], name
+            metrics = requests.get(s.url + "/metrics", timeout=10).text
+            assert 'latentserve_spec_decode_num_draft_tokens_total{method="mtp"}' in metrics
+            assert s.metric("latentserve_spec_decode_num_draft_tokens_total") > 0
+        finally:
+            s.stop()
+
+
+def test_mtp_needs_a_checkpoint_with_the_layer():
+    r = subprocess.run([BIN, "--model", MODEL, "--speculative_config", '{"method": "mtp", "num_speculative_tokens": 2}'],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "--speculative_config method \"mtp\"" in r.stderr + r.stdout, r.stderr
+    assert "has no multi-token-prediction layers" in r.stderr + r.stdout, r.stderr
+
+
 def _draft_with_token_changed(tmp_path):
     """A copy of the served model whose tokenizer swaps the ids of two ordinary tokens."""
     d = tmp_path / "draft"
@@ -179,6 +221,10 @@ def test_bad_speculative_config_is_named():
                              '"prompt_lookup_max": 3}', "'prompt_lookup_max' applies to method \"ngram\""),
                             ('{"method": "ngram", "model": "m", "num_speculative_tokens": 2}',
                              "'model' applies to method \"draft_model\""),
+                            ('{"method": "mtp", "model": "m", "num_speculative_tokens": 2}',
+                             "method \"mtp\" reads the served checkpoint's own layer"),
+                            ('{"method": "mtp", "num_speculative_tokens": 2, "prompt_lookup_min": 2}',
+                             "'prompt_lookup_min' applies to method \"ngram\", not \"mtp\""),
                             ("[1]", "must be a JSON object")]:
         r = subprocess.run([BIN, "--model", MODEL, "--speculative_config", config], capture_output=True, text=True,
                            timeout=120)
