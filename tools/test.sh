@@ -20,11 +20,26 @@ stage() {  # name command...: runs and times one stage
   "$@"
   stages+=("$(printf '%-18s %5d s' "$name" $((SECONDS - start)))")
 }
+started=$(mktemp)
+# The first assertion lines of the tests a ctest run of this script failed, in every build
+# directory it tests: a failed run's cause stays in its last lines.
+failure_lines() {
+  local dir
+  for dir in "$build" build-asan build-tsan; do
+    local failed=$dir/Testing/Temporary/LastTestsFailed.log
+    [ -s "$failed" ] && [ "$failed" -nt "$started" ] || continue
+    echo "== failed in $dir: $(cut -d: -f2 "$failed" | tr '\n' ' ')"
+    grep -E '^E  |: Failure$|^Expected|Which is|AssertionError|Timeout' "$dir/Testing/Temporary/LastTest.log" |
+      head -n 12 | cut -c1-300
+  done
+}
 report() {
+  [ "$1" = 0 ] || failure_lines
+  rm -f "$started"
   echo "== stage times"
   printf '%s\n' "${stages[@]}"
 }
-trap report EXIT
+trap 'report $?' EXIT
 [ "${LS_CONFIGURE_ONLY:-0}" = 1 ] || stage setup tools/setup.sh test
 # Every option the suite relies on is set here, whatever an earlier configure of $build chose
 # (tools/run.sh configures the same directory without tests and without CUDA).
