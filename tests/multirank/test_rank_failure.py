@@ -65,16 +65,30 @@ def grpc_request(port, stubs, results, i):
         results[i] = ("grpc", e.code(), e.details())
 
 
-def wait_until_requests_wait(url, timeout=30):
-    """Returns once the server reports requests waiting behind the running batch: killing a rank from
-    then on is sure to catch requests in flight, however fast or slow the host runs."""
+def start_requests(url, grpc_port, stubs):
+    """Requests in flight: more than the running batch holds (--max_num_seqs 2), so some wait."""
+    results = [None] * 16
+    threads = [threading.Thread(target=http_request, args=(url, "And the LORD said", i % 2 == 0, results, i))
+               for i in range(14)]
+    threads += [threading.Thread(target=grpc_request, args=(grpc_port, stubs, results, i)) for i in (14, 15)]
+    for t in threads:
+        t.start()
+    return results, threads
+
+
+def requests_wait(url, threads, timeout=30):
+    """True once the server reports requests waiting behind the running batch: killing a rank from
+    then on is sure to catch requests in flight. False when every request finished before this
+    poll saw any wait (a fast host, or a poll starved on a loaded one)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         for line in requests.get(url + "/metrics", timeout=10).text.splitlines():
             if line.startswith("latentserve_num_requests_waiting") and float(line.split()[-1]) > 0:
-                return
+                return True
+        if not any(t.is_alive() for t in threads):
+            return False
         time.sleep(0.01)
-    raise AssertionError("no request waited behind the running batch")
+    raise AssertionError("no request waited behind the running batch, and the requests did not finish")
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
@@ -84,15 +98,14 @@ def test_worker_death_gets_every_request_answered_and_the_leader_out(ranks, grpc
     url = f"http://127.0.0.1:{ready['http_port']}"
     victim = ready["workers"]["1"]["pid"]
     try:
-        # Requests in flight: more than the running batch holds (--max_num_seqs 2), so some wait.
-        results = [None] * 8
-        threads = [threading.Thread(target=http_request, args=(url, "And the LORD said", i % 2 == 0, results, i))
-                   for i in range(6)]
-        threads += [threading.Thread(target=grpc_request, args=(ready["grpc_port"], grpc_stubs, results, i))
-                    for i in (6, 7)]
-        for t in threads:
-            t.start()
-        wait_until_requests_wait(url)  # they are being served, and more wait behind them
+        for _ in range(5):  # until requests are seen waiting behind the running ones
+            results, threads = start_requests(url, ready["grpc_port"], grpc_stubs)
+            if requests_wait(url, threads):
+                break
+            for t in threads:
+                t.join(timeout=60)
+        else:
+            raise AssertionError("in 5 tries, no request was seen waiting behind the running batch")
         assert requests.get(url + "/ready").status_code == 200
         killed_at = time.time()
         os.kill(victim, signal.SIGKILL)
