@@ -42,11 +42,33 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
   {
     std::vector<float> e(static_cast<size_t>(s.vocab) * s.d);
     for (auto& x : e) x = nd(rng);
+    if (s.mtp_copy)
+      for (int r = 0; r < s.vocab; ++r) {
+        float* row = e.data() + static_cast<size_t>(r) * s.d;
+        double ss = 0;
+        for (int j = 0; j < s.d; ++j) ss += static_cast<double>(row[j]) * row[j];
+        const float scale = static_cast<float>(1.0 / std::sqrt(ss / s.d));
+        for (int j = 0; j < s.d; ++j) row[j] *= scale;
+      }
     w.Add("model.embed_tokens.weight", {s.vocab, s.d}, e, DType::kBF16);
   }
   ones("model.norm.weight", s.d);
   lin("lm_head.weight", s.vocab, s.d);
-  for (int i = 0; i < s.layers; ++i) {
+  // The MTP layer's block repeats the last layer's draws.
+  std::mt19937 last_layer_rng = rng;
+  for (int i = 0; i <= s.layers; ++i) {
+    if (i == s.layers && !(s.mtp_copy && s.mla_latent > 0)) break;
+    if (i == s.layers - 1) last_layer_rng = rng;
+    if (i == s.layers) {
+      rng = last_layer_rng;
+      const std::string p = absl::StrCat("model.layers.", i, ".");
+      ones(p + "enorm.weight", s.d);
+      ones(p + "hnorm.weight", s.d);
+      ones(p + "shared_head.norm.weight", s.d);
+      std::vector<float> eh(static_cast<size_t>(s.d) * 2 * s.d, 0.f);
+      for (int j = 0; j < s.d; ++j) eh[static_cast<size_t>(j) * 2 * s.d + j] = 1.f;
+      w.Add(p + "eh_proj.weight", {s.d, 2 * s.d}, eh, DType::kBF16);
+    }
     const std::string p = absl::StrCat("model.layers.", i, ".");
     ones(p + "input_layernorm.weight", s.d);
     ones(p + "post_attention_layernorm.weight", s.d);
@@ -155,6 +177,7 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
          {"routed_scaling_factor", 1.0},
          {"norm_topk_prob", true},
          {"hidden_act", "silu"},
+         {"num_nextn_predict_layers", s.mtp_copy ? 1 : 0},
          {"eos_token_id", 2}};
   }
   if (s.kda) {

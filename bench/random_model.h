@@ -28,6 +28,13 @@ struct RandomModelSpec {
   // The routed experts stored as compressed-tensors mxfp4-pack-quantized (random E2M1 codes, E8M0
   // scales per 32), with its quantization_config; this project's format only.
   bool mxfp4_experts = false;
+  // MLA only: one multi-token-prediction layer (model.layers.{layers}, num_nextn_predict_layers 1)
+  // built to imitate the model: its block a copy of the last layer, eh_proj [I | 0] (it reads the
+  // next token's embedding and ignores the hidden row), unit norms, the model's head, and the
+  // embedding's rows scaled to RMS 1 so that enorm leaves them as they are. With one layer the MTP
+  // layer at position p computes what the model computes at p + 1 over the context without the
+  // first token, so its drafts are mostly accepted.
+  bool mtp_copy = false;
 };
 
 absl::Status WriteRandomModel(const RandomModelSpec& spec, const std::string& dir, unsigned seed);

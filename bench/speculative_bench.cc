@@ -1,10 +1,15 @@
 // Speculative decoding on one stream: the model (default models/tiny) continues Genesis 1:1-5
 // (text that repeats itself, as the KJV does), greedy, with speculation off and on (k tokens per
-// step) in alternating rounds — by n-gram lookup, or by a draft model when DRAFT_DIR is given.
+// step) in alternating rounds — by n-gram lookup, or by a draft model when DRAFT_DIR is given
+// (DRAFT_DIR "mtp": the model's own multi-token-prediction layer). MODEL_DIR "random-mtp" writes a
+// DeepSeek-V3-shaped one-layer model (d 2048, MLA, 64 experts top-8 of width 768 and a shared
+// expert) with an MTP layer built to imitate it (bench/random_model.h) and drafts with that layer:
+// the step cost of verifying k + 1 positions against a plain step, with high acceptance. A model
+// without a tokenizer continues 64 fixed pseudo-random token ids.
 // Decode tokens per second (after the first token), the ratio, and the draft tokens proposed and
 // accepted, the target model's time per step (a verifying step computes k + 1 positions) and the
 // proposer's time per step. Prints JSON; medians over rounds.
-// Usage: speculative_bench [MODEL_DIR] [rounds] [k] [max_tokens] [DRAFT_DIR]
+// Usage: speculative_bench [MODEL_DIR|random-mtp] [rounds] [k] [max_tokens] [DRAFT_DIR|mtp]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +18,10 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+#include <random>
+
+#include "bench/random_model.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
@@ -40,47 +49,71 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string dir = argc > 1 ? argv[1] : "models/tiny";
+  std::string dir = argc > 1 ? argv[1] : "models/tiny";
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   const int k = argc > 3 ? std::atoi(argv[3]) : 4;
   const int max_tokens = argc > 4 ? std::atoi(argv[4]) : 64;
-  const std::string draft_dir = argc > 5 ? argv[5] : "";
+  std::string draft_dir = argc > 5 ? argv[5] : "";
   ls::CpuBackend backend(0);
+  if (dir == "random-mtp") {
+    ls::bench::RandomModelSpec spec;
+    spec.vocab = 8192, spec.d = 2048, spec.layers = 1, spec.heads = 16, spec.experts = 64, spec.top_k = 8;
+    spec.f = 768, spec.d_lat = 0, spec.shared_f = 768, spec.situ = false, spec.expert_output_norm = false;
+    spec.mla_latent = 512, spec.mla_rope = 64, spec.mla_nope = 128, spec.mla_v = 128, spec.mtp_copy = true;
+    dir = (std::filesystem::temp_directory_path() / "latentserve_random_mtp").string();
+    if (absl::Status st = ls::bench::WriteRandomModel(spec, dir, 1); !st.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+      return 1;
+    }
+    draft_dir = "mtp";
+  }
   auto model = ls::LoadModel(dir, &backend);
   std::unique_ptr<ls::Model> draft;
   if (!draft_dir.empty()) {
-    auto d = ls::LoadModel(draft_dir, &backend);
+    auto d = draft_dir == "mtp" ? ls::LoadModel(dir, &backend, ls::LoadOptions{.next_token_layer = true})
+                                : ls::LoadModel(draft_dir, &backend);
     if (!d.ok()) {
       std::fprintf(stderr, "%s\n", std::string(d.status().message()).c_str());
       return 1;
     }
     draft = std::move(*d);
   }
-  auto tokenizer = ls::tok::LoadTokenizer(dir);
-  if (!model.ok() || !tokenizer.ok()) {
-    std::fprintf(stderr, "%s\n", std::string((model.ok() ? tokenizer.status() : model.status()).message()).c_str());
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
   }
-  auto prompt = (*tokenizer)->Encode(kGenesis);
-  if (!prompt.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(prompt.status().message()).c_str());
-    return 1;
+  // The Genesis prompt where the model has a tokenizer, else 64 fixed pseudo-random ids.
+  std::unique_ptr<ls::tok::Tokenizer> tokenizer;
+  std::vector<int32_t> prompt;
+  if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
+    auto t = ls::tok::LoadTokenizer(dir);
+    auto ids = t.ok() ? (*t)->Encode(kGenesis) : absl::StatusOr<std::vector<int32_t>>(t.status());
+    if (!ids.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(ids.status().message()).c_str());
+      return 1;
+    }
+    tokenizer = std::move(*t);
+    prompt = std::move(*ids);
+  } else {
+    std::mt19937 rng(7);
+    for (int i = 0; i < 64; ++i) prompt.push_back(static_cast<int32_t>(rng() % (*model)->config().vocab_size));
   }
   std::vector<double> rate[2], step_ms[2], propose_ms;
   uint64_t drafted = 0, accepted = 0, steps = 0;
+  std::string cfg_method = "ngram";
   for (int round = 0; round < rounds; ++round)
     for (int on = 0; on < 2; ++on) {
       ls::EngineConfig cfg;
       cfg.speculative = {on ? k : 0, 1, 4, on ? draft.get() : nullptr};
       cfg.enable_prefix_caching = false;
-      auto engine = ls::Engine::Create(model->get(), tokenizer->get(), cfg);
+      auto engine = ls::Engine::Create(model->get(), tokenizer.get(), cfg);
       if (!engine.ok()) {
         std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
         return 1;
       }
       ls::Request r;
       r.id = "g";
-      r.prompt_ids = *prompt;
+      r.prompt_ids = prompt;
       r.params.max_tokens = max_tokens;
       r.params.temperature = 0;
       r.params.ignore_eos = true;
@@ -100,6 +133,7 @@ int main(int argc, char** argv) {
       const ls::MetricsSnapshot m = (*engine)->Metrics();
       step_ms[on].push_back(1e3 * m.model_seconds / static_cast<double>(std::max<uint64_t>(m.steps, 1)));
       if (on) {
+        cfg_method = (*engine)->speculative_method();
         propose_ms.push_back(1e3 * m.spec_propose_seconds / static_cast<double>(std::max<uint64_t>(m.steps, 1)));
         drafted += m.spec_draft_tokens;
         accepted += m.spec_accepted_tokens;
@@ -112,7 +146,7 @@ int main(int argc, char** argv) {
       "\"max_tokens\": %d, \"decode_tok_s_off\": %.1f, \"decode_tok_s_on\": %.1f, \"speedup\": %.2f, "
       "\"draft_tokens\": %llu, \"accepted_tokens\": %llu, \"acceptance\": %.3f, \"accepted_per_verify_step\": %.2f, "
       "\"model_ms_per_step_off\": %.3f, \"model_ms_per_step_on\": %.3f, \"propose_ms_per_step\": %.3f}\n",
-      draft ? "draft_model" : "ngram", dir.c_str(), draft_dir.c_str(), rounds, k, prompt->size(), max_tokens,
+      cfg_method.c_str(), dir.c_str(), draft_dir.c_str(), rounds, k, prompt.size(), max_tokens,
       Median(rate[0]), Median(rate[1]), Median(rate[1]) / Median(rate[0]), static_cast<unsigned long long>(drafted),
       static_cast<unsigned long long>(accepted), drafted ? static_cast<double>(accepted) / drafted : 0.0,
       steps ? static_cast<double>(accepted) / steps : 0.0, Median(step_ms[0]), Median(step_ms[1]), Median(propose_ms));
