@@ -60,6 +60,11 @@ void DraftModelProposer::ObserveHidden(uint64_t seq, int32_t start_pos, int32_t 
   }
   e.hidden.resize(static_cast<size_t>(start_pos - e.hidden_start) * d);
   e.hidden.insert(e.hidden.end(), rows, rows + static_cast<size_t>(num_rows) * d);
+  if (const size_t kept = e.hidden.size() / d; kept > static_cast<size_t>(max_pending_rows_)) {
+    const size_t drop = kept - static_cast<size_t>(max_pending_rows_);
+    e.hidden.erase(e.hidden.begin(), e.hidden.begin() + static_cast<int64_t>(drop * d));
+    e.hidden_start += static_cast<int32_t>(drop);
+  }
 }
 
 absl::Status DraftModelProposer::Warmup(int32_t max_seqs, int32_t max_draft) {

@@ -15,9 +15,12 @@
 // draft token with the layer's own hidden output. Chained rows are not kept (a later catch-up
 // computes them again from the target's rows). A sequence whose first positions the target never
 // computed (a prefix-cache hit) starts its rows at the first hidden row there is: RoPE scores
-// depend only on the distance between positions, so a later start only shortens the context.
+// depend only on the distance between positions, so a later start only shortens the context. For
+// the same reason a sequence keeps at most max_pending_rows() hidden rows not yet fed (a long
+// prompt's last ones), which bounds the memory they take before its first draft.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
@@ -48,6 +51,9 @@ class DraftModelProposer : public DraftProposer {
 
   // Blocks not held by any sequence (for tests).
   int32_t num_free_blocks() const { return static_cast<int32_t>(free_.size()); }
+  // MTP: the most hidden rows a sequence keeps before they are fed (default kMaxStepTokens).
+  int32_t max_pending_rows() const { return max_pending_rows_; }
+  void set_max_pending_rows(int32_t rows) { max_pending_rows_ = std::max(rows, 1); }
 
  private:
   struct Entry {
@@ -88,6 +94,7 @@ class DraftModelProposer : public DraftProposer {
   std::unordered_map<uint64_t, Entry> entries_;
   std::vector<float> logits_;
   std::vector<float> step_hidden_;  // MTP: the layer's hidden output of a step [T, d]
+  int32_t max_pending_rows_ = kMaxStepTokens;
 };
 
 }  // namespace ls

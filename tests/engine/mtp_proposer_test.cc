@@ -35,9 +35,10 @@ class MtpTest : public CheckpointEngineTest {
     model_->CaptureHidden(nullptr);
     return hidden;
   }
-  // The layer's greedy chain of k tokens after `tokens`, computed here: rows 0..len-2 over the
-  // target's rows in one pass, then one row per draft token over the layer's own hidden output.
-  std::vector<int32_t> ReferenceDraft(const std::vector<int32_t>& tokens, int32_t k) {
+  // The layer's greedy chain of k tokens after `tokens`, computed here: rows first..len-2 over the
+  // target's rows in one pass (a cache of their own), then one row per draft token over the
+  // layer's own hidden output.
+  std::vector<int32_t> ReferenceDraft(const std::vector<int32_t>& tokens, int32_t k, int32_t first = 0) {
     Model& mtp = *reference_mtp_;
     const int64_t d = mtp.config().hidden_size, V = mtp.config().vocab_size;
     const int32_t len = static_cast<int32_t>(tokens.size());
@@ -45,10 +46,11 @@ class MtpTest : public CheckpointEngineTest {
     std::vector<float> hidden, logits;
     mtp.CaptureHidden(&hidden);
     StepBatch b;
-    b.tokens.assign(tokens.begin() + 1, tokens.end());
+    b.tokens.assign(tokens.begin() + first + 1, tokens.end());
     b.prev_hidden = TargetHidden(std::vector<int32_t>(tokens.begin(), tokens.end() - 1));
+    b.prev_hidden.erase(b.prev_hidden.begin(), b.prev_hidden.begin() + first * d);
     StepSequence s;
-    s.num_tokens = len - 1;
+    s.num_tokens = len - 1 - first;
     for (int32_t i = 0; i < cache.num_blocks(); ++i) s.block_table.push_back(i);
     b.seqs = {s};
     std::vector<int32_t> draft;
@@ -116,6 +118,22 @@ TEST_P(MtpTest, AfterRejectionsTheDraftIsAFreshProposersDraft) {
   }
   p->Forget(7);
   EXPECT_EQ(p->num_free_blocks(), 64) << "every block comes back";
+}
+
+TEST_P(MtpTest, ALongPromptKeepsOnlyItsLastHiddenRows) {
+  int differ = 0;  // prompts whose draft the cut changes: the test can tell the two apart
+  for (unsigned seed = 0; seed < 5; ++seed) {
+    std::mt19937 rng(seed);
+    const std::vector<int32_t> prompt = Prompt(rng, 30);
+    auto p = Make(32);
+    p->set_max_pending_rows(6);
+    Observe(*p, 1, prompt, 0, 12);  // the prompt in two chunks, 29 rows in all: the last 6 stay
+    Observe(*p, 1, prompt, 12, 29);
+    const std::vector<int32_t> cut = ReferenceDraft(prompt, 3, 29 - 6);
+    EXPECT_EQ(Draft(*p, 1, prompt, 3), cut) << "seed " << seed;
+    differ += cut != ReferenceDraft(prompt, 3);
+  }
+  EXPECT_GT(differ, 0);
 }
 
 TEST_P(MtpTest, WarmupKeepsNothing) {
