@@ -42,9 +42,9 @@ class TimedLocalGroup final : public ls::RankGroup {
   int32_t size() const override { return 1; }
   absl::Status Start(const ls::RankCacheSpec& c, const ls::LayerPlacements& p) override { return local_.Start(c, p); }
   absl::Status Step(const std::vector<ls::StepBatch>& batches, ls::KvCache& cache,
-                    std::vector<std::vector<float>>* logits) override {
+                    std::vector<std::vector<float>>* logits, std::vector<std::vector<float>>* hidden) override {
     const auto t0 = Clock::now();
-    absl::Status st = local_.Step(batches, cache, logits);
+    absl::Status st = local_.Step(batches, cache, logits, hidden);
     StepTiming t;
     t.tokens = static_cast<int64_t>(batches[0].tokens.size());
     t.step_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

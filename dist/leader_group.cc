@@ -80,17 +80,24 @@ absl::Status LeaderGroup::Start(const RankCacheSpec& cache, const LayerPlacement
 }
 
 absl::Status LeaderGroup::Step(const std::vector<StepBatch>& batches, KvCache& cache,
-                               std::vector<std::vector<float>>* logits) {
+                               std::vector<std::vector<float>>* logits, std::vector<std::vector<float>>* hidden) {
   const auto t0 = Clock::now();
   StepMessage m;
   m.kind = StepKind::kStep;
+  m.want_hidden = hidden != nullptr;
   logits->resize(comm_->size());
+  if (hidden) hidden->resize(comm_->size());
   std::vector<WorkerReply> replies;
   comm_->TakeExchangeSeconds();
-  absl::Status st = RoundTrip(
-      std::move(m), &batches, [&] { return model_->Forward(batches[0], cache, &(*logits)[0]); }, &replies);
+  auto own = [&] {
+    model_->CaptureHidden(hidden ? &(*hidden)[0] : nullptr);
+    const absl::Status s = model_->Forward(batches[0], cache, &(*logits)[0]);
+    model_->CaptureHidden(nullptr);
+    return s;
+  };
+  absl::Status st = RoundTrip(std::move(m), &batches, own, &replies);
   if (!st.ok()) return st;
-  const int64_t V = model_->config().vocab_size;
+  const int64_t V = model_->config().vocab_size, d = model_->config().hidden_size;
   StepTiming timing;
   timing.exchange_seconds = comm_->TakeExchangeSeconds();
   for (int32_t r = 1; r < comm_->size(); ++r) {
@@ -98,6 +105,12 @@ absl::Status LeaderGroup::Step(const std::vector<StepBatch>& batches, KvCache& c
       return Broken(absl::StrCat("rank ", r, " returned ", replies[r].logits.size(), " logits for ",
                                  batches[r].num_logit_rows(), " rows of ", V));
     (*logits)[r] = std::move(replies[r].logits);
+    if (hidden) {
+      if (static_cast<int64_t>(replies[r].hidden.size()) != static_cast<int64_t>(batches[r].tokens.size()) * d)
+        return Broken(absl::StrCat("rank ", r, " returned ", replies[r].hidden.size(), " hidden values for ",
+                                   batches[r].tokens.size(), " tokens of ", d));
+      (*hidden)[r] = std::move(replies[r].hidden);
+    }
     timing.worker_exchange_max = std::max(timing.worker_exchange_max, replies[r].exchange_seconds);
   }
   if (record_) {

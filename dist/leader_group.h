@@ -39,8 +39,8 @@ class LeaderGroup final : public RankGroup {
 
   int32_t size() const override { return comm_->size(); }
   absl::Status Start(const RankCacheSpec& cache, const LayerPlacements& placements) override;
-  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache,
-                    std::vector<std::vector<float>>* logits) override;
+  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache, std::vector<std::vector<float>>* logits,
+                    std::vector<std::vector<float>>* hidden) override;
   std::chrono::milliseconds idle_interval() const override { return timeouts_.idle; }
   absl::Status Idle() override;
   void PreparePlacement(int64_t epoch, const LayerPlacements& placements) override;

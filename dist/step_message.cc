@@ -112,6 +112,7 @@ std::string Encode(const StepMessage& m) {
   w.Put<uint8_t>(m.prepare ? 1 : 0);
   if (m.prepare) PutPlacements(w, *m.prepare);
   w.Put<int64_t>(m.switch_epoch);
+  w.Put<uint8_t>(m.want_hidden ? 1 : 0);
   return w.Take();
 }
 
@@ -133,6 +134,7 @@ absl::StatusOr<StepMessage> DecodeStepMessage(std::string_view bytes) {
   m.batch = GetBatch(r);
   if (r.Get<uint8_t>("placement flag")) m.prepare = GetPlacements(r);
   m.switch_epoch = r.Get<int64_t>("switch epoch");
+  m.want_hidden = r.Get<uint8_t>("hidden flag") != 0;
   if (r.ok() && !r.at_end()) r.Fail("the message's end (bytes left over)");
   if (!r.ok())
     return absl::DataLossError(absl::StrCat("leader's message (", bytes.size(), " bytes): cannot read ", r.error()));
@@ -144,6 +146,7 @@ std::string Encode(const WorkerReply& rep) {
   w.Put<uint32_t>(kReplyMagic);
   w.PutString(rep.error);
   w.PutArray(rep.logits);
+  w.PutArray(rep.hidden);
   w.PutArray(rep.expert_tokens);
   w.PutArray(rep.device_rows);
   w.Put<int64_t>(rep.built_epoch);
@@ -161,6 +164,7 @@ absl::StatusOr<WorkerReply> DecodeWorkerReply(std::string_view bytes) {
   if (r.Get<uint32_t>("magic") != kReplyMagic) r.Fail("a worker's reply (wrong magic number)");
   rep.error = r.GetString("error");
   rep.logits = r.GetArray<float>("logits");
+  rep.hidden = r.GetArray<float>("hidden rows");
   rep.expert_tokens = r.GetArray<int64_t>("expert token counts");
   rep.device_rows = r.GetArray<int64_t>("device row counts");
   rep.built_epoch = r.Get<int64_t>("built epoch");

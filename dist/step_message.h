@@ -3,9 +3,9 @@
 // message is its plan for the receiving rank: its batch (token ids, positions, KV block tables and
 // state slots in its own cache) and any expert-placement change; activations never travel in it.
 // A reply
-// carries the rank's logits rows, the expert counts it recorded since its previous reply and the
-// state of its placements. Plain data with a byte encoding; decoding checks every length and value
-// and names what is wrong. No MPI here.
+// carries the rank's logits rows (and its final hidden rows when asked), the expert counts it recorded since its
+// previous reply and the state of its placements. Plain data with a byte encoding; decoding checks every length and
+// value and names what is wrong. No MPI here.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +37,13 @@ struct StepMessage {
   StepBatch batch;                         // kStep: the receiving rank's
   std::optional<PlacementUpdate> prepare;  // kStart: the initial placement; else one to build in the background
   int64_t switch_epoch = -1;               // >= 0: use that (built) placement from this message on
+  bool want_hidden = false;                // kStep: reply with the final hidden rows too (an MTP proposer's)
 };
 
 struct WorkerReply {
   std::string error;                   // this rank's failure (the group stops); empty when fine
   std::vector<float> logits;           // kStep: [rows, vocab] in its batch's sequence order
+  std::vector<float> hidden;           // kStep, when asked: [tokens, d] the final hidden rows
   std::vector<int64_t> expert_tokens;  // [layers * N] tokens it routed since its previous reply
   std::vector<int64_t> device_rows;    // [layers * D] rows it sent to each device since then
   int64_t built_epoch = -1;            // its newest placement built and ready to switch to

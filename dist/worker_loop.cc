@@ -90,7 +90,10 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
         break;
       }
       comm_->TakeExchangeSeconds();
-      if (absl::Status st = model_->Forward(m.batch, *cache_, &logits_); !st.ok()) {
+      model_->CaptureHidden(m.want_hidden ? &reply.hidden : nullptr);
+      const absl::Status st = model_->Forward(m.batch, *cache_, &logits_);
+      model_->CaptureHidden(nullptr);
+      if (!st.ok()) {
         reply.error = absl::StrCat("its share of the step failed: ", st.message());
         break;
       }

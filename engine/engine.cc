@@ -89,11 +89,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
         "prompt_lookup_max, got ",
         speculative.num_speculative_tokens, ", ", speculative.prompt_lookup_min, ", ", speculative.prompt_lookup_max));
   if (speculative.num_speculative_tokens == 0) speculative.draft_model = nullptr;
-  if (speculative.draft_model && speculative.draft_model->is_next_token_layer() && config.ranks &&
-      config.ranks->size() > 1)
-    return absl::InvalidArgumentError(
-        "speculative decoding with the checkpoint's MTP layer runs on one process: the target's hidden rows of a "
-        "rank group stay on each rank");
   // With recurrent layers, each running sequence's state is copied before a step that verifies a
   // draft (to one spare slot per running sequence), so that a rejection can take it back.
   const int32_t spare_slots = slots > 0 && speculative.num_speculative_tokens > 0 ? slots : 0;
@@ -198,7 +193,8 @@ absl::Status Engine::Warmup() {
   if (batch.tokens.empty()) return absl::OkStatus();
   const auto t0 = Clock::now();
   // Every rank runs the largest step (each may be given that many tokens).
-  const absl::Status st = group_->Step(std::vector<StepBatch>(group_->size(), batch), cache_, &logits_);
+  const absl::Status st =
+      group_->Step(std::vector<StepBatch>(group_->size(), batch), cache_, &logits_, /*hidden=*/nullptr);
   warmup_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
   warmup_tokens_ = static_cast<int64_t>(batch.tokens.size());
   // The dummy step's routing is not load: the statistics start from zero.
@@ -236,7 +232,6 @@ Engine::Engine(Model* model, const tok::Tokenizer* tokenizer, EngineConfig confi
       scheduler_(config.scheduler, &blocks_, num_state_slots > 0 ? &slots_ : nullptr,
                  num_snapshot_slots > 0 ? &snapshots_ : nullptr),
       eos_ids_(model->config().eos_token_ids) {
-  if (proposer_ && proposer_->wants_hidden()) model_->CaptureHidden(&hidden_);
   metrics_.Update([&](MetricsSnapshot& m) {
     m.kv_blocks_total = blocks_.num_blocks();
     m.state_slots_total = slots_.num_slots();
@@ -259,7 +254,6 @@ Engine::~Engine() {
   }
   cv_.SignalAll();
   if (loop_.joinable()) loop_.join();  // not started when the warm-up failed
-  if (proposer_ && proposer_->wants_hidden()) model_->CaptureHidden(nullptr);
 }
 
 absl::Status Engine::CheckContextLength(int64_t prompt_tokens, int64_t max_tokens) const {
@@ -293,36 +287,59 @@ absl::Status Engine::Validate(const Request& r) const {
   return absl::OkStatus();
 }
 
+absl::Status Engine::CheckIntake(const std::string& id, int32_t more) const {
+  if (stop_ || draining_) return absl::UnavailableError("the server is shutting down");
+  if (live_ids_.count(id)) return absl::AlreadyExistsError(absl::StrCat("request id '", id, "' is already in use"));
+  if (queued_ + more >= config_.max_waiting)
+    return absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", config_.max_waiting, " requests)"));
+  return absl::OkStatus();
+}
+
+void Engine::Enqueue(Request request, OutputCallback on_output) {
+  auto s = std::make_unique<Stream>();
+  s->arrival = Clock::now();
+  s->seq.priority = request.priority;
+  s->seq.tokens = request.prompt_ids;
+  s->seq.num_prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
+  s->seq.reuse_cached_prefix = !request.params.prompt_logprobs;
+  s->rng.seed(request.params.seed ? *request.params.seed : std::random_device{}());
+  if (tokenizer_)
+    s->detok = std::make_unique<tok::IncrementalDetokenizer>(tokenizer_, request.params.skip_special_tokens);
+  s->stop = std::make_unique<StopChecker>(request.params.stop);
+  if (request.params.grammar)
+    s->matcher = request.params.grammar_state >= 0
+                     ? std::make_unique<structured::Matcher>(request.params.grammar, request.params.grammar_state)
+                     : std::make_unique<structured::Matcher>(request.params.grammar);
+  s->on_output = std::move(on_output);
+  s->request = std::move(request);
+  live_ids_.insert(s->request.id);
+  ++queued_;
+  inbox_.push_back(std::move(s));
+}
+
 absl::Status Engine::Submit(Request request, OutputCallback on_output) {
-  absl::Status st = Validate(request);
+  std::vector<Request> one;
+  one.push_back(std::move(request));
+  std::vector<OutputCallback> callback;
+  callback.push_back(std::move(on_output));
+  return SubmitAll(std::move(one), std::move(callback));
+}
+
+absl::Status Engine::SubmitAll(std::vector<Request> requests, std::vector<OutputCallback> on_output) {
+  absl::Status st = requests.size() == on_output.size()
+                        ? absl::OkStatus()
+                        : absl::InvalidArgumentError("SubmitAll: one callback per request");
+  for (size_t i = 0; i < requests.size() && st.ok(); ++i) {
+    st = Validate(requests[i]);
+    for (size_t j = 0; j < i && st.ok(); ++j)
+      if (requests[j].id == requests[i].id)
+        st = absl::AlreadyExistsError(absl::StrCat("request id '", requests[i].id, "' is already in use"));
+  }
   if (st.ok()) {
     MutexLock lock(&mu_);
-    if (stop_ || draining_) {
-      st = absl::UnavailableError("the server is shutting down");
-    } else if (live_ids_.count(request.id)) {
-      st = absl::AlreadyExistsError(absl::StrCat("request id '", request.id, "' is already in use"));
-    } else if (queued_ >= config_.max_waiting) {
-      st = absl::ResourceExhaustedError(absl::StrCat("the waiting queue is full (", config_.max_waiting, " requests)"));
-    } else {
-      auto s = std::make_unique<Stream>();
-      s->arrival = Clock::now();
-      s->seq.priority = request.priority;
-      s->seq.tokens = request.prompt_ids;
-      s->seq.num_prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
-      s->seq.reuse_cached_prefix = !request.params.prompt_logprobs;
-      s->rng.seed(request.params.seed ? *request.params.seed : std::random_device{}());
-      if (tokenizer_) s->detok = std::make_unique<tok::IncrementalDetokenizer>(tokenizer_, request.params.skip_special_tokens);
-      s->stop = std::make_unique<StopChecker>(request.params.stop);
-      if (request.params.grammar)
-        s->matcher = request.params.grammar_state >= 0
-                         ? std::make_unique<structured::Matcher>(request.params.grammar, request.params.grammar_state)
-                         : std::make_unique<structured::Matcher>(request.params.grammar);
-      s->on_output = std::move(on_output);
-      s->request = std::move(request);
-      live_ids_.insert(s->request.id);
-      ++queued_;
-      inbox_.push_back(std::move(s));
-    }
+    for (size_t i = 0; i < requests.size() && st.ok(); ++i) st = CheckIntake(requests[i].id, static_cast<int32_t>(i));
+    if (st.ok())
+      for (size_t i = 0; i < requests.size(); ++i) Enqueue(std::move(requests[i]), std::move(on_output[i]));
   }
   if (!st.ok()) {
     metrics_.Update([](MetricsSnapshot& m) { ++m.rejected; });
@@ -660,7 +677,8 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     }
   }
   const auto m0 = Clock::now();
-  absl::Status st = group_->Step(batches, cache_, &logits_);
+  const bool want_hidden = proposer_ && proposer_->wants_hidden();
+  absl::Status st = group_->Step(batches, cache_, &logits_, want_hidden ? &hidden_ : nullptr);
   const auto m1 = Clock::now();
   if (absl::IsUnavailable(st) && ranks > 1) {
     FailGroup(st);
@@ -673,14 +691,14 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     for (Stream* s : streams) Finish(s, FinishReason::kError, absl::StrCat("model step failed: ", st.message()));
     return;
   }
-  // A proposer reading the target's hidden rows (one process: rank 0's batch is the step) gets
-  // every sequence's, before the verification below changes what its tokens are.
-  if (proposer_ && proposer_->wants_hidden() && ranks == 1) {
+  // A proposer reading the target's hidden rows (from every rank) gets every sequence's, before
+  // the verification below changes what its tokens are.
+  if (want_hidden) {
     const int64_t d = model_->config().hidden_size;
     for (size_t i = 0; i < plan.items.size(); ++i) {
-      const StepSequence& ss = batches[0].seqs[where[i].seq];
+      const StepSequence& ss = batches[where[i].rank].seqs[where[i].seq];
       proposer_->ObserveHidden(plan.items[i].seq->arrival, ss.start_pos, ss.num_tokens,
-                               hidden_.data() + first_token[i] * d);
+                               hidden_[where[i].rank].data() + first_token[i] * d);
     }
   }
   scheduler_.OnStepDone(plan);

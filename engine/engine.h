@@ -88,6 +88,9 @@ class Engine {
   // Queues a request. Errors: InvalidArgument (naming the field), AlreadyExists (live id),
   // ResourceExhausted (waiting queue full), Unavailable (draining or stopped).
   absl::Status Submit(Request request, OutputCallback on_output);
+  // Queues several requests at once, so that the next step sees them all (one callback each), or
+  // none: the first that cannot be queued is the error.
+  absl::Status SubmitAll(std::vector<Request> requests, std::vector<OutputCallback> on_output);
   // Cancels a live request: its final output has FinishReason::kCancelled and `reason` as its
   // error (empty for a client's own cancellation; the server's reason otherwise, such as a
   // shutdown). Unknown ids are ignored.
@@ -168,6 +171,9 @@ class Engine {
   // The rank group broke: close intake and answer every live request; the loop ends.
   void FailGroup(const absl::Status& why);
   absl::Status Validate(const Request& r) const;
+  // Submit's part under the lock: whether a request can be queued now, and queueing it.
+  absl::Status CheckIntake(const std::string& id, int32_t more) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(Request request, OutputCallback on_output) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Model* model_;
   const tok::Tokenizer* tokenizer_;
@@ -209,7 +215,7 @@ class Engine {
   std::unordered_map<const Sequence*, Stream*> by_seq_;
   uint64_t next_arrival_ = 0;
   std::vector<std::vector<float>> logits_;  // [ranks] the step's logits rows; kept so memory is reused
-  std::vector<float> hidden_;               // the final hidden rows [T, d] for an MTP proposer
+  std::vector<std::vector<float>> hidden_;  // [ranks] the step's final hidden rows, for an MTP proposer
   int64_t warmup_tokens_ = 0;
   double warmup_seconds_ = 0;
   std::unique_ptr<ExpertBalancer> balancer_;

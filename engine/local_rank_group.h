@@ -14,10 +14,15 @@ class LocalRankGroup final : public RankGroup {
 
   int32_t size() const override { return 1; }
   absl::Status Start(const RankCacheSpec&, const LayerPlacements&) override { return absl::OkStatus(); }
-  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache,
-                    std::vector<std::vector<float>>* logits) override {
+  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache, std::vector<std::vector<float>>* logits,
+                    std::vector<std::vector<float>>* hidden) override {
     logits->resize(1);
-    return model_->Forward(batches[0], cache, &(*logits)[0]);
+    if (!hidden) return model_->Forward(batches[0], cache, &(*logits)[0]);
+    hidden->resize(1);
+    model_->CaptureHidden(&(*hidden)[0]);
+    const absl::Status st = model_->Forward(batches[0], cache, &(*logits)[0]);
+    model_->CaptureHidden(nullptr);
+    return st;
   }
   std::chrono::milliseconds idle_interval() const override { return std::chrono::hours(24); }
   absl::Status Idle() override { return absl::OkStatus(); }

@@ -45,11 +45,13 @@ class RankGroup {
   // (the expert placement this process installed on its own model; empty: none) as epoch 0.
   virtual absl::Status Start(const RankCacheSpec& cache, const LayerPlacements& placements) = 0;
   // Runs batches[r] on rank r — batches[0] on this process's model and `cache` — and returns
-  // rank r's logits rows in (*logits)[r] ([rows, vocab], in its batch's sequence order).
+  // rank r's logits rows in (*logits)[r] ([rows, vocab], in its batch's sequence order), and
+  // where `hidden` is set its final hidden rows in (*hidden)[r] ([tokens, d], Model::CaptureHidden:
+  // what an MTP proposer reads).
   // An Unavailable error means the group is broken (a rank died, failed or stopped answering
   // within the deadline): no further step can run. Other errors are the step's own.
   virtual absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache,
-                            std::vector<std::vector<float>>* logits) = 0;
+                            std::vector<std::vector<float>>* logits, std::vector<std::vector<float>>* hidden) = 0;
   // Nothing to run: how long the engine may stay idle, and the call it makes then, which lets the
   // ranks see that they are all alive (a heartbeat); Unavailable as for Step.
   virtual std::chrono::milliseconds idle_interval() const = 0;

@@ -28,7 +28,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
                                                      " checkpoint has no multi-token-prediction layers ",
                                                      "(config.json num_nextn_predict_layers is 0 or absent)"));
     if (options.routed_experts_on_host)
-      return absl::InvalidArgumentError("the multi-token-prediction layer runs on one process, not in a rank group");
+      return absl::InvalidArgumentError(
+          "a multi-token-prediction layer holds all its experts (it drafts on the leader of a rank group)");
     // Layer 0 of this model is the checkpoint's layer num_hidden_layers: the attention of the
     // layers before it, and routed experts when the model has them.
     LayerPlan plan = config->layers.empty() ? LayerPlan{} : config->layers.back();

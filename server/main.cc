@@ -572,10 +572,6 @@ int main(int argc, char** argv) {
     cfg->speculative.draft_model = draft_model.get();
   }
   if (mtp) {
-    if (group)
-      return fail(
-          "--speculative_config method \"mtp\" is not available in a rank group yet (each rank keeps "
-          "its own sequences' hidden rows); use \"ngram\" or \"draft_model\"");
     auto layer = ls::LoadModel(dir, backend.get(), ls::LoadOptions{.next_token_layer = true});
     if (!layer.ok()) return fail(absl::StrCat("--speculative_config method \"mtp\": ", layer.status().message()));
     draft_model = std::move(*layer);

@@ -36,6 +36,7 @@ StepMessage Plan() {
   EXPECT_TRUE(p.ok());
   m.prepare = PlacementUpdate{7, {{1, *p}, {2, *p}}};
   m.switch_epoch = 6;
+  m.want_hidden = true;
   return m;
 }
 
@@ -65,11 +66,13 @@ TEST(StepMessage, PlanSurvivesEncoding) {
   EXPECT_EQ(p.slot_expert, m.prepare->layers[0].second.slot_expert);
   EXPECT_EQ(p.replicas, m.prepare->layers[0].second.replicas) << "replicas are indexed for dispatch";
   EXPECT_EQ(got->switch_epoch, 6);
+  EXPECT_TRUE(got->want_hidden);
 }
 
 TEST(StepMessage, ReplySurvivesEncoding) {
   WorkerReply r;
   r.logits = {1.5f, -2.f, 3.25f};
+  r.hidden = {0.5f, 7.f};
   r.expert_tokens = {1, 0, 7};
   r.device_rows = {4, 4};
   r.built_epoch = 3;
@@ -80,6 +83,7 @@ TEST(StepMessage, ReplySurvivesEncoding) {
   auto got = DecodeWorkerReply(Encode(r));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->logits, r.logits);
+  EXPECT_EQ(got->hidden, r.hidden);
   EXPECT_EQ(got->expert_tokens, r.expert_tokens);
   EXPECT_EQ(got->device_rows, r.device_rows);
   EXPECT_EQ(got->built_epoch, 3);

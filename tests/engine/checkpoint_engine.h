@@ -39,13 +39,16 @@ class CheckpointEngineTest : public ::testing::TestWithParam<std::string> {
     r.params.ignore_eos = true;
     return r;
   }
-  // Submits every request at once and waits for each one's final output.
+  // Submits every request at once (the first step sees them all, however loaded the host) and
+  // waits for each one's final output.
   static std::vector<RequestOutput> RunOutputs(Engine& engine, const std::vector<Request>& reqs) {
     std::vector<std::unique_ptr<OutputQueue>> qs;
-    for (const auto& r : reqs) {
+    std::vector<OutputCallback> callbacks;
+    for (size_t i = 0; i < reqs.size(); ++i) {
       qs.push_back(std::make_unique<OutputQueue>());
-      EXPECT_TRUE(engine.Submit(r, qs.back()->Callback()).ok());
+      callbacks.push_back(qs.back()->Callback());
     }
+    EXPECT_TRUE(engine.SubmitAll(reqs, std::move(callbacks)).ok());
     std::vector<RequestOutput> out;
     for (auto& q : qs) out.push_back(q->WaitFinal());
     return out;

@@ -36,17 +36,21 @@ class InProcessGroup final : public RankGroup {
                                                    c.num_state_slots));
     return absl::OkStatus();
   }
-  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache,
-                    std::vector<std::vector<float>>* logits) override {
+  absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache, std::vector<std::vector<float>>* logits,
+                    std::vector<std::vector<float>>* hidden) override {
     if (fail_at_step_ >= 0 && steps_ == fail_at_step_) return absl::UnavailableError("rank 1 stopped answering");
     while (paused_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ++steps_;
     logits->resize(size());
+    if (hidden) hidden->resize(size());
     for (int32_t r = 0; r < size(); ++r) {
       tokens_[r] += static_cast<int64_t>(batches[r].tokens.size());
       Model* model = r == 0 ? leader_ : models_[r - 1].get();
       KvCache& kv = r == 0 ? cache : *caches_[r - 1];
-      if (absl::Status st = model->Forward(batches[r], kv, &(*logits)[r]); !st.ok()) return st;
+      model->CaptureHidden(hidden ? &(*hidden)[r] : nullptr);
+      const absl::Status st = model->Forward(batches[r], kv, &(*logits)[r]);
+      model->CaptureHidden(nullptr);
+      if (!st.ok()) return st;
     }
     return absl::OkStatus();
   }
@@ -256,6 +260,49 @@ TEST_F(EngineRanksTest, RecurrentModelsResumeFromSnapshotsInTheirRanksCache) {
   EXPECT_GE(cached, 6 * 40) << "the last three of each family resume from the snapshot at 40";
   EXPECT_GT(group.tokens_[0], 0);
   EXPECT_GT(group.tokens_[1], 0) << "rank 1 ran none of them";
+}
+
+// Speculation with the checkpoint's MTP layer: the proposer runs beside the engine and reads
+// every rank's hidden rows, which come back with the logits.
+TEST_F(EngineRanksTest, MtpDraftsReadEveryRanksHiddenRows) {
+  const std::string dir = testing::FixtureParamDir("hf/deepseek_v3_mtp_f32");
+  auto leader = LoadModel(dir, &backend_);
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  auto mtp = LoadModel(dir, &backend_, LoadOptions{.next_token_layer = true});
+  ASSERT_TRUE(mtp.ok()) << mtp.status();
+  std::vector<Request> reqs = reqs_;
+  for (Request& r : reqs)
+    for (int32_t& t : r.prompt_ids) t %= static_cast<int32_t>((*leader)->config().vocab_size);
+  auto run = [&](EngineConfig cfg, MetricsSnapshot* m) {
+    cfg.kv_cache_dtype = DType::kF32;
+    cfg.speculative = {3, 1, 4, mtp->get()};
+    auto e = Engine::Create(leader->get(), nullptr, cfg);
+    EXPECT_TRUE(e.ok()) << e.status();
+    std::vector<std::unique_ptr<OutputQueue>> qs;
+    std::vector<OutputCallback> callbacks;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      qs.push_back(std::make_unique<OutputQueue>());
+      callbacks.push_back(qs.back()->Callback());
+    }
+    EXPECT_TRUE((*e)->SubmitAll(reqs, std::move(callbacks)).ok());  // together: spread over the ranks
+    std::vector<std::vector<int32_t>> out;
+    for (auto& q : qs) out.push_back(q->WaitFinal().token_ids);
+    *m = (*e)->Metrics();
+    return out;
+  };
+  MetricsSnapshot one, two;
+  const auto expected = run({}, &one);
+  InProcessGroup group(2, dir);
+  group.leader_ = leader->get();
+  EngineConfig cfg;
+  cfg.ranks = &group;
+  cfg.warmup = false;
+  EXPECT_EQ(run(cfg, &two), expected);
+  EXPECT_GT(group.tokens_[1], 0) << "rank 1 ran sequences";
+  EXPECT_GT(two.spec_draft_tokens, 0u);
+  // The drafts are those of one process: every rank's rows reached the proposer.
+  EXPECT_EQ(two.spec_draft_tokens, one.spec_draft_tokens);
+  EXPECT_EQ(two.spec_accepted_tokens, one.spec_accepted_tokens);
 }
 
 }  // namespace

@@ -379,6 +379,29 @@ TEST_F(EngineTest, WarmupFillsTheLargestStepWithinTheCacheAndChangesNothing) {
   EXPECT_EQ(engine->warmup_tokens(), 2048);
 }
 
+TEST_F(EngineTest, SubmitAllQueuesEveryRequestOrNone) {
+  EngineConfig cfg;
+  cfg.max_waiting = 3;
+  auto engine = MakeEngine(cfg);
+  auto batch = [&](const std::vector<std::string>& ids, std::vector<std::unique_ptr<OutputQueue>>* qs) {
+    std::vector<Request> reqs;
+    std::vector<OutputCallback> callbacks;
+    for (const std::string& id : ids) {
+      reqs.push_back(Req(id, {1, 2, 3}, 4));
+      qs->push_back(std::make_unique<OutputQueue>());
+      callbacks.push_back(qs->back()->Callback());
+    }
+    return engine->SubmitAll(std::move(reqs), std::move(callbacks));
+  };
+  std::vector<std::unique_ptr<OutputQueue>> qs;
+  EXPECT_TRUE(absl::IsResourceExhausted(batch({"a", "b", "c", "d"}, &qs))) << "more than the queue holds";
+  EXPECT_TRUE(absl::IsAlreadyExists(batch({"a", "b", "a"}, &qs))) << "an id twice";
+  EXPECT_EQ(engine->num_live_requests(), 0u) << "a refused batch queues nothing";
+  qs.clear();
+  ASSERT_TRUE(batch({"a", "b", "c"}, &qs).ok());
+  for (auto& q : qs) EXPECT_EQ(q->WaitFinal().token_ids.size(), 4u);
+}
+
 TEST_F(EngineTest, FullQueueAndDuplicateIdsAreRefused) {
   EngineConfig cfg;
   cfg.max_waiting = 3;

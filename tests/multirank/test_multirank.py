@@ -2,8 +2,10 @@
 machine gives the single-process server's greedy text over HTTP (plain and streamed) and gRPC, on
 the shipped tiny model (also with a draft model speculating) and on the Kimi-Linear fixture (KDA
 state and MLA cache on every rank, eight experts over the ranks; also speculating, the recurrent
-state taken back after rejections), with hot experts replicated into spare slots and re-plans
+state taken back after rejections) and on DeepSeek-V3 with its MTP layer drafting from every rank's
+hidden rows, with hot experts replicated into spare slots and re-plans
 switched in while requests run; /metrics shows the ranks and each rank's expert memory."""
+import concurrent.futures
 import json
 import os
 
@@ -15,6 +17,7 @@ from conftest import MODEL, ROOT, RankGroupServer, Server
 
 PROMPTS = ["In the beginning", "And the LORD spake unto Moses", "Blessed are they", "Who made the heaven?"]
 KIMI = os.path.join(ROOT, "tests", "data", "hf", "kimi_linear_bf16")
+DSV3_MTP = os.path.join(ROOT, "tests", "data", "hf", "deepseek_v3_mtp_f32")
 ID_PROMPTS = [[5, 17, 200, 3], [9, 9, 41, 250, 7, 77, 1], [100], [33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43]]
 
 
@@ -145,3 +148,23 @@ def test_kimi_linear_over_ranks_gives_the_single_process_tokens(ranks, kimi_expe
         assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
     finally:
         s.stop()
+
+
+def test_mtp_over_ranks_drafts_from_every_ranks_hidden_rows():
+    # The MTP layer drafts on the leader from the hidden rows each rank sends back with its logits.
+    plain = Server(model=DSV3_MTP)
+    try:
+        want = [complete_ids(plain, p) for p in ID_PROMPTS]
+    finally:
+        plain.stop()
+    s = RankGroupServer(2, "--expert_slots", "5", "--speculative_config",
+                        '{"method": "mtp", "num_speculative_tokens": 3}', model=DSV3_MTP)
+    try:
+        assert s.ready["speculative"]["method"] == "mtp"
+        with concurrent.futures.ThreadPoolExecutor(len(ID_PROMPTS)) as pool:  # together: over both ranks
+            assert list(pool.map(lambda p: complete_ids(s, p), ID_PROMPTS)) == want
+        assert s.metric("latentserve_spec_decode_num_draft_tokens_total") > 0
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
+
