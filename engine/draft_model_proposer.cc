@@ -158,19 +158,19 @@ absl::Status DraftModelProposer::Propose(const std::vector<DraftQuery>& queries)
     // Keep the cached prefix the sequence still has (a rejected draft token ends it), short of its
     // last token, whose logits give the first draft token. An MTP layer's row j holds token
     // base + j + 1, and it has rows only where the target computed hidden rows.
-    int32_t shift = 0;
+    int32_t offset = 0;  // the sequence's index of the token in the cache's row 0
     if (mtp_) {
       const int32_t hidden_end = e.hidden_start + static_cast<int32_t>(e.hidden.size() / d);
       if (e.tokens.empty() || e.base + static_cast<int32_t>(e.tokens.size()) < e.hidden_start) {
         if (!e.tokens.empty() || e.base != e.hidden_start) Release(e);
         e.base = e.hidden_start;  // a fresh start, or a gap in the hidden rows
       }
-      shift = e.base + 1;
+      offset = e.base + 1;
       if (hidden_end < len - 1 || e.base >= len - 1) continue;  // rows through len - 2 needed
     }
     size_t common = 0;
-    const size_t limit = std::min(e.tokens.size(), q.tokens->size() - 1 - std::max(shift - 1, 0));
-    while (common < limit && e.tokens[common] == (*q.tokens)[common + shift]) ++common;
+    const size_t limit = std::min(e.tokens.size(), q.tokens->size() - 1 - std::max(offset - 1, 0));
+    while (common < limit && e.tokens[common] == (*q.tokens)[common + offset]) ++common;
     e.tokens.resize(common);
     if (mtp_ && e.base + static_cast<int32_t>(common) < e.hidden_start) {
       Release(e);  // its first uncomputed row's hidden row is gone: start again
