@@ -208,10 +208,12 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   const int64_t rows = static_cast<int64_t>(wanted.size());
   if (hidden_sink_) {
     const int64_t T = static_cast<int64_t>(batch.tokens.size());
-    float* all = buf_.ffn_out.as<float>(T * d);
-    backend_->RmsNorm(x, T, final_norm, config_.rms_norm_eps, all);
     hidden_sink_->resize(static_cast<size_t>(T * d));
-    backend_->CopyToHost(hidden_sink_->data(), all, hidden_sink_->size() * sizeof(float));
+    if (T > 0) {  // a rank with no sequence this step runs an empty batch
+      float* all = buf_.ffn_out.as<float>(T * d);
+      backend_->RmsNorm(x, T, final_norm, config_.rms_norm_eps, all);
+      backend_->CopyToHost(hidden_sink_->data(), all, hidden_sink_->size() * sizeof(float));
+    }
   }
   logits->resize(static_cast<size_t>(rows * V));
   if (rows == 0) {
