@@ -1,8 +1,6 @@
 // DecoderModel: binding a pre-norm decoder's layers and running its step.
 #include "models/decoder_model.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "models/layers/attention_kinds.h"
 #include "models/layers/glu_mlp.h"
@@ -147,15 +145,12 @@ absl::Status DecoderModel::NextTokenEmbedding(const StepBatch& batch, float* x) 
   float* h = buf_.up.as<float>(T * d);
   backend_->CopyToDevice(h, batch.prev_hidden.data(), static_cast<size_t>(T * d) * sizeof(float));
   backend_->RmsNorm(h, T, next_token_->hnorm, eps, h);
-  // [enorm(e) | hnorm(h)] rows side by side, assembled in host memory (T is a step's few rows).
-  cat_.resize(static_cast<size_t>(T * 2 * d));
-  std::vector<float> half(static_cast<size_t>(T * d));
-  for (int side = 0; side < 2; ++side) {
-    backend_->CopyToHost(half.data(), side == 0 ? e : h, half.size() * sizeof(float));
-    for (int64_t r = 0; r < T; ++r) std::copy_n(half.data() + r * d, d, cat_.data() + (r * 2 + side) * d);
-  }
+  // [enorm(e) | hnorm(h)] side by side: read as [2T, d], e goes to the even rows and h to the odd.
+  cat_rows_.resize(static_cast<size_t>(2 * T));
+  for (int64_t r = 0; r < T; ++r) cat_rows_[r] = 2 * r, cat_rows_[T + r] = 2 * r + 1;
   float* cat = buf_.gate.as<float>(T * 2 * d);
-  backend_->CopyToDevice(cat, cat_.data(), cat_.size() * sizeof(float));
+  backend_->ScatterRows(e, cat_rows_.data(), T, d, cat);
+  backend_->ScatterRows(h, cat_rows_.data() + T, T, d, cat);
   backend_->Gemm(cat, T, next_token_->eh_proj, x, false);
   return absl::OkStatus();
 }

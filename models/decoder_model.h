@@ -51,7 +51,7 @@ class DecoderModel final : public Model {
   Tensor lm_head_;     // [V, d] (the embedding when tied)
   std::vector<Layer> layers_;
   std::unique_ptr<NextTokenInput> next_token_;  // set for an MTP layer
-  std::vector<float> cat_;                      // host [T, 2d]: the MTP input before eh_proj
+  std::vector<int64_t> cat_rows_;               // host [2T]: where an MTP step's input rows go
   std::unique_ptr<ResidualStream> residual_;
   std::vector<int32_t> positions_;
   std::vector<AttentionSeq> seqs_;

@@ -206,6 +206,8 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
       wanted.push_back(seqs[i].token_offset + j);
   }
   const int64_t rows = static_cast<int64_t>(wanted.size());
+  // Captured, every row is normed once here and the head's rows are gathered from them.
+  bool normed = false;
   if (hidden_sink_) {
     const int64_t T = static_cast<int64_t>(batch.tokens.size());
     hidden_sink_->resize(static_cast<size_t>(T * d));
@@ -213,6 +215,8 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
       float* all = buf_.ffn_out.as<float>(T * d);
       backend_->RmsNorm(x, T, final_norm, config_.rms_norm_eps, all);
       backend_->CopyToHost(hidden_sink_->data(), all, hidden_sink_->size() * sizeof(float));
+      x = all;
+      normed = true;
     }
   }
   logits->resize(static_cast<size_t>(rows * V));
@@ -222,7 +226,7 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   }
   float* sel = buf_.h.as<float>(rows * d);
   backend_->GatherRows(x, wanted.data(), rows, d, sel);
-  backend_->RmsNorm(sel, rows, final_norm, config_.rms_norm_eps, sel);
+  if (!normed) backend_->RmsNorm(sel, rows, final_norm, config_.rms_norm_eps, sel);
   float* out = buf_.act.as<float>(rows * V);
   backend_->Gemm(sel, rows, lm_head, out, false);
   backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));

@@ -1,6 +1,7 @@
 // A test fixture over one checkpoint directory (the parameter, under tests/data): the model loaded
 // on a 2-thread CPU backend, engines over it with a float32 KV cache, and greedy requests of random
-// prompts. Shared by the engine tests that run on every published family.
+// prompts. Shared by the engine tests that run on every published family. SubmitTogether serves
+// the other engine tests too.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +16,18 @@
 #include "tests/test_util.h"
 
 namespace ls {
+
+// Submits every request at once (Engine::SubmitAll: the first step sees them all, however loaded
+// the host), each with a queue of its own appended to *queues.
+inline absl::Status SubmitTogether(Engine& engine, std::vector<Request> reqs,
+                                   std::vector<std::unique_ptr<OutputQueue>>* queues) {
+  std::vector<OutputCallback> callbacks;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    queues->push_back(std::make_unique<OutputQueue>());
+    callbacks.push_back(queues->back()->Callback());
+  }
+  return engine.SubmitAll(std::move(reqs), std::move(callbacks));
+}
 
 class CheckpointEngineTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -39,16 +52,10 @@ class CheckpointEngineTest : public ::testing::TestWithParam<std::string> {
     r.params.ignore_eos = true;
     return r;
   }
-  // Submits every request at once (the first step sees them all, however loaded the host) and
-  // waits for each one's final output.
+  // Submits every request at once (SubmitTogether) and waits for each one's final output.
   static std::vector<RequestOutput> RunOutputs(Engine& engine, const std::vector<Request>& reqs) {
     std::vector<std::unique_ptr<OutputQueue>> qs;
-    std::vector<OutputCallback> callbacks;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      qs.push_back(std::make_unique<OutputQueue>());
-      callbacks.push_back(qs.back()->Callback());
-    }
-    EXPECT_TRUE(engine.SubmitAll(reqs, std::move(callbacks)).ok());
+    EXPECT_TRUE(SubmitTogether(engine, reqs, &qs).ok());
     std::vector<RequestOutput> out;
     for (auto& q : qs) out.push_back(q->WaitFinal());
     return out;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "tests/engine/checkpoint_engine.h"
 #include "tests/test_util.h"
 
 namespace ls {
@@ -279,12 +280,7 @@ TEST_F(EngineRanksTest, MtpDraftsReadEveryRanksHiddenRows) {
     auto e = Engine::Create(leader->get(), nullptr, cfg);
     EXPECT_TRUE(e.ok()) << e.status();
     std::vector<std::unique_ptr<OutputQueue>> qs;
-    std::vector<OutputCallback> callbacks;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      qs.push_back(std::make_unique<OutputQueue>());
-      callbacks.push_back(qs.back()->Callback());
-    }
-    EXPECT_TRUE((*e)->SubmitAll(reqs, std::move(callbacks)).ok());  // together: spread over the ranks
+    EXPECT_TRUE(SubmitTogether(**e, reqs, &qs).ok());  // together: spread over the ranks
     std::vector<std::vector<int32_t>> out;
     for (auto& q : qs) out.push_back(q->WaitFinal().token_ids);
     *m = (*e)->Metrics();

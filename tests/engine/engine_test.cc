@@ -14,6 +14,7 @@
 
 #include "engine/sampler.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "tests/engine/checkpoint_engine.h"
 #include "tests/test_util.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -385,13 +386,8 @@ TEST_F(EngineTest, SubmitAllQueuesEveryRequestOrNone) {
   auto engine = MakeEngine(cfg);
   auto batch = [&](const std::vector<std::string>& ids, std::vector<std::unique_ptr<OutputQueue>>* qs) {
     std::vector<Request> reqs;
-    std::vector<OutputCallback> callbacks;
-    for (const std::string& id : ids) {
-      reqs.push_back(Req(id, {1, 2, 3}, 4));
-      qs->push_back(std::make_unique<OutputQueue>());
-      callbacks.push_back(qs->back()->Callback());
-    }
-    return engine->SubmitAll(std::move(reqs), std::move(callbacks));
+    for (const std::string& id : ids) reqs.push_back(Req(id, {1, 2, 3}, 4));
+    return SubmitTogether(*engine, std::move(reqs), qs);
   };
   std::vector<std::unique_ptr<OutputQueue>> qs;
   EXPECT_TRUE(absl::IsResourceExhausted(batch({"a", "b", "c", "d"}, &qs))) << "more than the queue holds";
