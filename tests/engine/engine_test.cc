@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-
 #include "engine/sampler.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/engine/checkpoint_engine.h"
