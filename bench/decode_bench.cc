@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/logits_row.h"
 #include "bench/random_model.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/create_backend.h"
@@ -85,7 +86,12 @@ double WeightBytes(ls::QuantScheme q) {
 // batched bench, where all sequences route to the same experts).
 // With sync_parts, every part of the step waits for the backend, so that the parts add up to the
 // device's time (for backends that queue work); the step time is then not representative.
-Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bool sync_parts = false) {
+// Greedy decoding (greedy != kNone): each step's tokens also chosen, from full rows on the host
+// (kHostArgmax: the rows copied back and reduced there, as the sampler does) or by the model on its
+// backend (kRecords: StepSequence::greedy, an id per row copied back).
+enum class Greedy { kNone, kHostArgmax, kRecords };
+Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bool sync_parts = false,
+                 Greedy greedy = Greedy::kNone) {
   const auto& c = model.config();
   const int block = 16, blocks_per_seq = (prefill_tokens + steps + block) / block + 1;
   ls::KvCache cache(model.backend(), model.kv_layout(), batch * blocks_per_seq, block, kv_dtype, batch);
@@ -103,7 +109,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   const auto p0 = Clock::now();
   (void)model.Forward(pre, cache, &logits);
   const double prefill_s = Seconds(p0, Clock::now());
-  for (auto& s : seqs) s.start_pos = prefill_tokens, s.num_tokens = 1;
+  for (auto& s : seqs) s.start_pos = prefill_tokens, s.num_tokens = 1, s.greedy = greedy == Greedy::kRecords;
 
   // Bytes of weights one step reads: everything dense, plus each expert used at least once.
   const double bf = WeightBytes(quantization);
@@ -124,6 +130,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   ls::StepProfile profile;
   if (sync_parts) profile.wait_for = model.backend();
   model.SetProfile(&profile);
+  int64_t chosen = 0;  // the chosen ids' sum, kept so that the choice is not optimized away
   auto t0 = Clock::now();
   for (int s = 0; s < steps; ++s) {
     ls::StepBatch b;
@@ -131,6 +138,10 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
     b.seqs = seqs;
     auto before = model.expert_token_counts();
     (void)model.Forward(b, cache, &logits);
+    if (greedy == Greedy::kHostArgmax)
+      for (int i = 0; i < batch; ++i) chosen += ls::ArgmaxRow(logits.data() + i * c.vocab_size, c.vocab_size);
+    if (greedy == Greedy::kRecords)
+      for (int i = 0; i < batch; ++i) chosen += static_cast<int64_t>(logits[i * ls::kGreedyRecordFloats]);
     const auto& after = model.expert_token_counts();
     int active = 0;
     for (size_t e = 0; e < after.size(); ++e) active += after[e] != before[e];
@@ -140,6 +151,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   }
   const double secs = Seconds(t0, Clock::now());
   model.SetProfile(nullptr);
+  if (chosen < 0) std::fprintf(stderr, "negative token ids\n");
   return {batch,
           batch * steps / secs,
           1e3 * secs / steps,
@@ -153,19 +165,22 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 
 }  // namespace
 
-// decode_bench [--token0] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N] [--repeat R]
+// decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N]
+// [--repeat R]
 // [--kv_cache_dtype auto|float32|bfloat16] [--activation_dtype auto|float32|bfloat16] [--cpu_isa NAME]
 //              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
 // given; each after a prefill of N tokens per sequence (default 64), over a float32 KV cache
 // unless --kv_cache_dtype says otherwise (as the server's flag). --token0 runs the peer
-// benchmark's workload (token 0 everywhere) beside the distinct-token one. --repeat R times each
+// benchmark's workload (token 0 everywhere) beside the distinct-token one. --greedy adds greedy
+// decoding's steps, tokens chosen from full rows on the host against the model's greedy records
+// (greedy_results: the fastest of R alternating runs each). --repeat R times each
 // batch R times (each after its own prefill) and reports the fastest run, and the fastest prefill
 // (prefill_tokens_per_s: batch · N tokens in one step). --quantization quantizes the GEMM weights
 // at load as the server's flag does; --activation_dtype and --cpu_isa are the server's flags too.
 int main(int argc, char** argv) {
-  bool token0 = false, large = false, k3_moe = false, mxfp4 = false;
+  bool token0 = false, large = false, k3_moe = false, mxfp4 = false, greedy = false;
   int k3_experts = 64;
   std::string model_out;  // --model_out: where the random model is written and kept (reused when there)
   int repeat = 1;         // timed runs per batch, the fastest reported (--repeat)
@@ -176,6 +191,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--token0") {
       token0 = true;
+    } else if (a == "--greedy") {
+      greedy = true;
     } else if (a == "--large") {
       large = true;
     } else if (a == "--k3_moe") {
@@ -283,6 +300,21 @@ int main(int argc, char** argv) {
   std::vector<Result> same;
   if (token0)
     for (int b : batches) same.push_back(RunDecode(**model, b, b == 1 ? 64 : 32, true));
+  // Greedy: the step with its tokens chosen from full rows on the host, and from the model's
+  // records, alternating, the fastest of `repeat` each.
+  std::vector<std::pair<Result, Result>> greedy_runs;
+  if (greedy) {
+    for (int b : batches) {
+      std::pair<Result, Result> best;
+      for (int r = 0; r < repeat; ++r) {
+        const Result host = RunDecode(**model, b, b == 1 ? 64 : 32, false, false, Greedy::kHostArgmax);
+        const Result records = RunDecode(**model, b, b == 1 ? 64 : 32, false, false, Greedy::kRecords);
+        if (r == 0 || host.step_ms < best.first.step_ms) best.first = host;
+        if (r == 0 || records.step_ms < best.second.step_ms) best.second = records;
+      }
+      greedy_runs.push_back(best);
+    }
+  }
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   // The GPU's copy bandwidth is measured by bench/moe_kernels; here only the host's.
   const double copy = cpu ? CopyBandwidth(threads) : 0;
@@ -319,6 +351,18 @@ int main(int argc, char** argv) {
           "     \"parts_ms_per_step\": %s}%s\n",
           same[i].batch, same[i].tokens_per_s, same[i].tokens_per_s / same[0].tokens_per_s, same[i].step_ms,
           PartsJson(same[i]).c_str(), i + 1 < same.size() ? "," : "");
+    std::printf("  ]");
+  }
+  if (greedy) {
+    std::printf(",\n  \"greedy_results\": [\n");
+    for (size_t i = 0; i < greedy_runs.size(); ++i) {
+      const auto& [host, records] = greedy_runs[i];
+      std::printf(
+          "    {\"batch\": %d, \"host_argmax_step_ms\": %.3f, \"records_step_ms\": %.3f, "
+          "\"records_over_host\": %.3f}%s\n",
+          host.batch, host.step_ms, records.step_ms, records.step_ms / host.step_ms,
+          i + 1 < greedy_runs.size() ? "," : "");
+    }
     std::printf("  ]");
   }
   std::printf("\n}\n");

@@ -101,9 +101,10 @@ absl::Status LeaderGroup::Step(const std::vector<StepBatch>& batches, KvCache& c
   StepTiming timing;
   timing.exchange_seconds = comm_->TakeExchangeSeconds();
   for (int32_t r = 1; r < comm_->size(); ++r) {
-    if (static_cast<int64_t>(replies[r].logits.size()) != batches[r].num_logit_rows() * V)
+    if (static_cast<int64_t>(replies[r].logits.size()) != batches[r].num_logit_floats(V))
       return Broken(absl::StrCat("rank ", r, " returned ", replies[r].logits.size(), " logits for ",
-                                 batches[r].num_logit_rows(), " rows of ", V));
+                                 batches[r].num_logit_rows(), " rows (", batches[r].num_logit_floats(V),
+                                 " values with vocabulary ", V, ")"));
     (*logits)[r] = std::move(replies[r].logits);
     if (hidden) {
       if (static_cast<int64_t>(replies[r].hidden.size()) != static_cast<int64_t>(batches[r].tokens.size()) * d)

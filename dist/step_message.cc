@@ -51,7 +51,8 @@ void PutBatch(ByteWriter& w, const StepBatch& b) {
     w.Put<int32_t>(s.num_tokens);
     w.Put<int32_t>(s.start_pos);
     w.PutArray(s.block_table);
-    w.Put<uint8_t>(static_cast<uint8_t>((s.all_logits ? 1 : 0) | (s.want_logits ? 2 : 0)));
+    w.Put<uint8_t>(static_cast<uint8_t>((s.all_logits ? 1 : 0) | (s.want_logits ? 2 : 0) | (s.greedy ? 4 : 0) |
+                                        (s.greedy_logprob ? 8 : 0)));
     w.Put<int32_t>(s.state_slot);
   }
   w.Put<uint64_t>(b.copies.size());
@@ -76,8 +77,10 @@ StepBatch GetBatch(ByteReader& r) {
     const uint8_t flags = r.Get<uint8_t>("sequence flags");
     s.all_logits = flags & 1;
     s.want_logits = flags & 2;
+    s.greedy = flags & 4;
+    s.greedy_logprob = flags & 8;
     s.state_slot = r.Get<int32_t>("sequence state slot");
-    if (s.num_tokens < 0 || s.start_pos < 0 || flags > 3) r.Fail("a sequence with a negative count or bad flags");
+    if (s.num_tokens < 0 || s.start_pos < 0 || flags > 15) r.Fail("a sequence with a negative count or bad flags");
     counted += s.num_tokens;
     b.seqs.push_back(std::move(s));
   }

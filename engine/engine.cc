@@ -56,6 +56,14 @@ struct Engine::Stream {
   bool WantsPromptRows() const {
     return request.params.prompt_logprobs && !prompt_logprobs_sent && seq.num_computed < seq.num_prompt_tokens - 1;
   }
+  // Its next tokens are each row's argmax, which the model can reduce where the logits are
+  // (StepSequence::greedy): greedy, nothing changing the logits before the choice, and at most the
+  // chosen token's log-probability asked for.
+  bool Greedy() const {
+    const SamplingParams& p = request.params;
+    return p.greedy() && !matcher && p.logit_bias.empty() && p.repetition_penalty == 1.f && p.presence_penalty == 0.f &&
+           p.frequency_penalty == 0.f && (!p.logprobs || *p.logprobs == 0) && !WantsPromptRows();
+  }
 };
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::Tokenizer* tokenizer,
@@ -511,17 +519,16 @@ void Engine::TakeBackState(Stream* s, int32_t accepted) {
   scheduler_.RecomputeLast(&s->seq, 1 + accepted);
 }
 
-int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
+int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, const LogitRows& logits) {
   // Row j holds the logits after the last token (j = 0) or after draft token j. Each accepted draft
   // token counts as computed; the first rejection (or the token after the whole draft) ends the step.
   const std::vector<int32_t> draft(s->seq.draft.begin(), s->seq.draft.begin() + num_draft);
-  const int64_t V = model_->config().vocab_size;
   int32_t accepted = 0;
   bool live = true;
   for (int32_t j = 0; j <= num_draft && live; ++j) {
     const int32_t want = j < num_draft ? draft[j] : -1;
     bool took = false;
-    live = HandleToken(s, logits + j * V, want, &took);
+    live = HandleToken(s, logits.row(j), logits.greedy, want, &took);
     if (!took) break;
     ++accepted;
     if (live) scheduler_.AcceptDraftToken(&s->seq);
@@ -531,7 +538,7 @@ int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, float* logits) {
   return accepted;
 }
 
-bool Engine::HandleToken(Stream* s, float* logits, int32_t draft, bool* accepted) {
+bool Engine::HandleToken(Stream* s, float* logits, bool greedy_record, int32_t draft, bool* accepted) {
   if (accepted) *accepted = false;
   const ModelConfig& mc = model_->config();
   const SamplingParams& p = s->request.params;
@@ -548,7 +555,9 @@ bool Engine::HandleToken(Stream* s, float* logits, int32_t draft, bool* accepted
     }
     step_grammar_seconds_ += std::chrono::duration<double>(Clock::now() - g0).count();
   }
-  SampleResult r = Sampler::Sample(logits, vocab, p, s->seq.tokens, s->seq.num_prompt_tokens, &s->rng, draft);
+  SampleResult r = greedy_record
+                       ? Sampler::FromGreedyRecord(logits, p, draft)
+                       : Sampler::Sample(logits, vocab, p, s->seq.tokens, s->seq.num_prompt_tokens, &s->rng, draft);
   if (accepted) *accepted = r.accepted;
   // An end token leaves the grammar's place as it is; any other token advances it.
   bool grammar_done = false;
@@ -633,10 +642,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   struct Where {
     int32_t rank;
     size_t seq;   // index in that rank's batch
-    int64_t row;  // its first logits row there
+    int64_t row;  // where its first logits row starts there (floats)
   };
   std::vector<Where> where(plan.items.size());
   std::vector<int64_t> next_row(ranks, 0);
+  const bool greedy_records = config_.greedy_on_backend && model_->config().vocab_size < kMaxGreedyVocab;
   std::vector<int64_t> first_token(plan.items.size());  // in its rank's batch
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Sequence* seq = plan.items[i].seq;
@@ -650,9 +660,11 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     ss.state_slot = seq->state_slot < 0 ? -1 : seq->state_slot - r * slots_.pool_slots();
     // A draft is verified from the logits of every position: after the last token and after each draft token.
     if (by_seq_.at(seq)->WantsPromptRows() || plan.items[i].num_draft > 0) ss.all_logits = ss.want_logits = true;
+    ss.greedy = greedy_records && by_seq_.at(seq)->Greedy();
+    ss.greedy_logprob = ss.greedy && by_seq_.at(seq)->request.params.logprobs.has_value();
     StepBatch& batch = batches[r];
     where[i] = {r, batch.seqs.size(), next_row[r]};
-    next_row[r] += !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
+    next_row[r] += StepBatch::logit_rows(ss) * (ss.greedy ? kGreedyRecordFloats : model_->config().vocab_size);
     const int32_t own = ss.num_tokens - plan.items[i].num_draft;
     first_token[i] = static_cast<int64_t>(batch.tokens.size());
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
@@ -719,8 +731,8 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
       s->counted_queued = false;
     }
     const StepSequence& ss = batches[where[i].rank].seqs[where[i].seq];
-    const int64_t rows = !ss.want_logits ? 0 : ss.all_logits ? ss.num_tokens : 1;
-    float* at = logits_[where[i].rank].data() + where[i].row * V;
+    const int64_t rows = StepBatch::logit_rows(ss);
+    const LogitRows at{logits_[where[i].rank].data() + where[i].row, ss.greedy ? kGreedyRecordFloats : V, ss.greedy};
     const int32_t draft = plan.items[i].num_draft;
     if (draft > 0) {
       ++spec_steps;
@@ -728,8 +740,8 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
       spec_accepted_tokens += VerifyDraft(s, draft, at);
       continue;
     }
-    if (ss.all_logits) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, at);
-    if (plan.items[i].sample) HandleToken(s, at + (rows - 1) * V);
+    if (ss.all_logits && !ss.greedy) CollectPromptLogprobs(s, ss.start_pos, ss.num_tokens, at.data);
+    if (plan.items[i].sample) HandleToken(s, at.row(rows - 1), ss.greedy);
   }
   const auto t1 = Clock::now();
   const bool switching = balancer_->TakeSwitching();

@@ -57,6 +57,9 @@ struct EngineConfig {
   int32_t max_waiting = 1024;                // admission limit: queued, not yet running
   int32_t max_model_len = 0;                 // 0: the model's max_position_embeddings
   int32_t max_logprobs = 20;
+  // Greedy requests that need no more than the chosen token (StepSequence::greedy) have their rows
+  // reduced to it by the model, on its backend: on a GPU only an id per row crosses to the host.
+  bool greedy_on_backend = true;
   // Run the largest step the scheduler can plan once at creation, on dummy tokens: the step's
   // buffers reach their full size then (a backend short of memory fails Create, naming the step,
   // rather than a request under load), and the first large batch does not pay for their growth.
@@ -155,12 +158,20 @@ class Engine {
   void RunStep(const SchedulerPlan& plan, std::chrono::steady_clock::time_point start);
   // Samples a sequence's next token from its logits row and emits it; false when that finished the
   // stream (it is gone then). draft >= 0: the proposed token to verify, `accepted` says whether it was.
-  bool HandleToken(Stream* s, float* logits, int32_t draft = -1, bool* accepted = nullptr);
+  // greedy_record: `logits` is the model's greedy record of the row (StepSequence::greedy).
+  bool HandleToken(Stream* s, float* logits, bool greedy_record, int32_t draft = -1, bool* accepted = nullptr);
   // Speculative decoding: sets the draft of every decoding sequence that may have one (before scheduling),
-  // and verifies one after the step from its logits rows [num_draft + 1, vocab], returning the
+  // and verifies one after the step from its num_draft + 1 logits rows, returning the
   // draft tokens accepted.
   void ProposeDrafts();
-  int32_t VerifyDraft(Stream* s, int32_t num_draft, float* logits);
+  // One sequence's logits rows in a step's results: rows of `stride` floats, greedy records or not.
+  struct LogitRows {
+    float* data;
+    int64_t stride;
+    bool greedy;
+    float* row(int64_t j) const { return data + j * stride; }
+  };
+  int32_t VerifyDraft(Stream* s, int32_t num_draft, const LogitRows& logits);
   // After a rejection on a model with recurrent layers: the state goes back to its copy from
   // before the step, and the tokens since are computed again in the next one.
   void TakeBackState(Stream* s, int32_t accepted);

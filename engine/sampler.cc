@@ -2,18 +2,16 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
 #include <numeric>
 #include <unordered_map>
 
+#include "base/logits_row.h"
+
 namespace ls {
 
 TokenLogprob Sampler::Logprobs(const float* raw, int32_t vocab, int32_t token, int32_t top_n) {
-  const float mx = *std::max_element(raw, raw + vocab);
-  double sum = 0;
-  for (int32_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(raw[v] - mx));
-  const float lse = mx + static_cast<float>(std::log(sum));
+  const float lse = LogSumExpRow(raw, vocab);
   TokenLogprob lp{token, raw[token] - lse, {}};
   if (top_n > 0) {
     const int32_t n = std::min(top_n, vocab);
@@ -26,20 +24,17 @@ TokenLogprob Sampler::Logprobs(const float* raw, int32_t vocab, int32_t token, i
   return lp;
 }
 
-int32_t Sampler::Argmax(const float* logits, int32_t vocab) {
-  // The maximum over 16 independent lanes (a loop the compiler vectorises), then its first id.
-  constexpr int32_t kLanes = 16;
-  float lanes[kLanes];
-  std::fill_n(lanes, kLanes, -std::numeric_limits<float>::infinity());
-  int32_t v = 0;
-  for (; v + kLanes <= vocab; v += kLanes)
-    for (int32_t j = 0; j < kLanes; ++j) lanes[j] = logits[v + j] > lanes[j] ? logits[v + j] : lanes[j];
-  for (int32_t j = 0; v + j < vocab; ++j) lanes[j] = logits[v + j] > lanes[j] ? logits[v + j] : lanes[j];
-  float mx = lanes[0];
-  for (float l : lanes) mx = l > mx ? l : mx;
-  for (v = 0; v < vocab; ++v)
-    if (logits[v] == mx) return v;
-  return 0;  // every logit NaN
+int32_t Sampler::Argmax(const float* logits, int32_t vocab) { return ArgmaxRow(logits, vocab); }
+
+SampleResult Sampler::FromGreedyRecord(const float* record, const SamplingParams& params, int32_t draft) {
+  SampleResult r;
+  r.token_id = static_cast<int32_t>(record[0]);
+  r.accepted = r.token_id == draft;
+  if (params.logprobs) {
+    r.has_logprobs = true;
+    r.logprob = {r.token_id, record[1], {}};
+  }
+  return r;
 }
 
 void Sampler::ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,

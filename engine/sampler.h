@@ -33,6 +33,11 @@ class Sampler {
                              const std::vector<int32_t>& tokens, int32_t num_prompt_tokens, std::mt19937_64* rng,
                              int32_t draft = -1);
 
+  // The same result from a greedy record {argmax id, its log-probability} that the model reduced
+  // a row to (StepSequence::greedy), for params that Sample would answer from the argmax alone:
+  // greedy, no logit bias or penalties, at most the chosen token's log-probability.
+  static SampleResult FromGreedyRecord(const float* record, const SamplingParams& params, int32_t draft = -1);
+
   // Steps exposed for tests.
   static void ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
                              int32_t num_prompt_tokens);

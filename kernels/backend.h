@@ -45,6 +45,9 @@ class Backend {
   virtual void Synchronize() {}
   // A model step's ops are about to be issued (a hint: a backend may wake its workers).
   virtual void BeginStep() {}
+  // The device memory this backend allocates from, free and total bytes, where it has a memory of
+  // its own (a GPU's, taken by every process on it); false for host memory.
+  virtual bool DeviceMemory(size_t* /*free_bytes*/, size_t* /*total_bytes*/) const { return false; }
 
   // A model hands each weight (row-major, host memory) to the backend once, at load.
   // PreparedWeightBytes: the backend memory it needs for `use`; 0 means the ops read the host

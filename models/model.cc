@@ -2,6 +2,8 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -101,6 +103,12 @@ QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
   }
 }
 
+// The head's greedy reduction: the rows' argmax ids and log-probabilities.
+struct GreedyScratch {
+  explicit GreedyScratch(Backend* backend) : ids(backend), logprob(backend) {}
+  DeviceBuffer ids, logprob;
+};
+
 }  // namespace
 
 absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& for_each) {
@@ -197,15 +205,26 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
                    const Tensor& final_norm, const Tensor& lm_head, std::vector<float>* logits) {
   PartTimer timer(profile_, StepPart::kLmHead);
   const int64_t d = config_.hidden_size, V = config_.vocab_size;
-  std::vector<int64_t> wanted;  // token rows whose logits were asked for, in sequence order
-  wanted.reserve(batch.num_logit_rows());
+  // Token rows whose logits were asked for, the full rows and the greedy ones (reduced on the
+  // backend), each with where its floats go in *logits (sequence order).
+  std::vector<int64_t> wanted, at, greedy_rows, greedy_at;
+  std::vector<bool> greedy_lp;  // per greedy row: its sequence asked for the log-probability
+  int64_t floats = 0;
+  bool any_logprob = false;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& want = batch.seqs[i];
-    if (!want.want_logits) continue;
-    for (int32_t j = want.all_logits ? 0 : seqs[i].num_tokens - 1; j < seqs[i].num_tokens; ++j)
-      wanted.push_back(seqs[i].token_offset + j);
+    const int64_t n = StepBatch::logit_rows(want), width = want.greedy ? kGreedyRecordFloats : V;
+    for (int64_t j = 0; j < n; ++j) {
+      (want.greedy ? greedy_rows : wanted).push_back(seqs[i].token_offset + seqs[i].num_tokens - n + j);
+      (want.greedy ? greedy_at : at).push_back(floats + j * width);
+      if (want.greedy) greedy_lp.push_back(want.greedy_logprob);
+    }
+    floats += n * width;
+    any_logprob |= n > 0 && want.greedy && want.greedy_logprob;
   }
-  const int64_t rows = static_cast<int64_t>(wanted.size());
+  const int64_t num_full = static_cast<int64_t>(wanted.size());
+  wanted.insert(wanted.end(), greedy_rows.begin(), greedy_rows.end());  // the head's rows: full, then greedy
+  const int64_t rows = static_cast<int64_t>(wanted.size()), num_greedy = rows - num_full;
   // Captured, every row is normed once here and the head's rows are gathered from them.
   bool normed = false;
   if (hidden_sink_) {
@@ -219,7 +238,7 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
       normed = true;
     }
   }
-  logits->resize(static_cast<size_t>(rows * V));
+  logits->resize(static_cast<size_t>(floats));
   if (rows == 0) {
     backend_->Synchronize();  // the step's expert counts are in place when it returns
     return;
@@ -229,7 +248,28 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   if (!normed) backend_->RmsNorm(sel, rows, final_norm, config_.rms_norm_eps, sel);
   float* out = buf_.act.as<float>(rows * V);
   backend_->Gemm(sel, rows, lm_head, out, false);
-  backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
+  if (num_greedy == 0) {  // every row full: they are *logits as they stand
+    backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
+    return;
+  }
+  GreedyScratch& g = buf_.Scratch<GreedyScratch>();
+  int32_t* ids = g.ids.as<int32_t>(num_greedy);
+  float* logprob = any_logprob ? g.logprob.as<float>(num_greedy) : nullptr;
+  backend_->ArgmaxRows(out + num_full * V, num_greedy, V, ids, logprob);
+  greedy_ids_.resize(num_greedy);
+  greedy_logprob_.resize(num_greedy);
+  backend_->CopyToHost(greedy_ids_.data(), ids, num_greedy * sizeof(int32_t));
+  if (logprob) backend_->CopyToHost(greedy_logprob_.data(), logprob, num_greedy * sizeof(float));
+  for (int64_t r = 0; r < num_greedy; ++r) {
+    float* record = logits->data() + greedy_at[r];
+    record[0] = static_cast<float>(greedy_ids_[r]);
+    record[1] = greedy_lp[r] ? greedy_logprob_[r] : std::numeric_limits<float>::quiet_NaN();
+  }
+  if (num_full == 0) return;
+  full_rows_.resize(static_cast<size_t>(num_full * V));
+  backend_->CopyToHost(full_rows_.data(), out, full_rows_.size() * sizeof(float));
+  for (int64_t r = 0; r < num_full; ++r)
+    std::memcpy(logits->data() + at[r], full_rows_.data() + r * V, static_cast<size_t>(V) * sizeof(float));
 }
 
 }  // namespace ls

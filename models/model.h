@@ -43,8 +43,9 @@ class Model {
   // What each layer keeps in the KV cache per token.
   virtual std::vector<KvLayerSpec> kv_layout() const = 0;
 
-  // Runs one step. `logits` receives batch.num_logit_rows() rows of vocab_size floats, in
-  // sequence order (all new tokens of a sequence when all_logits, else its last token).
+  // Runs one step. `logits` receives batch.num_logit_rows() rows in sequence order (all new tokens
+  // of a sequence when all_logits, else its last token): vocab_size floats each, or a greedy
+  // sequence's records (StepSequence::greedy), batch.num_logit_floats(vocab_size) floats in all.
   // The caller guarantees block tables cover every position written.
   virtual absl::Status Forward(const StepBatch& batch, KvCache& cache, std::vector<float>* logits) = 0;
   // One sequence alone from position 0, with a KV cache of its own: logits of its last token, or
@@ -127,6 +128,9 @@ class Model {
   StepBuffers buf_;
   StepProfile* profile_ = nullptr;
   std::vector<float>* hidden_sink_ = nullptr;
+  // Host staging of the head's results when some rows are greedy (kept so memory is reused).
+  std::vector<int32_t> greedy_ids_;
+  std::vector<float> greedy_logprob_, full_rows_;
 };
 
 }  // namespace ls

@@ -16,7 +16,16 @@ struct StepSequence {
   bool all_logits = false;  // logits for every new token (else only the last one)
   bool want_logits = true;  // false: no logits at all (a prefill chunk that does not end the prompt)
   int32_t state_slot = -1;  // the sequence's recurrent-state slot (models with KDA layers)
+  // Greedy decoding: each of its logits rows comes back reduced on the backend to a record of
+  // kGreedyRecordFloats floats, {argmax id, that id's log-softmax} (the id as a float: exact, as
+  // vocabularies stay below kMaxGreedyVocab), instead of vocab floats. The log-probability only
+  // where greedy_logprob (else NaN).
+  bool greedy = false;
+  bool greedy_logprob = false;
 };
+
+inline constexpr int64_t kGreedyRecordFloats = 2;
+inline constexpr int64_t kMaxGreedyVocab = int64_t{1} << 24;  // every id below it is exact as a float
 
 // A copy inside the cache, made before the step's forward pass: one recurrent-state slot onto
 // another (every recurrent layer's state), or one KV block onto another (every layer's per-token rows).
@@ -40,9 +49,16 @@ struct StepBatch {
   // Rows of logits Forward returns: Σ over sequences wanting logits of (all_logits ? num_tokens : 1).
   int64_t num_logit_rows() const {
     int64_t n = 0;
-    for (const auto& s : seqs) n += !s.want_logits ? 0 : s.all_logits ? s.num_tokens : 1;
+    for (const auto& s : seqs) n += logit_rows(s);
     return n;
   }
+  // The floats Forward returns for those rows: vocab per row, a greedy sequence's a record each.
+  int64_t num_logit_floats(int64_t vocab) const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += logit_rows(s) * (s.greedy ? kGreedyRecordFloats : vocab);
+    return n;
+  }
+  static int64_t logit_rows(const StepSequence& s) { return !s.want_logits ? 0 : s.all_logits ? s.num_tokens : 1; }
 };
 
 }  // namespace ls

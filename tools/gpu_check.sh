@@ -11,7 +11,8 @@
 #   memcheck.log     compute-sanitizer on the tests that failed (only when some did)
 #   decode_bench.json the model's decode step on the CUDA backend, batches 1 to 256, on a random
 #                    d=1024 and a d=2048 model after 64 prompt tokens, and the d=2048 model at
-#                    batches 1 and 32 after 1024 (a JSON array of the three runs)
+#                    batches 1 and 32 after 1024, and the d=2048 model's greedy steps, tokens
+#                    chosen on the host against on the device (a JSON array of the four runs)
 # Needs .gpu_deps (googletest; abseil and nlohmann_json for the end-to-end model test), made by
 # tools/gpu_prepare.sh (git-ignored: bring it along).
 # Takes under 8 minutes when the tests pass (a memcheck of failed tests adds up to 2); exits
@@ -116,6 +117,8 @@ if [ -x "$BUILD/bin/decode_bench" ]; then
     timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large || status=1
     echo ","
     timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large --prefill 1024 0 - 1 32 || status=1
+    echo ","
+    timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large --greedy --repeat 3 0 - 1 32 256 || status=1
     echo "]"
   } >"$OUT/decode_bench.json"
 fi
@@ -154,6 +157,9 @@ for run in runs:
         print(f"{r['batch']:>6} {r['tokens_per_s']:>10.0f} {r['over_batch1']:>6.2f} {r['step_ms']:>8.3f} "
               f"{r['weight_mb_per_step']:>8.1f} {r['weight_read_gbps']:>7.0f} {r['weight_read_gbps'] / copy:>7.1%}")
         print("       device ms per step:", ", ".join(f"{k} {v:.3f}" for k, v in r["parts_ms_per_step"].items() if v))
+    for g in run.get("greedy_results", []):
+        print(f"  greedy, batch {g['batch']}: step with the argmax on the host {g['host_argmax_step_ms']:.3f} ms, "
+              f"with the model's records {g['records_step_ms']:.3f} ms ({g['records_over_host']:.2f}x)")
 print(f"moe_kernels on {bench['device']}: copy {copy:.0f} GB/s")
 print(f"{'d_lat':>5} {'tokens':>6} {'ms':>8} {'eager ms':>8} {'grouped':>7} {'GB/s':>7} {'of copy':>7} "
       f"{'TFLOP/s':>8} {'of dense':>8}")

@@ -139,6 +139,12 @@ void* CudaBackend::Allocate(size_t bytes) {
   return p;
 }
 
+bool CudaBackend::DeviceMemory(size_t* free_bytes, size_t* total_bytes) const {
+  Activate();
+  LS_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+  return true;
+}
+
 void CudaBackend::Free(void* p) {
   if (!p) return;
   Activate();

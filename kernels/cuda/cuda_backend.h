@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   // Waits for every op queued so far.
   void Synchronize() override;
 
+  bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const override;
   void* Allocate(size_t bytes) override;
   void Free(void* p) override;
   void CopyToDevice(void* dst, const void* src, size_t bytes) override;

@@ -49,6 +49,9 @@ void AttnResMix(const AttnResParams& p, cudaStream_t stream);
 void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream);
 void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream);
 
+// ids[r] = the first column of row r's largest value, logprob[r] (when not null) its log-softmax.
+void ArgmaxRows(const float* x, int64_t rows, int64_t cols, int32_t* ids, float* logprob, cudaStream_t stream);
+
 // out[i] = x[i] rounded to BF16 (nearest even), as raw BF16 bits.
 void ConvertToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);
 

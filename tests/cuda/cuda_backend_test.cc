@@ -34,6 +34,27 @@ TEST(CudaBackend, ReportsADeviceThatDoesNotExist) {
   EXPECT_NE(error.find("does not exist"), std::string::npos) << error;
 }
 
+TEST(CudaBackend, DeviceMemoryFallsByAnAllocation) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  std::string error;
+  std::unique_ptr<CudaBackend> be = CreateCudaBackend(0, &error);
+  ASSERT_TRUE(be) << error;
+  size_t free0 = 0, total = 0;
+  ASSERT_TRUE(be->DeviceMemory(&free0, &total));
+  EXPECT_GT(total, size_t{1} << 30);
+  EXPECT_LE(free0, total);
+  const size_t bytes = size_t{1} << 30;
+  void* p = be->Allocate(bytes);
+  size_t free1 = 0;
+  ASSERT_TRUE(be->DeviceMemory(&free1, &total));
+  EXPECT_GE(free0 - free1, bytes);
+  EXPECT_LE(free0 - free1, bytes + (size_t{64} << 20)) << "1 GiB allocated";
+  be->Free(p);
+  size_t free2 = 0;
+  ASSERT_TRUE(be->DeviceMemory(&free2, &total));
+  EXPECT_GE(free2 + (size_t{64} << 20), free0) << "and given back";
+}
+
 TEST(CudaBackend, PreparesMatmulWeightsAsBf16AndOtherWeightsAsStored) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   std::string error;

@@ -22,12 +22,15 @@ StepMessage Plan() {
   s.start_pos = 0;
   s.block_table = {2, 9};
   s.all_logits = true;
+  s.greedy = true;
   b0.seqs.push_back(s);
   s.num_tokens = 1;
   s.start_pos = 40;
   s.block_table = {1, 3, 4};
   s.all_logits = false;
   s.want_logits = false;
+  s.greedy = false;
+  s.greedy_logprob = true;
   s.state_slot = 3;
   b0.seqs.push_back(s);
   b0.copies = {{CacheCopy::kState, 3, 7}, {CacheCopy::kBlock, 12, 4}};
@@ -54,7 +57,12 @@ TEST(StepMessage, PlanSurvivesEncoding) {
   EXPECT_EQ(got->batch.seqs[1].state_slot, 3);
   EXPECT_TRUE(got->batch.seqs[0].all_logits);
   EXPECT_FALSE(got->batch.seqs[1].want_logits);
+  EXPECT_TRUE(got->batch.seqs[0].greedy);
+  EXPECT_FALSE(got->batch.seqs[0].greedy_logprob);
+  EXPECT_FALSE(got->batch.seqs[1].greedy);
+  EXPECT_TRUE(got->batch.seqs[1].greedy_logprob);
   EXPECT_EQ(got->batch.num_logit_rows(), 3);
+  EXPECT_EQ(got->batch.num_logit_floats(1000), 3 * kGreedyRecordFloats) << "three greedy records";
   EXPECT_EQ(got->batch.copies, m.batch.copies);
   StepMessage idle;
   EXPECT_TRUE(DecodeStepMessage(Encode(idle))->batch.seqs.empty()) << "a rank with nothing to run";

@@ -131,6 +131,38 @@ TEST_P(Speculative, PreemptionKeepsTheOutput) {
   EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
 }
 
+// Greedy rows reduced by the model to their argmax (EngineConfig::greedy_on_backend), with and
+// without drafts, give the tokens and log-probabilities of full rows sampled on the host; requests
+// that need the whole row (alternatives asked for, a penalty) get it in the same steps.
+TEST_P(Speculative, GreedyRecordsGiveTheOutputOfFullRows) {
+  std::vector<Request> reqs = Requests(9);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i % 3 == 0) reqs[i].params.logprobs = 0;  // the chosen token's only: a record
+    if (i % 3 == 1) reqs[i].params.logprobs.reset();
+    if (i == 5) reqs[i].params.repetition_penalty = 1.3f;
+  }
+  EngineConfig host_rows;
+  host_rows.greedy_on_backend = false;
+  auto plain = MakeEngine(host_rows);
+  const auto want = RunOutputs(*plain, reqs);
+  plain.reset();
+  for (const int32_t k : {0, 4}) {
+    EngineConfig cfg;
+    if (k > 0) cfg.speculative = {k, 1, 4};
+    auto engine = MakeEngine(cfg);
+    const auto got = RunOutputs(*engine, reqs);
+    ExpectSameOutputs(got, want);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+      for (size_t j = 0; j < got[i].logprobs.size(); ++j) {
+        const auto &a = got[i].logprobs[j].top, &b = want[i].logprobs[j].top;
+        ASSERT_EQ(a.size(), b.size()) << "request " << i << " token " << j;
+        for (size_t n = 0; n < a.size(); ++n) EXPECT_EQ(a[n].first, b[n].first) << "request " << i << " token " << j;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Checkpoints, Speculative,
                          ::testing::Values("latent_sigmoid_situ_bf16", "hf/qwen3_moe_f32", "hf/deepseek_v3_f32",
                                            "hf/kimi_linear_f32", "k3/k3_tiny_bf16"),

@@ -405,6 +405,27 @@ void ScatterRowsCase(Rig& r) {
   r.Read(dst, 6 * 9);
 }
 
+// Columns below 499, so that an id off by one exceeds the comparison's tolerance.
+void ArgmaxRowsCase(Rig& r) {
+  const int64_t rows = 5, cols = 300;
+  std::vector<float> v = r.Values(rows * cols, 3.f);
+  v[1 * cols + 17] = v[1 * cols + 230] = 50.f;                // a tie: the first column wins
+  for (int64_t c = 0; c < cols; ++c) v[2 * cols + c] = -1.f;  // all equal: column 0
+  v[3 * cols + 299] = 40.f;                                   // the last column
+  v[4 * cols + 0] = v[4 * cols + 7] = -std::numeric_limits<float>::infinity();
+  const float* x = r.Put(v);
+  int32_t* ids = r.Put(std::vector<int32_t>(rows, -1));
+  float* logprob = r.Filled(rows, 1.f);
+  r.be().ArgmaxRows(x, rows, cols, ids, logprob);
+  r.Read(ids, rows);
+  r.Read(logprob, rows);
+  // Without log-probabilities, and with NaN, which never wins.
+  v[0 * cols + 3] = v[0 * cols + 250] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t c = 0; c < cols; ++c) v[2 * cols + c] = std::numeric_limits<float>::quiet_NaN();
+  r.be().ArgmaxRows(r.Put(v), rows, cols, ids, nullptr);
+  r.Read(ids, rows);
+}
+
 }  // namespace
 
 const std::vector<OpCase>& BackendOpCases() {
