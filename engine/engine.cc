@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "engine/device_memory_budget.h"
 #include "engine/draft_model_proposer.h"
 #include "engine/ngram_proposer.h"
 #include "engine/sampler.h"
@@ -81,6 +82,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::
   if (!kv_dtype.ok()) return kv_dtype.status();
   config.kv_cache_dtype = *kv_dtype;
   if (config.scheduler.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be at least 1");
+  if (config.gpu_memory_utilization != 0) {
+    if (config.num_kv_blocks > 0)
+      return absl::InvalidArgumentError("gpu_memory_utilization and num_kv_blocks both size the KV cache: give one");
+    auto bytes = KvCacheBytesFromDeviceMemory(model, tokenizer, config);
+    if (!bytes.ok()) return bytes.status();
+    config.kv_cache_bytes = *bytes;
+    config.gpu_memory_utilization = 0;
+  }
   // Models with recurrent layers keep a state slot per running sequence, paid out of the same
   // budget first, then the prefix cache's state snapshots.
   const std::vector<KvLayerSpec> layout = model->kv_layout();

@@ -38,7 +38,11 @@ struct EngineConfig {
   int32_t block_size = 16;
   int32_t num_kv_blocks = 0;                 // 0: kv_cache_bytes decides
   size_t kv_cache_bytes = size_t{512} << 20;
-  // KV cache elements: float32, or BF16 where the backend supports it (the CPU backend). Unset:
+  // Above 0: kv_cache_bytes is instead what this fraction of the backend's device memory leaves
+  // once the weights are loaded and the largest step has run (engine/device_memory_budget.h); for
+  // backends with memory of their own (CUDA).
+  double gpu_memory_utilization = 0;
+  // KV cache elements: float32, or BF16 where the backend supports it (CPU and CUDA). Unset:
   // BF16 for BF16 checkpoints where supported, else float32.
   std::optional<DType> kv_cache_dtype;
   bool enable_prefix_caching = true;

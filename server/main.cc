@@ -59,14 +59,16 @@ ABSL_FLAG(std::string, cpu_isa, "auto",
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");
-ABSL_FLAG(int32_t, kv_cache_mb, 512, "KV cache size in MiB");
+ABSL_FLAG(int32_t, kv_cache_mb, 512, "KV cache size in MiB (unless --gpu_memory_utilization sizes it)");
+ABSL_FLAG(double, gpu_memory_utilization, 0,
+          "cuda backend: the fraction of the GPU's memory this server may fill, the KV cache taking what the weights "
+          "and the largest step leave of it (e.g. 0.9); 0: --kv_cache_mb sizes the cache");
 ABSL_FLAG(int32_t, block_size, 16, "tokens per KV cache block");
 ABSL_FLAG(std::string, quantization, "none",
           "online quantization of a float checkpoint's GEMM weights at load: none, int8, fp8, int4, w8a8 or w4a8 (a quantized "
           "checkpoint is served as stored)");
 ABSL_FLAG(std::string, kv_cache_dtype, "auto",
-          "KV cache elements: auto (bfloat16 for BF16 checkpoints where the backend supports it: cpu; else "
-          "float32), float32 or bfloat16 (cpu backend only)");
+          "KV cache elements: auto (bfloat16 for BF16 checkpoints; else float32), float32 or bfloat16");
 ABSL_FLAG(bool, enable_prefix_caching, true, "share KV blocks of common prompt prefixes");
 ABSL_FLAG(int32_t, state_cache_mb, -1,
           "models with recurrent (KDA) layers: MiB of the KV cache for the prefix cache's state snapshots "
@@ -145,8 +147,8 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
         "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s", "speculative_config"}},
       {"Cache",
-       {"kv_cache_mb", "kv_cache_dtype", "block_size", "enable_prefix_caching", "state_cache_mb",
-        "state_snapshot_interval"}},
+       {"kv_cache_mb", "gpu_memory_utilization", "kv_cache_dtype", "block_size", "enable_prefix_caching",
+        "state_cache_mb", "state_snapshot_interval"}},
       {"Expert parallelism",
        {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "replan_itl_budget_ms",
         "load_window", "expert_load_dump", "expert_placement_dump"}},
@@ -285,6 +287,10 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_
   cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
   cfg.warmup = absl::GetFlag(FLAGS_warmup);
   cfg.kv_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_kv_cache_mb)) << 20;
+  cfg.gpu_memory_utilization = absl::GetFlag(FLAGS_gpu_memory_utilization);
+  if (!(cfg.gpu_memory_utilization >= 0 && cfg.gpu_memory_utilization <= 1))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu_memory_utilization must be in [0, 1] (0: off), got ", cfg.gpu_memory_utilization));
   cfg.block_size = absl::GetFlag(FLAGS_block_size);
   auto kv_dtype = ls::ParseKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype));
   if (!kv_dtype.ok()) return absl::InvalidArgumentError("--" + std::string(kv_dtype.status().message()));

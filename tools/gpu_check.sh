@@ -11,8 +11,9 @@
 #   memcheck.log     compute-sanitizer on the tests that failed (only when some did)
 #   decode_bench.json the model's decode step on the CUDA backend, batches 1 to 256, on a random
 #                    d=1024 and a d=2048 model after 64 prompt tokens, and the d=2048 model at
-#                    batches 1 and 32 after 1024, and the d=2048 model's greedy steps, tokens
-#                    chosen on the host against on the device (a JSON array of the four runs)
+#                    batches 1 and 32 after 1024 with a float32 and a BF16 KV cache, and the
+#                    d=2048 model's greedy steps, tokens chosen on the host against on the
+#                    device (a JSON array of the five runs)
 # Needs .gpu_deps (googletest; abseil and nlohmann_json for the end-to-end model test), made by
 # tools/gpu_prepare.sh (git-ignored: bring it along).
 # Takes under 8 minutes when the tests pass (a memcheck of failed tests adds up to 2); exits
@@ -118,6 +119,9 @@ if [ -x "$BUILD/bin/decode_bench" ]; then
     echo ","
     timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large --prefill 1024 0 - 1 32 || status=1
     echo ","
+    timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large --prefill 1024 --kv_cache_dtype bfloat16 0 - 1 32 ||
+      status=1
+    echo ","
     timeout 90 "$BUILD/bin/decode_bench" --backend cuda --large --greedy --repeat 3 0 - 1 32 256 || status=1
     echo "]"
   } >"$OUT/decode_bench.json"
@@ -151,7 +155,7 @@ except Exception as e:
 for run in runs:
     m = run["model"]
     print(f"decode, d={m['d']} layers={m['layers']} experts={m['experts']} top-{m['top_k']} f={m['f']} d_lat={m['d_lat']}, "
-          f"after {run['prefill_tokens']} prompt tokens:")
+          f"after {run['prefill_tokens']} prompt tokens, {run['kv_cache_dtype']} KV cache:")
     print(f"{'batch':>6} {'tok/s':>10} {'x b=1':>6} {'step ms':>8} {'MB/step':>8} {'GB/s':>7} {'of copy':>7}")
     for r in run["results"]:
         print(f"{r['batch']:>6} {r['tokens_per_s']:>10.0f} {r['over_batch1']:>6.2f} {r['step_ms']:>8.3f} "

@@ -1,4 +1,5 @@
-// CUDA paged attention over the float32 KV cache [num_blocks, block_size, Hkv, hd]: first the
+// CUDA paged attention over the KV cache [num_blocks, block_size, Hkv, hd] of float32 or BF16
+// values (read as float32; new rows rounded to nearest even when stored): first the
 // step's new K/V go into their cache slots, then one block per (new token, KV head) serves that
 // head's query group with a causal online softmax over the sequence's cached positions (or its
 // last sliding_window ones). Prefill
@@ -20,6 +21,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
@@ -37,26 +39,28 @@ __device__ inline int64_t SlotOffset(const int32_t* table, int32_t pos, int32_t 
 // The first position a token at `pos` attends to: 0, or the start of its sliding window.
 __device__ inline int32_t FirstPosition(int32_t pos, int32_t window) { return window > 0 ? max(0, pos + 1 - window) : 0; }
 
-// Grid: one block per new token.
+// Grid: one block per new token. T: the cache's element type (float or __nv_bfloat16), here and below.
+template <typename T>
 __global__ void WriteKvKernel(const float* __restrict__ k_new, const float* __restrict__ v_new,
                               const AttentionToken* __restrict__ tokens, const int32_t* __restrict__ tables,
-                              int32_t kv_width, int32_t block_size, float* __restrict__ k_cache,
-                              float* __restrict__ v_cache) {
+                              int32_t kv_width, int32_t block_size, T* __restrict__ k_cache, T* __restrict__ v_cache) {
   const AttentionToken tok = tokens[blockIdx.x];
   const int64_t slot = SlotOffset(tables + tok.table, tok.pos, block_size, kv_width);
   const int64_t src = static_cast<int64_t>(tok.row) * kv_width;
   for (int32_t j = threadIdx.x; j < kv_width; j += kThreads) {
-    k_cache[slot + j] = k_new[src + j];
-    v_cache[slot + j] = v_new[src + j];
+    k_cache[slot + j] = FromF32<T>(k_new[src + j]);
+    v_cache[slot + j] = FromF32<T>(v_new[src + j]);
   }
 }
 
 // Grid: (new tokens, KV heads). Dynamic shared memory, floats:
 //   q [group, hd] | acc [group, hd] | scores [group, kTile] | max [group] | sum [group] | rescale [group]
-__global__ void TiledAttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                                const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
-                                const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
-                                int32_t block_size, float scale, int32_t window, float* __restrict__ out) {
+template <typename T>
+__global__ void TiledAttentionKernel(const float* __restrict__ q, const T* __restrict__ k_cache,
+                                     const T* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
+                                     const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads,
+                                     int32_t hd, int32_t block_size, float scale, int32_t window,
+                                     float* __restrict__ out) {
   extern __shared__ float smem[];
   const int32_t group = num_heads / num_kv_heads;
   const int32_t kv_width = num_kv_heads * hd;
@@ -89,9 +93,9 @@ __global__ void TiledAttentionKernel(const float* __restrict__ q, const float* _
     // Scores: one warp per (query head, position), lanes across the head dimension.
     for (int32_t pair = warp; pair < group * n; pair += kWarps) {
       const int32_t g = pair / n, j = pair % n;
-      const float* k = k_cache + SlotOffset(table, start + j, block_size, kv_width) + kvh * hd;
+      const T* k = k_cache + SlotOffset(table, start + j, block_size, kv_width) + kvh * hd;
       float dot = 0.f;
-      for (int32_t d = lane; d < hd; d += 32) dot += sq[g * hd + d] * k[d];
+      for (int32_t d = lane; d < hd; d += 32) dot += sq[g * hd + d] * ToF32(k[d]);
       for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
       if (lane == 0) sc[g * kTile + j] = dot * scale;
     }
@@ -118,14 +122,13 @@ __global__ void TiledAttentionKernel(const float* __restrict__ q, const float* _
       const float* s = sc + g * kTile;
       float a = acc[i] * rescale[g];
       for (int32_t j = 0; j < n; ++j)
-        a += s[j] * v_cache[SlotOffset(table, start + j, block_size, kv_width) + kvh * hd + d];
+        a += s[j] * ToF32(v_cache[SlotOffset(table, start + j, block_size, kv_width) + kvh * hd + d]);
       acc[i] = a;
     }
     __syncthreads();
   }
   for (int32_t i = threadIdx.x; i < group_width; i += kThreads) out[head0 + i] = acc[i] / run_sum[i / hd];
 }
-
 
 // Where the blocks of a split context leave their partial softmaxes: for block (token t, KV head
 // h, split z), acc[((t · Hkv + h) · splits + z) · group · hd + g · hd + d] is Σ_j e^(s_j − m) v_j
@@ -140,12 +143,12 @@ struct SplitPartials {
 
 // Grid: (new tokens, KV heads, splits). kDims: head dimensions per lane (hd <= 32 kDims); kGroup:
 // query heads per KV head, at most (the group is num_heads / num_kv_heads).
-template <int kDims, int kGroup>
+template <typename T, int kDims, int kGroup>
 __global__ void __launch_bounds__(kThreads)
-    WarpAttentionKernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                        const float* __restrict__ v_cache, const AttentionToken* __restrict__ tokens,
-                        const int32_t* __restrict__ tables, int32_t num_heads, int32_t num_kv_heads, int32_t hd,
-                        int32_t block_size, float scale, SplitPartials split, float* __restrict__ out) {
+    WarpAttentionKernel(const float* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+                        const AttentionToken* __restrict__ tokens, const int32_t* __restrict__ tables,
+                        int32_t num_heads, int32_t num_kv_heads, int32_t hd, int32_t block_size, float scale,
+                        SplitPartials split, float* __restrict__ out) {
   __shared__ float part_max[kWarps][kGroup], part_sum[kWarps][kGroup];
   __shared__ float part_acc[kWarps][kGroup][kDims * 32];
   const int32_t group = num_heads / num_kv_heads;
@@ -185,8 +188,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < kDims; ++i) {
       const int32_t d = lane + 32 * i;
-      kr[i] = d < hd ? k_cache[off + d] : 0.f;
-      vr[i] = d < hd ? v_cache[off + d] : 0.f;
+      kr[i] = d < hd ? ToF32(k_cache[off + d]) : 0.f;
+      vr[i] = d < hd ? ToF32(v_cache[off + d]) : 0.f;
     }
   };
   float kr[kDims], vr[kDims];
@@ -277,8 +280,9 @@ __global__ void MergeSplitsKernel(const AttentionToken* __restrict__ tokens, int
   }
 }
 
-using AttentionKernelFn = void (*)(const float*, const float*, const float*, const AttentionToken*, const int32_t*,
-                                   int32_t, int32_t, int32_t, int32_t, float, SplitPartials, float*);
+template <typename T>
+using AttentionKernelFn = void (*)(const float*, const T*, const T*, const AttentionToken*, const int32_t*, int32_t,
+                                   int32_t, int32_t, int32_t, float, SplitPartials, float*);
 
 // Splits per context for a step: enough blocks for two per multiprocessor, with at least
 // kMinSplit positions per split. 1: none.
@@ -296,22 +300,23 @@ int32_t SplitsFor(int32_t num_tokens, int32_t num_kv_heads, int32_t max_context)
 
 // The WarpAttentionKernel instance for a query group and head size, or null where registers
 // would not hold the group's state (more than 32 values per lane for queries and outputs each).
-template <int kDims>
-AttentionKernelFn WarpKernelFor(int32_t group) {
-  if (group <= 1) return WarpAttentionKernel<kDims, 1>;
-  if (group <= 2) return WarpAttentionKernel<kDims, 2>;
-  if (group <= 4) return WarpAttentionKernel<kDims, 4>;
+template <typename T, int kDims>
+AttentionKernelFn<T> WarpKernelFor(int32_t group) {
+  if (group <= 1) return WarpAttentionKernel<T, kDims, 1>;
+  if (group <= 2) return WarpAttentionKernel<T, kDims, 2>;
+  if (group <= 4) return WarpAttentionKernel<T, kDims, 4>;
   if constexpr (kDims <= 4) {
-    if (group <= 8) return WarpAttentionKernel<kDims, 8>;
+    if (group <= 8) return WarpAttentionKernel<T, kDims, 8>;
   }
   return nullptr;
 }
 
-AttentionKernelFn WarpKernelFor(int32_t group, int32_t hd) {
-  if (hd <= 32) return WarpKernelFor<1>(group);
-  if (hd <= 64) return WarpKernelFor<2>(group);
-  if (hd <= 128) return WarpKernelFor<4>(group);
-  if (hd <= 256) return WarpKernelFor<8>(group);
+template <typename T>
+AttentionKernelFn<T> WarpKernelFor(int32_t group, int32_t hd) {
+  if (hd <= 32) return WarpKernelFor<T, 1>(group);
+  if (hd <= 64) return WarpKernelFor<T, 2>(group);
+  if (hd <= 128) return WarpKernelFor<T, 4>(group);
+  if (hd <= 256) return WarpKernelFor<T, 8>(group);
   return nullptr;
 }
 
@@ -344,23 +349,23 @@ void FlattenRecurrentSeqs(const AttentionSeq* seqs, int32_t num_seqs, std::vecto
   }
 }
 
-void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
-                    const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
-                    cudaStream_t stream) {
-  if (num_tokens == 0) return;
-  LS_CUDA_REQUIRE(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
-                  "PagedAttention: num_heads must be a multiple of num_kv_heads");
-  LS_CUDA_REQUIRE(p.cache.dtype == DType::kF32, "PagedAttention: the CUDA kernels keep a float32 KV cache");
-  float* k_cache = static_cast<float*>(p.cache.k);
-  float* v_cache = static_cast<float*>(p.cache.v);
+namespace {
+
+// PagedAttention over a cache of T elements.
+template <typename T>
+void PagedAttentionOf(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                      const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
+                      cudaStream_t stream) {
+  T* k_cache = static_cast<T*>(p.cache.k);
+  T* v_cache = static_cast<T*>(p.cache.v);
   const int32_t kv_width = p.num_kv_heads * p.head_dim;
-  WriteKvKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
+  WriteKvKernel<T><<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
       p.k_new, p.v_new, tokens, block_tables, kv_width, p.cache.block_size, k_cache, v_cache);
   LS_CUDA_CHECK_LAUNCH();
 
   const int32_t group = p.num_heads / p.num_kv_heads;
   const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_kv_heads));
-  if (AttentionKernelFn warp_kernel = WarpKernelFor(group, p.head_dim)) {
+  if (AttentionKernelFn<T> warp_kernel = WarpKernelFor<T>(group, p.head_dim)) {
     const int32_t splits = split_scratch ? SplitsFor(num_tokens, p.num_kv_heads, max_context) : 1;
     SplitPartials split;
     split.window = p.sliding_window;
@@ -390,13 +395,30 @@ void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int3
     LS_CUDA_CHECK(cudaGetDevice(&device));
     LS_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     LS_CUDA_REQUIRE(smem <= static_cast<size_t>(limit), "PagedAttention: query group too large for shared memory");
-    LS_CUDA_CHECK(
-        cudaFuncSetAttribute(TiledAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    LS_CUDA_CHECK(cudaFuncSetAttribute(TiledAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem)));
   }
-  TiledAttentionKernel<<<grid, kThreads, smem, stream>>>(p.q, k_cache, v_cache, tokens, block_tables, p.num_heads,
-                                                    p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale,
-                                                    p.sliding_window, p.out);
+  TiledAttentionKernel<T><<<grid, kThreads, smem, stream>>>(p.q, k_cache, v_cache, tokens, block_tables, p.num_heads,
+                                                            p.num_kv_heads, p.head_dim, p.cache.block_size, p.scale,
+                                                            p.sliding_window, p.out);
   LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                    const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
+                    cudaStream_t stream) {
+  if (num_tokens == 0) return;
+  LS_CUDA_REQUIRE(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
+                  "PagedAttention: num_heads must be a multiple of num_kv_heads");
+  LS_CUDA_REQUIRE(p.cache.dtype == DType::kF32 || p.cache.dtype == DType::kBF16,
+                  "PagedAttention: the CUDA kernels keep a float32 or BF16 KV cache");
+  if (p.cache.dtype == DType::kBF16) {
+    PagedAttentionOf<__nv_bfloat16>(p, tokens, num_tokens, block_tables, max_context, split_scratch, stream);
+  } else {
+    PagedAttentionOf<float>(p, tokens, num_tokens, block_tables, max_context, split_scratch, stream);
+  }
 }
 
 }  // namespace ls::cuda

@@ -66,6 +66,9 @@ class CudaBackend final : public Backend {
   bool fp8_gemms() const { return fp8_gemms_; }
   bool fp8_gemms_supported() const { return fp8_gemms_supported_; }
 
+  // KV caches of float32 or BF16 elements (the attention kernels read either as float32).
+  bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }
+
   // The compute ops of kernels/ops.def, queued on the stream, each defined in its kernels' .cu
   // file (CudaBackend::RmsNorm in rms_norm.cu, ...). MoeExperts with p.tokens_per_expert (host
   // memory): the per-expert counts are copied back without a wait and added at the next

@@ -23,6 +23,17 @@ __device__ inline float ToF32(W v) {
   }
 }
 
+// A float32 value stored as W (BF16: rounded to nearest even, as F32ToBf16 on the host).
+template <typename W>
+__device__ inline W FromF32(float v) {
+  if constexpr (std::is_same_v<W, float>) {
+    return v;
+  } else {
+    static_assert(std::is_same_v<W, __nv_bfloat16>);
+    return __float2bfloat16_rn(v);
+  }
+}
+
 // Element i of a buffer of F32, BF16 or F16 values, as float32.
 __device__ inline float LoadWeight(const void* base, DType dtype, int64_t i) {
   switch (dtype) {

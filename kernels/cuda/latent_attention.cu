@@ -1,5 +1,6 @@
-// CUDA latent attention (MLA, absorbed form; LatentAttentionParams) over a float32 latent cache
-// [num_blocks, block_size, latent_dim + rope_dim]: first the step's new rows [c | k_rope] go into
+// CUDA latent attention (MLA, absorbed form; LatentAttentionParams) over a latent cache
+// [num_blocks, block_size, latent_dim + rope_dim] of float32 or BF16 values (read as float32; new
+// rows rounded to nearest even when stored): first the step's new rows [c | k_rope] go into
 // their slots, then one block per (new token, head) runs a causal online softmax over the
 // sequence's cached rows in tiles of kTile positions — a warp per position for the scores, lanes
 // across the row — and accumulates Σ p · c with threads across the latent dims. Twin of
@@ -12,6 +13,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/host_uploader.h"
 
 namespace ls::cuda {
@@ -25,27 +27,31 @@ __device__ inline int64_t RowOffset(const int32_t* table, int32_t pos, int32_t b
   return (static_cast<int64_t>(table[pos / block_size]) * block_size + pos % block_size) * width;
 }
 
-// Grid: one block per new token.
+// Grid: one block per new token. T: the cache's element type (float or __nv_bfloat16), here and below.
+template <typename T>
 __global__ void WriteLatentKernel(const float* __restrict__ c_new, const float* __restrict__ k_rope_new,
                                   const AttentionToken* __restrict__ tokens, const int32_t* __restrict__ tables,
-                                  int32_t L, int32_t R, int32_t block_size, float* __restrict__ cache) {
+                                  int32_t L, int32_t R, int32_t block_size, T* __restrict__ cache) {
   const AttentionToken tok = tokens[blockIdx.x];
-  float* row = cache + RowOffset(tables + tok.table, tok.pos, block_size, L + R);
+  T* row = cache + RowOffset(tables + tok.table, tok.pos, block_size, L + R);
   for (int32_t j = threadIdx.x; j < L + R; j += kThreads)
-    row[j] = j < L ? c_new[static_cast<int64_t>(tok.row) * L + j] : k_rope_new[static_cast<int64_t>(tok.row) * R + j - L];
+    row[j] = FromF32<T>(j < L ? c_new[static_cast<int64_t>(tok.row) * L + j]
+                              : k_rope_new[static_cast<int64_t>(tok.row) * R + j - L]);
 }
 
 // Grid: one block per row copied.
-__global__ void LoadLatentKernel(const float* __restrict__ cache, const int32_t* __restrict__ table, int32_t first,
+template <typename T>
+__global__ void LoadLatentKernel(const T* __restrict__ cache, const int32_t* __restrict__ table, int32_t first,
                                  int32_t width, int32_t block_size, float* __restrict__ out) {
   const int32_t i = blockIdx.x;
-  const float* row = cache + RowOffset(table, first + i, block_size, width);
-  for (int32_t j = threadIdx.x; j < width; j += kThreads) out[static_cast<int64_t>(i) * width + j] = row[j];
+  const T* row = cache + RowOffset(table, first + i, block_size, width);
+  for (int32_t j = threadIdx.x; j < width; j += kThreads) out[static_cast<int64_t>(i) * width + j] = ToF32(row[j]);
 }
 
 // Grid: (new tokens, heads). Dynamic shared memory: q [L + R] | scores [kTile] | max, sum, rescale.
+template <typename T>
 __global__ void LatentAttentionKernel(const float* __restrict__ q_latent, const float* __restrict__ q_rope,
-                                      int64_t q_rope_stride, const float* __restrict__ cache,
+                                      int64_t q_rope_stride, const T* __restrict__ cache,
                                       const AttentionToken* __restrict__ tokens, const int32_t* __restrict__ tables,
                                       int32_t H, int32_t L, int32_t R, int32_t block_size, float scale,
                                       float* __restrict__ out) {
@@ -75,9 +81,9 @@ __global__ void LatentAttentionKernel(const float* __restrict__ q_latent, const 
   for (int32_t start = 0; start < ctx; start += kTile) {
     const int32_t n = min(kTile, ctx - start);
     for (int32_t j = warp; j < n; j += kWarps) {
-      const float* row = cache + RowOffset(table, start + j, block_size, W);
+      const T* row = cache + RowOffset(table, start + j, block_size, W);
       float dot = 0.f;
-      for (int32_t d = lane; d < W; d += 32) dot += sq[d] * row[d];
+      for (int32_t d = lane; d < W; d += 32) dot += sq[d] * ToF32(row[d]);
       for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
       if (lane == 0) sc[j] = dot * scale;
     }
@@ -102,7 +108,7 @@ __global__ void LatentAttentionKernel(const float* __restrict__ q_latent, const 
       const int32_t d = threadIdx.x + kThreads * i;
       if (d >= L) break;
       float a = acc[i] * r;
-      for (int32_t j = 0; j < n; ++j) a += sc[j] * cache[RowOffset(table, start + j, block_size, W) + d];
+      for (int32_t j = 0; j < n; ++j) a += sc[j] * ToF32(cache[RowOffset(table, start + j, block_size, W) + d]);
       acc[i] = a;
     }
     __syncthreads();
@@ -117,40 +123,69 @@ __global__ void LatentAttentionKernel(const float* __restrict__ q_latent, const 
 
 }  // namespace
 
+namespace {
+
+// Whether a latent cache holds BF16 (else float32); `error` names the op and says what it keeps.
+bool KeepsBf16(DType dtype, const char* error) {
+  LS_CUDA_REQUIRE(dtype == DType::kF32 || dtype == DType::kBF16, error);
+  return dtype == DType::kBF16;
+}
+
+template <typename T>
+void WriteLatentRows(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                     const int32_t* block_tables, cudaStream_t stream) {
+  WriteLatentKernel<T><<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
+      p.c_new, p.k_rope_new, tokens, block_tables, p.latent_dim, p.rope_dim, p.cache.block_size,
+      static_cast<T*>(p.cache.k));
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void LatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                     const int32_t* block_tables, cudaStream_t stream) {
+  WriteLatentRows<T>(p, tokens, num_tokens, block_tables, stream);
+  const size_t smem = (static_cast<size_t>(p.latent_dim + p.rope_dim) + kTile + 3) * sizeof(float);
+  const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_heads));
+  LatentAttentionKernel<T><<<grid, kThreads, smem, stream>>>(
+      p.q_latent, p.q_rope, p.q_rope_stride, static_cast<const T*>(p.cache.k), tokens, block_tables, p.num_heads,
+      p.latent_dim, p.rope_dim, p.cache.block_size, p.scale, p.out);
+  LS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
 void StoreLatentRows(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                      const int32_t* block_tables, cudaStream_t stream) {
   if (num_tokens == 0) return;
-  LS_CUDA_REQUIRE(p.cache.dtype == DType::kF32, "StoreLatentRows: the CUDA kernels keep a float32 cache");
-  WriteLatentKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
-      p.c_new, p.k_rope_new, tokens, block_tables, p.latent_dim, p.rope_dim, p.cache.block_size,
-      static_cast<float*>(p.cache.k));
-  LS_CUDA_CHECK_LAUNCH();
+  if (KeepsBf16(p.cache.dtype, "StoreLatentRows: the CUDA kernels keep a float32 or BF16 latent cache")) {
+    WriteLatentRows<__nv_bfloat16>(p, tokens, num_tokens, block_tables, stream);
+  } else {
+    WriteLatentRows<float>(p, tokens, num_tokens, block_tables, stream);
+  }
 }
 
 void LoadLatentRows(const KvLayer& cache, int32_t width, const int32_t* block_table, int32_t first, int32_t count,
                     float* out, cudaStream_t stream) {
   if (count <= 0) return;
-  LS_CUDA_REQUIRE(cache.dtype == DType::kF32, "LoadLatentRows: the CUDA kernels keep a float32 cache");
-  LoadLatentKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
-      static_cast<const float*>(cache.k), block_table, first, width, cache.block_size, out);
+  if (KeepsBf16(cache.dtype, "LoadLatentRows: the CUDA kernels keep a float32 or BF16 latent cache")) {
+    LoadLatentKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16*>(cache.k), block_table, first, width, cache.block_size, out);
+  } else {
+    LoadLatentKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
+        static_cast<const float*>(cache.k), block_table, first, width, cache.block_size, out);
+  }
   LS_CUDA_CHECK_LAUNCH();
 }
 
 void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
                           const int32_t* block_tables, cudaStream_t stream) {
   if (num_tokens == 0) return;
-  LS_CUDA_REQUIRE(p.cache.dtype == DType::kF32, "PagedLatentAttention: the CUDA kernels keep a float32 cache");
   LS_CUDA_REQUIRE(p.latent_dim <= 8 * kThreads, "PagedLatentAttention: latent_dim above 1024");
-  float* cache = static_cast<float*>(p.cache.k);
-  WriteLatentKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
-      p.c_new, p.k_rope_new, tokens, block_tables, p.latent_dim, p.rope_dim, p.cache.block_size, cache);
-  LS_CUDA_CHECK_LAUNCH();
-  const size_t smem = (static_cast<size_t>(p.latent_dim + p.rope_dim) + kTile + 3) * sizeof(float);
-  const dim3 grid(static_cast<unsigned>(num_tokens), static_cast<unsigned>(p.num_heads));
-  LatentAttentionKernel<<<grid, kThreads, smem, stream>>>(p.q_latent, p.q_rope, p.q_rope_stride, cache, tokens,
-                                                          block_tables, p.num_heads, p.latent_dim, p.rope_dim,
-                                                          p.cache.block_size, p.scale, p.out);
-  LS_CUDA_CHECK_LAUNCH();
+  if (KeepsBf16(p.cache.dtype, "PagedLatentAttention: the CUDA kernels keep a float32 or BF16 latent cache")) {
+    LatentAttention<__nv_bfloat16>(p, tokens, num_tokens, block_tables, stream);
+  } else {
+    LatentAttention<float>(p, tokens, num_tokens, block_tables, stream);
+  }
 }
 
 }  // namespace ls::cuda

@@ -7,20 +7,39 @@
 namespace ls::testing {
 namespace {
 
-// A paged cache of `blocks` blocks of `block_size` rows of `row` floats, filled with normal values
-// (the rows before a sequence's start position are its cached context).
-KvLayer Cache(Rig& r, int32_t blocks, int32_t block_size, int64_t row, bool with_v) {
+// A paged cache of `blocks` blocks of `block_size` rows of `row` values of `dtype` (float32 or
+// BF16), filled with normal values (the rows before a sequence's start position are its cached
+// context).
+void* CacheValues(Rig& r, int64_t n, DType dtype) {
+  if (dtype == DType::kF32) return r.Random(n, 0.5f);
+  std::vector<uint16_t> bits;
+  for (float v : r.Values(n, 0.5f)) bits.push_back(F32ToBf16(v));
+  return r.Put(bits);
+}
+KvLayer Cache(Rig& r, int32_t blocks, int32_t block_size, int64_t row, bool with_v, DType dtype = DType::kF32) {
   KvLayer c;
   c.num_blocks = blocks;
   c.block_size = block_size;
-  c.k = r.Random(int64_t{blocks} * block_size * row, 0.5f);
-  if (with_v) c.v = r.Random(int64_t{blocks} * block_size * row, 0.5f);
+  c.dtype = dtype;
+  c.k = CacheValues(r, int64_t{blocks} * block_size * row, dtype);
+  if (with_v) c.v = CacheValues(r, int64_t{blocks} * block_size * row, dtype);
   return c;
 }
+// Appends the cache's values to the outputs, as float32.
 void ReadCache(Rig& r, const KvLayer& c, int64_t row) {
-  r.Read(static_cast<const float*>(c.k), int64_t{c.num_blocks} * c.block_size * row);
-  if (c.v) r.Read(static_cast<const float*>(c.v), int64_t{c.num_blocks} * c.block_size * row);
+  const int64_t n = int64_t{c.num_blocks} * c.block_size * row;
+  for (const void* p : {static_cast<const void*>(c.k), static_cast<const void*>(c.v)}) {
+    if (!p) continue;
+    if (c.dtype == DType::kF32) {
+      r.Read(static_cast<const float*>(p), n);
+      continue;
+    }
+    std::vector<uint16_t> bits(static_cast<size_t>(n));
+    r.be().CopyToHost(bits.data(), p, bits.size() * sizeof(uint16_t));
+    for (uint16_t b : bits) r.out.push_back(Bf16ToF32(b));
+  }
 }
+constexpr DType kCacheTypes[] = {DType::kF32, DType::kBF16};
 
 // Two sequences over a cache of 8 blocks of 4 rows: one with 5 rows cached and 3 new tokens (a
 // block boundary inside), one fresh with 6 (prefill). Block tables are host memory.
@@ -108,29 +127,31 @@ void MulSigmoidCase(Rig& r) {
 }
 
 void PagedAttentionCase(Rig& r) {
-  for (int32_t window : {0, 4}) {
-    const int32_t H = 4, Hkv = 2, hd = 16;
-    const std::vector<AttentionSeq> seqs = TwoSeqs(r);
-    AttentionParams p;
-    p.q = r.Random(kSeqTokens * H * hd);
-    p.k_new = r.Random(kSeqTokens * Hkv * hd);
-    p.v_new = r.Random(kSeqTokens * Hkv * hd);
-    p.out = r.Filled(kSeqTokens * H * hd, 0.f);
-    p.num_heads = H;
-    p.num_kv_heads = Hkv;
-    p.head_dim = hd;
-    p.scale = 0.25f;
-    p.sliding_window = window;
-    p.cache = Cache(r, 8, 4, Hkv * hd, true);
-    p.seqs = r.Host(seqs);
-    p.num_seqs = 2;
-    r.be().PagedAttention(p);
-    r.Read(p.out, kSeqTokens * H * hd);
-    ReadCache(r, p.cache, Hkv * hd);
-  }
+  for (DType dtype : kCacheTypes)
+    for (int32_t window : {0, 4}) {
+      const int32_t H = 4, Hkv = 2, hd = 16;
+      const std::vector<AttentionSeq> seqs = TwoSeqs(r);
+      AttentionParams p;
+      p.q = r.Random(kSeqTokens * H * hd);
+      p.k_new = r.Random(kSeqTokens * Hkv * hd);
+      p.v_new = r.Random(kSeqTokens * Hkv * hd);
+      p.out = r.Filled(kSeqTokens * H * hd, 0.f);
+      p.num_heads = H;
+      p.num_kv_heads = Hkv;
+      p.head_dim = hd;
+      p.scale = 0.25f;
+      p.sliding_window = window;
+      p.cache = Cache(r, 8, 4, Hkv * hd, true, dtype);
+      p.seqs = r.Host(seqs);
+      p.num_seqs = 2;
+      r.be().PagedAttention(p);
+      r.Read(p.out, kSeqTokens * H * hd);
+      ReadCache(r, p.cache, Hkv * hd);
+    }
 }
 
-LatentAttentionParams LatentParams(Rig& r, const std::vector<AttentionSeq>& seqs, int64_t q_rope_stride) {
+LatentAttentionParams LatentParams(Rig& r, const std::vector<AttentionSeq>& seqs, int64_t q_rope_stride,
+                                   DType dtype = DType::kF32) {
   LatentAttentionParams p;
   p.num_heads = 3;
   p.latent_dim = 32;
@@ -142,34 +163,39 @@ LatentAttentionParams LatentParams(Rig& r, const std::vector<AttentionSeq>& seqs
   p.k_rope_new = r.Random(kSeqTokens * 8);
   p.out = r.Filled(kSeqTokens * 3 * 32, 0.f);
   p.scale = 0.2f;
-  p.cache = Cache(r, 8, 4, 40, false);
+  p.cache = Cache(r, 8, 4, 40, false, dtype);
   p.seqs = r.Host(seqs);
   p.num_seqs = static_cast<int32_t>(seqs.size());
   return p;
 }
 
 void PagedLatentAttentionCase(Rig& r) {
-  for (int64_t stride : {8, 20}) {
-    const LatentAttentionParams p = LatentParams(r, TwoSeqs(r), stride);
-    r.be().PagedLatentAttention(p);
-    r.Read(p.out, kSeqTokens * 3 * 32);
+  for (DType dtype : kCacheTypes)
+    for (int64_t stride : {8, 20}) {
+      const LatentAttentionParams p = LatentParams(r, TwoSeqs(r), stride, dtype);
+      r.be().PagedLatentAttention(p);
+      r.Read(p.out, kSeqTokens * 3 * 32);
+      ReadCache(r, p.cache, 40);
+    }
+}
+
+void StoreLatentRowsCase(Rig& r) {
+  for (DType dtype : kCacheTypes) {
+    const LatentAttentionParams p = LatentParams(r, TwoSeqs(r), 8, dtype);
+    r.be().StoreLatentRows(p);
     ReadCache(r, p.cache, 40);
   }
 }
 
-void StoreLatentRowsCase(Rig& r) {
-  const LatentAttentionParams p = LatentParams(r, TwoSeqs(r), 8);
-  r.be().StoreLatentRows(p);
-  ReadCache(r, p.cache, 40);
-}
-
 void LoadLatentRowsCase(Rig& r) {
-  const KvLayer cache = Cache(r, 8, 4, 40, false);
-  const std::vector<AttentionSeq> seqs = TwoSeqs(r);
-  for (auto [first, count] : {std::pair{0, 8}, std::pair{3, 2}, std::pair{7, 1}}) {
-    float* out = r.Filled(count * 40, -1.f);
-    r.be().LoadLatentRows(cache, 40, seqs[0], first, count, out);
-    r.Read(out, count * 40);
+  for (DType dtype : kCacheTypes) {
+    const KvLayer cache = Cache(r, 8, 4, 40, false, dtype);
+    const std::vector<AttentionSeq> seqs = TwoSeqs(r);
+    for (auto [first, count] : {std::pair{0, 8}, std::pair{3, 2}, std::pair{7, 1}}) {
+      float* out = r.Filled(count * 40, -1.f);
+      r.be().LoadLatentRows(cache, 40, seqs[0], first, count, out);
+      r.Read(out, count * 40);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 """The KV cache element type through the real server: by default a BF16 checkpoint (the tiny
 model) gets a BF16 cache, twice the blocks of a float32 one in the same memory; both serve; a bad
---kv_cache_dtype stops the server at start with a message naming the flag."""
+--kv_cache_dtype stops the server at start with a message naming the flag, as does
+--gpu_memory_utilization on the CPU backend (it has no device memory to size the cache from)."""
 import re
 import subprocess
 
@@ -29,3 +30,13 @@ def test_bad_kv_cache_dtype_fails_clearly():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert re.search(r"--kv_cache_dtype must be auto, float32 or bfloat16, got 'half'", r.stderr), r.stderr
+
+
+def test_gpu_memory_utilization_on_the_cpu_fails_clearly():
+    for value, message in [("0.9", r"gpu_memory_utilization needs a backend with device memory .*the cpu backend has "
+                                   r"none: size the cache with kv_cache_mb"),
+                           ("1.5", r"--gpu_memory_utilization must be in \[0, 1\] \(0: off\), got 1.5")]:
+        r = subprocess.run([BIN, "--model", MODEL, "--gpu_memory_utilization", value, "--http_port", "0",
+                            "--grpc_port", "0"], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0
+        assert re.search(message, r.stderr), r.stderr
