@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
@@ -141,8 +142,21 @@ struct SplitPartials {
   float2* max_sum = nullptr;
 };
 
+// BF16 caches are read a pair of values at a time (one 4-byte load): a lane then holds dimensions
+// 64 (i / 2) + 2 lane + i % 2, else lane + 32 i (i < kDims).
+template <typename T, int kDims>
+constexpr bool kPairs = std::is_same_v<T, __nv_bfloat16>&& kDims % 2 == 0;
+template <typename T, int kDims>
+__device__ __forceinline__ int32_t LaneDim(int32_t lane, int i) {
+  if constexpr (kPairs<T, kDims>) {
+    return 64 * (i / 2) + 2 * lane + i % 2;
+  } else {
+    return lane + 32 * i;
+  }
+}
+
 // Grid: (new tokens, KV heads, splits). kDims: head dimensions per lane (hd <= 32 kDims); kGroup:
-// query heads per KV head, at most (the group is num_heads / num_kv_heads).
+// query heads per KV head, at most (the group is num_heads / num_kv_heads). BF16 caches: hd even.
 template <typename T, int kDims, int kGroup>
 __global__ void __launch_bounds__(kThreads)
     WarpAttentionKernel(const float* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
@@ -165,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int g = 0; g < kGroup; ++g) {
 #pragma unroll
     for (int i = 0; i < kDims; ++i) {
-      const int32_t d = lane + 32 * i;
+      const int32_t d = LaneDim<T, kDims>(lane, i);
       qr[g][i] = g < group && d < hd ? q[head0 + g * hd + d] * scale : 0.f;
       acc[g][i] = 0.f;
     }
@@ -185,11 +199,24 @@ __global__ void __launch_bounds__(kThreads)
   // K and V rows of a position; the next position's are loaded while this one is used.
   auto load = [&](int32_t pos, float (&kr)[kDims], float (&vr)[kDims]) {
     const int64_t off = SlotOffset(table, pos, block_size, kv_width) + static_cast<int64_t>(kvh) * hd;
+    if constexpr (kPairs<T, kDims>) {
 #pragma unroll
-    for (int i = 0; i < kDims; ++i) {
-      const int32_t d = lane + 32 * i;
-      kr[i] = d < hd ? ToF32(k_cache[off + d]) : 0.f;
-      vr[i] = d < hd ? ToF32(v_cache[off + d]) : 0.f;
+      for (int i = 0; i < kDims; i += 2) {
+        const int32_t d = LaneDim<T, kDims>(lane, i);  // even, and hd is: d + 1 < hd where d < hd
+        float2 k2 = make_float2(0.f, 0.f), v2 = make_float2(0.f, 0.f);
+        if (d < hd) {
+          k2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k_cache + off + d));
+          v2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(v_cache + off + d));
+        }
+        kr[i] = k2.x, kr[i + 1] = k2.y, vr[i] = v2.x, vr[i + 1] = v2.y;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) {
+        const int32_t d = lane + 32 * i;
+        kr[i] = d < hd ? ToF32(k_cache[off + d]) : 0.f;
+        vr[i] = d < hd ? ToF32(v_cache[off + d]) : 0.f;
+      }
     }
   };
   float kr[kDims], vr[kDims];
@@ -230,7 +257,7 @@ __global__ void __launch_bounds__(kThreads)
       part_sum[warp][g] = run_sum[g];
     }
 #pragma unroll
-    for (int i = 0; i < kDims; ++i) part_acc[warp][g][lane + 32 * i] = acc[g][i];
+    for (int i = 0; i < kDims; ++i) part_acc[warp][g][LaneDim<T, kDims>(lane, i)] = acc[g][i];
   }
   __syncthreads();
   for (int32_t idx = threadIdx.x; idx < group * hd; idx += kThreads) {
@@ -313,6 +340,7 @@ AttentionKernelFn<T> WarpKernelFor(int32_t group) {
 
 template <typename T>
 AttentionKernelFn<T> WarpKernelFor(int32_t group, int32_t hd) {
+  if (std::is_same_v<T, __nv_bfloat16> && hd > 32 && hd % 2 != 0) return nullptr;  // pairs need an even hd
   if (hd <= 32) return WarpKernelFor<T, 1>(group);
   if (hd <= 64) return WarpKernelFor<T, 2>(group);
   if (hd <= 128) return WarpKernelFor<T, 4>(group);

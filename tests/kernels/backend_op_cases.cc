@@ -126,10 +126,14 @@ void MulSigmoidCase(Rig& r) {
   }
 }
 
+// Head sizes 16 and 80 (on the GPU, a lane's values one by one, or BF16 pairs with a partial last).
 void PagedAttentionCase(Rig& r) {
-  for (DType dtype : kCacheTypes)
-    for (int32_t window : {0, 4}) {
-      const int32_t H = 4, Hkv = 2, hd = 16;
+  struct Variant {
+    int32_t window, hd;
+  };
+  for (DType dtype : kCacheTypes) {
+    for (const Variant v : {Variant{0, 16}, Variant{4, 16}, Variant{0, 80}, Variant{4, 80}}) {
+      const int32_t H = 4, Hkv = 2, hd = v.hd;
       const std::vector<AttentionSeq> seqs = TwoSeqs(r);
       AttentionParams p;
       p.q = r.Random(kSeqTokens * H * hd);
@@ -140,7 +144,7 @@ void PagedAttentionCase(Rig& r) {
       p.num_kv_heads = Hkv;
       p.head_dim = hd;
       p.scale = 0.25f;
-      p.sliding_window = window;
+      p.sliding_window = v.window;
       p.cache = Cache(r, 8, 4, Hkv * hd, true, dtype);
       p.seqs = r.Host(seqs);
       p.num_seqs = 2;
@@ -148,6 +152,7 @@ void PagedAttentionCase(Rig& r) {
       r.Read(p.out, kSeqTokens * H * hd);
       ReadCache(r, p.cache, Hkv * hd);
     }
+  }
 }
 
 LatentAttentionParams LatentParams(Rig& r, const std::vector<AttentionSeq>& seqs, int64_t q_rope_stride,
