@@ -1,4 +1,5 @@
-// Engine: admission, the step loop, and per-token output handling.
+// Engine: admission, the step loop, and per-token output handling (speculation's per-step work:
+// engine_speculation.cc).
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/device_memory_budget.h"
 #include "engine/draft_model_proposer.h"
+#include "engine/engine_stream.h"
 #include "engine/ngram_proposer.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
@@ -36,36 +38,6 @@ const char* FinishReasonName(FinishReason r) {
   }
   return "";
 }
-
-struct Engine::Stream {
-  Sequence seq;
-  Request request;
-  OutputCallback on_output;
-  std::mt19937_64 rng;
-  std::unique_ptr<tok::IncrementalDetokenizer> detok;
-  std::unique_ptr<StopChecker> stop;
-  Clock::time_point arrival, first_scheduled, first_token, last_token;
-  bool scheduled = false;
-  bool counted_queued = true;  // still counted in queued_
-  // With params.prompt_logprobs: entry i is prompt token i + 1's, filled as prefill rows arrive
-  // (a recomputation after preemption overwrites) and sent with the first output.
-  std::vector<TokenLogprob> prompt_logprobs;
-  bool prompt_logprobs_sent = false;
-  // Recurrent layers: its state is to be copied back from its spare slot before its next step.
-  bool take_back_state = false;
-  std::unique_ptr<structured::Matcher> matcher;  // with params.grammar: where the output is in it
-  bool WantsPromptRows() const {
-    return request.params.prompt_logprobs && !prompt_logprobs_sent && seq.num_computed < seq.num_prompt_tokens - 1;
-  }
-  // Its next tokens are each row's argmax, which the model can reduce where the logits are
-  // (StepSequence::greedy): greedy, nothing changing the logits before the choice, and at most the
-  // chosen token's log-probability asked for.
-  bool Greedy() const {
-    const SamplingParams& p = request.params;
-    return p.greedy() && !matcher && p.logit_bias.empty() && p.repetition_penalty == 1.f && p.presence_penalty == 0.f &&
-           p.frequency_penalty == 0.f && (!p.logprobs || *p.logprobs == 0) && !WantsPromptRows();
-  }
-};
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::Tokenizer* tokenizer,
                                                        EngineConfig config) {
@@ -481,70 +453,6 @@ void Engine::Finish(Stream* s, FinishReason reason, std::string error) {
     if (was_queued) --queued_;
   }
   if (cb) cb(std::move(out));
-}
-
-void Engine::ProposeDrafts() {
-  if (!proposer_) return;
-  const int32_t k = config_.speculative.num_speculative_tokens;
-  std::vector<DraftQuery> queries;
-  for (const auto& [id, s] : streams_) {
-    Sequence& seq = s->seq;
-    seq.draft.clear();
-    // Decoding: its last token alone uncomputed. Under a grammar too: its draft is cut at the first
-    // token the grammar forbids, and verification masks each row with the grammar's state after
-    // the draft tokens accepted before it.
-    if (seq.status != SeqStatus::kRunning || seq.num_uncomputed() != 1 || seq.num_computed < seq.num_prompt_tokens)
-      continue;
-    // Room for the draft and the token after it within max_tokens and the context length.
-    const int32_t room = std::min(s->request.params.max_tokens - seq.num_output_tokens(), max_model_len_ - seq.num_tokens());
-    if (room <= 1) continue;
-    queries.push_back({seq.arrival, &seq.tokens, std::min(k, room - 1), &seq.draft});
-  }
-  if (queries.empty()) return;
-  const auto t0 = Clock::now();
-  const absl::Status st = proposer_->Propose(queries);
-  // A constrained sequence's draft ends before the first token its grammar forbids (verification
-  // would reject it): drafts are proposed without the grammar.
-  for (const auto& [id, s] : streams_) {
-    std::vector<int32_t>& draft = s->seq.draft;
-    if (!s->matcher || draft.empty()) continue;
-    structured::Matcher place = *s->matcher;
-    size_t keep = 0;
-    while (keep < draft.size() && !place.finished() && place.Accept(draft[keep])) ++keep;
-    draft.resize(keep);
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  metrics_.Update([&](MetricsSnapshot& m) {
-    m.spec_propose_seconds += seconds;
-    if (!st.ok()) ++m.spec_propose_errors;
-  });
-}
-
-void Engine::TakeBackState(Stream* s, int32_t accepted) {
-  // The state went through the last token and the whole draft; its copy is from before the last
-  // token. Back to the copy, and the last token and the accepted draft tokens are computed again
-  // (their KV rows are rewritten with the same values), with the token after them.
-  s->take_back_state = true;
-  scheduler_.RecomputeLast(&s->seq, 1 + accepted);
-}
-
-int32_t Engine::VerifyDraft(Stream* s, int32_t num_draft, const LogitRows& logits) {
-  // Row j holds the logits after the last token (j = 0) or after draft token j. Each accepted draft
-  // token counts as computed; the first rejection (or the token after the whole draft) ends the step.
-  const std::vector<int32_t> draft(s->seq.draft.begin(), s->seq.draft.begin() + num_draft);
-  int32_t accepted = 0;
-  bool live = true;
-  for (int32_t j = 0; j <= num_draft && live; ++j) {
-    const int32_t want = j < num_draft ? draft[j] : -1;
-    bool took = false;
-    live = HandleToken(s, logits.row(j), logits.greedy, want, &took);
-    if (!took) break;
-    ++accepted;
-    if (live) scheduler_.AcceptDraftToken(&s->seq);
-  }
-  // A rejection on a live sequence: the recurrent state went through the whole draft.
-  if (live && accepted < num_draft && spare_slot_base_ >= 0 && s->seq.state_slot >= 0) TakeBackState(s, accepted);
-  return accepted;
 }
 
 bool Engine::HandleToken(Stream* s, float* logits, bool greedy_record, int32_t draft, bool* accepted) {
