@@ -19,6 +19,9 @@ absl::StatusOr<std::unique_ptr<DraftModelProposer>> DraftModelProposer::Create(M
                      "changed; use a draft model with attention layers only"));
   if (num_blocks < 1 || block_size < 1)
     return absl::InvalidArgumentError(absl::StrCat("draft model: no room for its KV cache (", num_blocks, " blocks)"));
+  if (model->config().vocab_size >= kMaxGreedyVocab)  // its draft tokens come back as greedy records
+    return absl::InvalidArgumentError(absl::StrCat("draft model: a vocabulary of ", model->config().vocab_size,
+                                                   " tokens is beyond the ", kMaxGreedyVocab, " it may have"));
   return std::unique_ptr<DraftModelProposer>(
       new DraftModelProposer(model, num_blocks, block_size, dtype, target_vocab));
 }
@@ -119,6 +122,7 @@ absl::Status DraftModelProposer::Step(std::vector<Work>& work, const std::vector
     ss.start_pos = static_cast<int32_t>(work[i].entry->tokens.size());
     ss.block_table = work[i].entry->blocks;
     ss.want_logits = want[i];
+    ss.greedy = true;  // a draft token is its row's argmax: the model returns greedy records
     if (want[i]) rows.push_back(i);
     batch.tokens.insert(batch.tokens.end(), feed[i].begin(), feed[i].end());
     if (mtp_) batch.prev_hidden.insert(batch.prev_hidden.end(), hidden[i].begin(), hidden[i].end());
@@ -134,10 +138,8 @@ absl::Status DraftModelProposer::Step(std::vector<Work>& work, const std::vector
     if (mtp_ && !feed[i].empty())
       work[i].last.assign(step_hidden_.begin() + (row - 1) * d, step_hidden_.begin() + row * d);
   }
-  const int64_t V = model_->config().vocab_size;
   for (size_t r = 0; r < rows.size(); ++r) {
-    const float* logits = logits_.data() + static_cast<int64_t>(r) * V;
-    const int64_t best = std::max_element(logits, logits + V) - logits;
+    const int64_t best = static_cast<int64_t>(logits_[r * kGreedyRecordFloats]);
     (*next)[rows[r]] = best < target_vocab_ ? static_cast<int32_t>(best) : -1;
   }
   return absl::OkStatus();

@@ -92,7 +92,7 @@ class DraftModelProposer : public DraftProposer {
   int64_t target_vocab_;
   std::vector<int32_t> free_;
   std::unordered_map<uint64_t, Entry> entries_;
-  std::vector<float> logits_;
+  std::vector<float> logits_;       // a step's greedy records (StepSequence::greedy)
   std::vector<float> step_hidden_;  // MTP: the layer's hidden output of a step [T, d]
   int32_t max_pending_rows_ = kMaxStepTokens;
 };
