@@ -699,11 +699,13 @@ void Engine::UpdateGauges() {
 void Engine::Loop() {
   for (;;) {
     bool idle = false;
+    // A budgeted re-plan's copy goes on while nothing runs (a chunk per pass, no wait).
+    const std::chrono::milliseconds wait = balancer_->IdleWait(group_->idle_interval());
     {
       MutexLock lock(&mu_);
       if (stop_) break;
       if (streams_.empty() && inbox_.empty() && cancels_.empty())
-        idle = !cv_.WaitFor(group_->idle_interval(), [&] {
+        idle = !cv_.WaitFor(wait, [&] {
           mu_.AssertHeld();
           return stop_ || !inbox_.empty() || !cancels_.empty();
         });

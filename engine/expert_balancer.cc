@@ -258,6 +258,12 @@ void ExpertBalancer::MigrateChunk() {
   planning_ = false;
 }
 
+std::chrono::milliseconds ExpertBalancer::IdleWait(std::chrono::milliseconds idle) const {
+  if (config_.replan_step_budget_ms <= 0) return idle;
+  if (migration_) return std::chrono::milliseconds(0);
+  return planning_.load() ? std::min(idle, std::chrono::milliseconds(5)) : idle;
+}
+
 void ExpertBalancer::BeforeStep() {
   if (config_.replan_step_budget_ms > 0) return MigrateChunk();
   if (!announced_) {

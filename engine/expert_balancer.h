@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -67,6 +68,10 @@ class ExpertBalancer {
   void BeforeStep();
   // After a step: records its expert load; every replan_interval steps starts a plan.
   void AfterStep();
+  // How long the loop may wait, with nothing to run, before its next BeforeStep (`idle`: what it
+  // waits otherwise): under a step budget, no wait while a placement is being copied (its chunks
+  // go on back to back) and a few milliseconds while one is being planned; else `idle`.
+  std::chrono::milliseconds IdleWait(std::chrono::milliseconds idle) const;
   // Forgets the load counted so far (the warm-up step's routing is not load).
   void ResetLoad();
   // Whether the step just run overlapped a plan or was the first on a new placement; clears the

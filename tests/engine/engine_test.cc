@@ -71,6 +71,21 @@ class EngineTest : public ::testing::Test {
     for (int i = 0; i < 200 && engine.Metrics().replans == 0; ++i)
       RunAll(engine, {Req(absl::StrCat("more", i), Prompt(rng, 4), 8)});
   }
+  // The metrics once no budgeted migration is under way (every chunk copied belongs to a finished
+  // switch) and nothing has changed for 50 ms, waiting up to 10 s.
+  static MetricsSnapshot WhenMigrationsEnded(Engine& engine) {
+    MetricsSnapshot m = engine.Metrics();
+    for (int i = 0; i < 200; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      MetricsSnapshot next = engine.Metrics();
+      uint64_t chunks = 0;
+      for (const ReplanEvent& e : next.replan_events) chunks += static_cast<uint64_t>(e.chunks);
+      const bool same = next.migration_chunks_total == m.migration_chunks_total && next.replans == m.replans;
+      m = std::move(next);
+      if (same && m.migration_chunks_total == chunks) break;
+    }
+    return m;
+  }
   CpuBackend backend_{2};
   std::unique_ptr<Model> model_;
 };
@@ -549,7 +564,7 @@ TEST_F(EngineTest, ReplanUnderAStepBudgetIsCopiedInChunksWithoutChangingTokens) 
     auto engine = MakeEngine(cfg);
     EXPECT_EQ(RunAll(*engine, reqs), expected);
     KeepRunningUntilReplanned(*engine);
-    const MetricsSnapshot m = engine->Metrics();
+    const MetricsSnapshot m = WhenMigrationsEnded(*engine);
     ASSERT_GT(m.replans, 0u);
     // The placement in use is the last switch's: its placed slots are what that switch copied.
     int64_t placed_slots = 0;
@@ -571,15 +586,47 @@ TEST_F(EngineTest, ReplanUnderAStepBudgetIsCopiedInChunksWithoutChangingTokens) 
       EXPECT_GT(c.bytes, 0);
       EXPECT_LE(c.seconds, m.max_migration_chunk_seconds);
       if (i > 0) {
-        EXPECT_GT(c.step, m.migration_chunks[i - 1].step) << "one chunk a step";
+        // One chunk before each step while steps run; chunks copied while idle share a step.
+        EXPECT_GE(c.step, m.migration_chunks[i - 1].step);
       }
     }
-    // The last switch's chunks end at the step it switched before, and their bytes are its copy.
+    // The last switch's chunks are the last ones recorded (no migration is under way), and their
+    // bytes are its copy.
+    ASSERT_GE(static_cast<int64_t>(m.migration_chunks.size()), last.chunks);
     int64_t bytes = 0;
-    for (const MigrationChunk& c : m.migration_chunks)
-      if (c.step <= last.step && c.step + static_cast<uint64_t>(last.chunks) > last.step) bytes += c.bytes;
+    for (size_t i = m.migration_chunks.size() - static_cast<size_t>(last.chunks); i < m.migration_chunks.size(); ++i)
+      bytes += m.migration_chunks[i].bytes;
     EXPECT_EQ(bytes, last.copied_bytes);
   }
+}
+
+// A budgeted re-plan still being copied when the traffic stops is finished while the engine is
+// idle (its chunks go on back to back), not left until the next request.
+TEST_F(EngineTest, AMigrationUnderWayFinishesWhileIdle) {
+  EngineConfig cfg;
+  cfg.experts.num_devices = 4;
+  cfg.experts.expert_slots = 6;
+  cfg.experts.replan_interval = 3;
+  cfg.experts.load_window = 16;
+  cfg.experts.replan_step_budget_ms = 1e-9;  // a slot a chunk: more chunks than the request has steps
+  auto engine = MakeEngine(cfg);
+  std::mt19937 rng(5);
+  RunAll(*engine, {Req("a", Prompt(rng, 4), 12)});  // a plan starts at its third step
+  // No more traffic: the switch must come (waiting up to 20 s), and no copy be left under way.
+  MetricsSnapshot m = engine->Metrics();
+  uint64_t chunks = 0;
+  for (int i = 0; i < 400; ++i) {
+    m = engine->Metrics();
+    chunks = 0;
+    for (const ReplanEvent& e : m.replan_events) chunks += static_cast<uint64_t>(e.chunks);
+    if (m.replans >= 1 && m.migration_chunks_total == chunks) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(m.replans, 1u) << "the migration stopped with the traffic";
+  EXPECT_EQ(m.migration_chunks_total, chunks) << "a migration left under way";
+  EXPECT_GT(m.migration_chunks_total, m.steps) << "chunks were copied between steps and after the last";
+  // And the engine serves on the new placement.
+  EXPECT_EQ(RunAll(*engine, {Req("b", Prompt(rng, 5), 6)})[0].size(), 6u);
 }
 
 // The window copied out for other threads holds the MoE layers only, sums to the tokens routed in
