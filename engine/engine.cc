@@ -581,7 +581,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     ss.greedy_logprob = ss.greedy && by_seq_.at(seq)->request.params.logprobs.has_value();
     StepBatch& batch = batches[r];
     where[i] = {r, batch.seqs.size(), next_row[r]};
-    next_row[r] += StepBatch::logit_rows(ss) * (ss.greedy ? kGreedyRecordFloats : model_->config().vocab_size);
+    next_row[r] += StepBatch::logit_rows(ss) * StepBatch::logit_row_floats(ss, model_->config().vocab_size);
     const int32_t own = ss.num_tokens - plan.items[i].num_draft;
     first_token[i] = static_cast<int64_t>(batch.tokens.size());
     batch.tokens.insert(batch.tokens.end(), seq->tokens.begin() + seq->num_computed,
@@ -649,7 +649,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     }
     const StepSequence& ss = batches[where[i].rank].seqs[where[i].seq];
     const int64_t rows = StepBatch::logit_rows(ss);
-    const LogitRows at{logits_[where[i].rank].data() + where[i].row, ss.greedy ? kGreedyRecordFloats : V, ss.greedy};
+    const LogitRows at{logits_[where[i].rank].data() + where[i].row, StepBatch::logit_row_floats(ss, V), ss.greedy};
     const int32_t draft = plan.items[i].num_draft;
     if (draft > 0) {
       ++spec_steps;

@@ -210,17 +210,15 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   std::vector<int64_t> wanted, at, greedy_rows, greedy_at;
   std::vector<bool> greedy_lp;  // per greedy row: its sequence asked for the log-probability
   int64_t floats = 0;
-  bool any_logprob = false;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& want = batch.seqs[i];
-    const int64_t n = StepBatch::logit_rows(want), width = want.greedy ? kGreedyRecordFloats : V;
+    const int64_t n = StepBatch::logit_rows(want), width = StepBatch::logit_row_floats(want, V);
     for (int64_t j = 0; j < n; ++j) {
       (want.greedy ? greedy_rows : wanted).push_back(seqs[i].token_offset + seqs[i].num_tokens - n + j);
       (want.greedy ? greedy_at : at).push_back(floats + j * width);
       if (want.greedy) greedy_lp.push_back(want.greedy_logprob);
     }
     floats += n * width;
-    any_logprob |= n > 0 && want.greedy && want.greedy_logprob;
   }
   const int64_t num_full = static_cast<int64_t>(wanted.size());
   wanted.insert(wanted.end(), greedy_rows.begin(), greedy_rows.end());  // the head's rows: full, then greedy
@@ -254,6 +252,7 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   }
   GreedyScratch& g = buf_.Scratch<GreedyScratch>();
   int32_t* ids = g.ids.as<int32_t>(num_greedy);
+  const bool any_logprob = std::find(greedy_lp.begin(), greedy_lp.end(), true) != greedy_lp.end();
   float* logprob = any_logprob ? g.logprob.as<float>(num_greedy) : nullptr;
   backend_->ArgmaxRows(out + num_full * V, num_greedy, V, ids, logprob);
   greedy_ids_.resize(num_greedy);

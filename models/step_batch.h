@@ -55,10 +55,14 @@ struct StepBatch {
   // The floats Forward returns for those rows: vocab per row, a greedy sequence's a record each.
   int64_t num_logit_floats(int64_t vocab) const {
     int64_t n = 0;
-    for (const auto& s : seqs) n += logit_rows(s) * (s.greedy ? kGreedyRecordFloats : vocab);
+    for (const auto& s : seqs) n += logit_rows(s) * logit_row_floats(s, vocab);
     return n;
   }
   static int64_t logit_rows(const StepSequence& s) { return !s.want_logits ? 0 : s.all_logits ? s.num_tokens : 1; }
+  // The floats of one of a sequence's logits rows as Forward returns it.
+  static int64_t logit_row_floats(const StepSequence& s, int64_t vocab) {
+    return s.greedy ? kGreedyRecordFloats : vocab;
+  }
 };
 
 }  // namespace ls
