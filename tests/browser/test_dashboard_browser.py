@@ -294,13 +294,7 @@ def test_migration_chunks_are_ticked_on_the_charts():
             # Quiet now, once a migration under way has finished (it goes on while the server is
             # idle): after the next poll every chunk the server still lists is ticked (the page
             # keeps the ones it saw before the server's list of 256 moved past them too).
-            total = None
-            for _ in range(150):
-                now = s.metric("latentserve_expert_migration_chunks_total")
-                if now == total:
-                    break
-                total = now
-                time.sleep(0.2)
+            s.settle_migration()
             chunks = requests.get(s.url + "/v1/expert_load").json()["migration_chunks"]
             assert len(chunks) >= 2
             b.wait_for(f"Number(document.getElementById('c-tokens').dataset.chunkMarks || 0) >= {len(chunks)}",

@@ -71,6 +71,12 @@ class EngineTest : public ::testing::Test {
     for (int i = 0; i < 200 && engine.Metrics().replans == 0; ++i)
       RunAll(engine, {Req(absl::StrCat("more", i), Prompt(rng, 4), 8)});
   }
+  // The chunks of the switches listed: all chunks copied when no migration is under way.
+  static uint64_t ChunksOfSwitches(const MetricsSnapshot& m) {
+    uint64_t chunks = 0;
+    for (const ReplanEvent& e : m.replan_events) chunks += static_cast<uint64_t>(e.chunks);
+    return chunks;
+  }
   // The metrics once no budgeted migration is under way (every chunk copied belongs to a finished
   // switch) and nothing has changed for 50 ms, waiting up to 10 s.
   static MetricsSnapshot WhenMigrationsEnded(Engine& engine) {
@@ -78,11 +84,9 @@ class EngineTest : public ::testing::Test {
     for (int i = 0; i < 200; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       MetricsSnapshot next = engine.Metrics();
-      uint64_t chunks = 0;
-      for (const ReplanEvent& e : next.replan_events) chunks += static_cast<uint64_t>(e.chunks);
       const bool same = next.migration_chunks_total == m.migration_chunks_total && next.replans == m.replans;
       m = std::move(next);
-      if (same && m.migration_chunks_total == chunks) break;
+      if (same && m.migration_chunks_total == ChunksOfSwitches(m)) break;
     }
     return m;
   }
@@ -576,9 +580,7 @@ TEST_F(EngineTest, ReplanUnderAStepBudgetIsCopiedInChunksWithoutChangingTokens) 
     EXPECT_GE(last.plan_seconds, last.migration_seconds);
     EXPECT_LE(last.max_chunk_seconds, m.max_migration_chunk_seconds);
     EXPECT_EQ(last.copied_bytes, m.rank_expert_bytes[0]);
-    int64_t chunks = 0;
-    for (const ReplanEvent& e : m.replan_events) chunks += e.chunks;
-    EXPECT_GE(static_cast<int64_t>(m.migration_chunks_total), chunks) << "a migration may be under way";
+    EXPECT_GE(m.migration_chunks_total, ChunksOfSwitches(m)) << "a migration may be under way";
     ASSERT_FALSE(m.migration_chunks.empty());
     for (size_t i = 0; i < m.migration_chunks.size(); ++i) {
       const MigrationChunk& c = m.migration_chunks[i];
@@ -614,16 +616,13 @@ TEST_F(EngineTest, AMigrationUnderWayFinishesWhileIdle) {
   RunAll(*engine, {Req("a", Prompt(rng, 4), 12)});  // a plan starts at its third step
   // No more traffic: the switch must come (waiting up to 20 s), and no copy be left under way.
   MetricsSnapshot m = engine->Metrics();
-  uint64_t chunks = 0;
   for (int i = 0; i < 400; ++i) {
     m = engine->Metrics();
-    chunks = 0;
-    for (const ReplanEvent& e : m.replan_events) chunks += static_cast<uint64_t>(e.chunks);
-    if (m.replans >= 1 && m.migration_chunks_total == chunks) break;
+    if (m.replans >= 1 && m.migration_chunks_total == ChunksOfSwitches(m)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GE(m.replans, 1u) << "the migration stopped with the traffic";
-  EXPECT_EQ(m.migration_chunks_total, chunks) << "a migration left under way";
+  EXPECT_EQ(m.migration_chunks_total, ChunksOfSwitches(m)) << "a migration left under way";
   EXPECT_GT(m.migration_chunks_total, m.steps) << "chunks were copied between steps and after the last";
   // And the engine serves on the new placement.
   EXPECT_EQ(RunAll(*engine, {Req("b", Prompt(rng, 5), 6)})[0].size(), 6u);

@@ -83,6 +83,18 @@ class Server:
                 return float(line.rsplit(" ", 1)[1])
         raise KeyError(name)
 
+    def settle_migration(self):
+        """Waits (up to 30 s) until the expert-migration chunk counter stops moving: a re-plan being
+        copied under --replan_itl_budget_ms goes on while the server is idle, chunk after chunk, so
+        figures read at different times only agree once it has finished."""
+        last = None
+        for _ in range(150):
+            now = self.metric("latentserve_expert_migration_chunks_total")
+            if now == last:
+                return
+            last = now
+            time.sleep(0.2)
+
     def stop(self):
         if self.proc.poll() is not None and self.proc.returncode != 0:
             # The server died during the tests: keep its log and say where it is.

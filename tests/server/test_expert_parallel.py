@@ -6,7 +6,6 @@ appear in /metrics and GetExpertLoad; the placement in use can be dumped and loa
 import json
 import os
 import tempfile
-import time
 
 import grpc
 import pytest
@@ -62,18 +61,6 @@ def test_devices_and_replanning_keep_greedy_text(server, grpc_stubs):
         again.stop()
 
 
-def settle_migration(s):
-    """Waits until the chunk counter stops moving: a migration under way goes on while the server is
-    idle (chunk after chunk), and the figures below are compared across several reads."""
-    last = None
-    for _ in range(150):
-        now = s.metric("latentserve_expert_migration_chunks_total")
-        if now == last:
-            return
-        last = now
-        time.sleep(0.2)
-
-
 def test_replans_copied_between_steps_under_a_budget(server, grpc_stubs):
     expected = texts(server)
     s = Server("--devices", "4", "--expert_slots", "18", "--replan_interval", "4", "--load_window", "32",
@@ -84,7 +71,7 @@ def test_replans_copied_between_steps_under_a_budget(server, grpc_stubs):
             if s.metric("latentserve_expert_replans_total") >= 1:
                 break
         assert s.metric("latentserve_expert_replans_total") >= 1
-        settle_migration(s)
+        s.settle_migration()  # the figures below are compared across several reads
         load = requests.get(s.url + "/v1/expert_load").json()
         slots = 4 * 18 * len(load["layers"])  # every slot of every MoE layer holds an expert
         assert load["replan_events"][0]["chunks"] == slots, "one slot per chunk"
