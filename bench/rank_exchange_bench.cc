@@ -1,6 +1,8 @@
 // Rank group step anatomy: how much of a step the MoE exchange between ranks takes. Run by mpirun
-// (`mpirun -np R rank_exchange_bench [MODEL_DIR] [ROUNDS]`; -np 1 runs the same workload in one
-// process for the step time alone). The engine on rank 0 serves rounds of concurrent greedy
+// (`mpirun -np R rank_exchange_bench [MODEL_DIR] [ROUNDS] [TENSOR_PARALLEL]`; -np 1 runs the same
+// workload in one process for the step time alone). With TENSOR_PARALLEL T > 1 the ranks form
+// tensor-parallel groups of T, and rank 0 also reports the share of the steps' time its group's
+// all-reduces and all-gathers took. The engine on rank 0 serves rounds of concurrent greedy
 // requests through the group — the server's own path without the front ends — and records every
 // step: its wall time on rank 0 (plan out, own share, replies in) and the time rank 0 and the
 // slowest worker spent inside the MoE exchanges (row counts, slot ids, rows out and results back).
@@ -92,6 +94,7 @@ std::vector<std::vector<StepTiming>> Serve(ls::Engine& engine, int rounds, int s
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "models/tiny";
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 5, seqs = 8;
+  const int32_t tp = argc > 3 ? std::atoi(argv[3]) : 1;
   std::unique_ptr<ls::dist::Communicator> comm;
   if (ls::dist::LaunchedGroupSize() > 1) {
     auto c = ls::dist::Communicator::Init(&argc, &argv);
@@ -105,6 +108,15 @@ int main(int argc, char** argv) {
   ls::CpuBackend backend(1);  // one thread per rank: the ranks share this machine's cores
   ls::LoadOptions load;
   load.routed_experts_on_host = comm != nullptr;
+  std::unique_ptr<ls::dist::Communicator> tensor;
+  if (tp > 1) {
+    if (!comm || comm->size() % tp != 0) {
+      std::fprintf(stderr, "tensor parallelism of %d needs a multiple of %d ranks\n", tp, tp);
+      return 1;
+    }
+    tensor = comm->Split(comm->rank() / tp);
+    load.tensor_parallel = {tensor->rank(), tp};
+  }
   auto model = ls::LoadModel(dir, &backend, load);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
@@ -113,6 +125,7 @@ int main(int argc, char** argv) {
   ls::dist::RankTimeouts timeouts;
   if (comm) {
     if (!(*model)->JoinRankGroup(comm.get()).ok()) return 1;
+    if (tensor && !(*model)->JoinTensorGroup(tensor.get()).ok()) return 1;
     if (comm->rank() != 0) return ls::dist::WorkerLoop(model->get(), comm.get(), timeouts).Run();
   }
   std::unique_ptr<ls::dist::LeaderGroup> leader;
@@ -123,7 +136,7 @@ int main(int argc, char** argv) {
   cfg.experts.num_devices = ranks;  // the same expert-parallel path in one process as across ranks
   std::function<std::vector<StepTiming>()> take;
   if (comm) {
-    leader = std::make_unique<ls::dist::LeaderGroup>(model->get(), comm.get(), timeouts);
+    leader = std::make_unique<ls::dist::LeaderGroup>(model->get(), comm.get(), timeouts, tp);
     leader->RecordTimings(true);
     cfg.ranks = leader.get();
     take = [&] { return leader->TakeTimings(); };
@@ -137,24 +150,35 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
     return 1;
   }
-  const auto per_round = Serve(**engine, rounds, seqs, static_cast<int32_t>((*model)->config().vocab_size), take);
+  // The tensor-parallel collectives' seconds per round (rank 0's), beside the rounds' step timings.
+  std::vector<double> tensor_seconds;
+  auto take_round = [&] {
+    tensor_seconds.push_back(tensor ? tensor->TakeExchangeSeconds() : 0);
+    return take();
+  };
+  const auto per_round = Serve(**engine, rounds, seqs, static_cast<int32_t>((*model)->config().vocab_size), take_round);
   engine->reset();
   if (leader) leader->Stop();
 
   // A decode step computes one token per running sequence; a prefill step computes more.
-  std::string json =
-      absl::StrCat("{\"model\": \"", dir, "\", \"ranks\": ", ranks, ", \"threads_per_rank\": 1, ",
-                   "\"cores\": ", sysconf(_SC_NPROCESSORS_ONLN), ", \"sequences\": ", seqs, ", \"rounds\": [");
-  std::vector<double> step_med[2], exch_med[2], worker_med[2];
+  std::string json = absl::StrCat("{\"model\": \"", dir, "\", \"ranks\": ", ranks, ", \"tensor_parallel\": ", tp,
+                                  ", \"threads_per_rank\": 1, ", "\"cores\": ", sysconf(_SC_NPROCESSORS_ONLN),
+                                  ", \"sequences\": ", seqs, ", \"rounds\": [");
+  std::vector<double> step_med[2], exch_med[2], worker_med[2], tensor_share;
   for (size_t r = 0; r < per_round.size(); ++r) {
     std::vector<double> step[2], exch[2], worker[2];
+    double round_seconds = 0;
+    for (const StepTiming& t : per_round[r]) round_seconds += t.step_seconds;
+    // Taken once before the round and once after it: the second of each pair is the round's.
+    const double tensor_round = 2 * r + 1 < tensor_seconds.size() ? tensor_seconds[2 * r + 1] : 0;
+    tensor_share.push_back(round_seconds > 0 ? tensor_round / round_seconds : 0);
     for (const StepTiming& t : per_round[r]) {
       const int kind = t.tokens > seqs ? 1 : 0;
       step[kind].push_back(1e3 * t.step_seconds);
       exch[kind].push_back(1e3 * t.exchange_seconds);
       worker[kind].push_back(1e3 * t.worker_exchange_max);
     }
-    absl::StrAppend(&json, r ? ", " : "", "{");
+    absl::StrAppendFormat(&json, "%s{\"tensor_parallel_share\": %.3f, ", r ? ", " : "", tensor_share.back());
     for (int kind = 0; kind < 2; ++kind) {
       const double s = Median(step[kind]), e = Median(exch[kind]), w = Median(worker[kind]);
       step_med[kind].push_back(s);
@@ -168,7 +192,7 @@ int main(int argc, char** argv) {
     }
     json += "}";
   }
-  json += "], \"median_of_rounds\": {";
+  absl::StrAppendFormat(&json, "], \"median_of_rounds\": {\"tensor_parallel_share\": %.3f, ", Median(tensor_share));
   for (int kind = 0; kind < 2; ++kind) {
     const double s = Median(step_med[kind]), e = Median(exch_med[kind]), w = Median(worker_med[kind]);
     absl::StrAppendFormat(&json,

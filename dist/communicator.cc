@@ -83,23 +83,55 @@ std::unique_ptr<Communicator> Communicator::Duplicate() const {
   return c;
 }
 
+std::unique_ptr<Communicator> Communicator::Split(int32_t color) {
+  std::unique_ptr<Communicator> c(new Communicator());
+  if (MPI_Comm_split(comm_, color, rank_, &c->comm_) != MPI_SUCCESS) return nullptr;
+  MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(c->comm_, &rank);
+  MPI_Comm_size(c->comm_, &size);
+  c->rank_ = rank;
+  c->size_ = size;
+  c->local_rank_ = local_rank_;
+  c->host_ = host_;
+  c->timeout_ = timeout_;
+  c->parent_ = this;
+  return c;
+}
+
+bool Communicator::OnOneHost() const {
+  MPI_Comm node;
+  if (MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) != MPI_SUCCESS) return false;
+  int n = 0;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n == size_;
+}
+
 bool Communicator::ok() const {
+  if (parent_ && !parent_->ok()) return false;
   MutexLock lock(&mu_);
   return error_.empty();
 }
 
 std::string Communicator::error() const {
-  MutexLock lock(&mu_);
-  return error_;
+  {
+    MutexLock lock(&mu_);
+    if (!error_.empty()) return error_;
+  }
+  return parent_ ? parent_->error() : std::string();
 }
 
 void Communicator::Fail(const std::string& reason) {
-  MutexLock lock(&mu_);
-  if (error_.empty()) error_ = reason.empty() ? "the rank group failed" : reason;
+  {
+    MutexLock lock(&mu_);
+    if (error_.empty()) error_ = reason.empty() ? "the rank group failed" : reason;
+  }
+  if (parent_) parent_->Fail(reason);
 }
 
 bool Communicator::Wait(MPI_Request* request, const char* what) {
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = Clock::now() + timeout();
   for (int polls = 0;; ++polls) {
     int done = 0;
     if (const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
@@ -109,7 +141,7 @@ bool Communicator::Wait(MPI_Request* request, const char* what) {
     if (done) return true;
     if (Clock::now() > deadline) {
       // The request stays pending; this process makes no MPI call any more.
-      Fail(absl::StrCat("rank ", rank_, ": ", what, " did not complete within ", timeout_.count(),
+      Fail(absl::StrCat("rank ", rank_, ": ", what, " did not complete within ", timeout().count(),
                         " ms: a rank of the group died or stopped answering"));
       return false;
     }
@@ -125,10 +157,10 @@ bool Communicator::Wait(MPI_Request* request, const char* what) {
 
 bool Communicator::WaitFor(const std::function<bool()>& done) {
   if (!ok()) return false;
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = Clock::now() + timeout();
   for (int polls = 0; !done(); ++polls) {
     if (Clock::now() > deadline) {
-      Fail(absl::StrCat("rank ", rank_, ": a device transfer did not complete within ", timeout_.count(),
+      Fail(absl::StrCat("rank ", rank_, ": a device transfer did not complete within ", timeout().count(),
                         " ms: a rank of the group died or stopped answering"));
       return false;
     }
@@ -205,6 +237,37 @@ bool Communicator::Broadcast(void* data, size_t bytes, int32_t root) {
     return false;
   }
   return Wait(&request, "a broadcast");
+}
+
+bool Communicator::AllReduceSum(float* data, int64_t n) {
+  if (!ok()) return false;
+  if (n > INT_MAX) {
+    Fail(absl::StrCat("rank ", rank_, ": an all-reduce of ", n, " values exceeds MPI's count"));
+    return false;
+  }
+  const auto t0 = Clock::now();
+  MPI_Request request;
+  const int r = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_, &request);
+  const bool done = r == MPI_SUCCESS ? Wait(&request, "the tensor-parallel all-reduce") : false;
+  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": MPI_Iallreduce: ", MpiError(r)));
+  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  return done;
+}
+
+bool Communicator::AllGather(const float* send, int64_t n, float* recv) {
+  if (!ok()) return false;
+  if (n > INT_MAX) {
+    Fail(absl::StrCat("rank ", rank_, ": an all-gather of ", n, " values exceeds MPI's count"));
+    return false;
+  }
+  const auto t0 = Clock::now();
+  MPI_Request request;
+  const int r =
+      MPI_Iallgather(send, static_cast<int>(n), MPI_FLOAT, recv, static_cast<int>(n), MPI_FLOAT, comm_, &request);
+  const bool done = r == MPI_SUCCESS ? Wait(&request, "the tensor-parallel all-gather") : false;
+  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": MPI_Iallgather: ", MpiError(r)));
+  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  return done;
 }
 
 bool Communicator::BroadcastBytes(std::string* bytes) {

@@ -31,11 +31,17 @@ class Communicator final : public RankTransport {
   // A second communicator over the same ranks, independent of this one (its failure leaves this
   // one healthy). Collective.
   std::unique_ptr<Communicator> Duplicate() const;
+  // The ranks of this group with the same `color`, ordered by rank, as a group of their own (a
+  // tensor-parallel group); collective over this group. Its failure fails this group too, and
+  // this group's failure stops its calls. Null when MPI cannot split.
+  std::unique_ptr<Communicator> Split(int32_t color);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
+  // Whether every rank of this group runs on one host (collective).
+  bool OnOneHost() const;
   // Rank among the processes on this host (picks the GPU) and the host's name.
   int32_t local_rank() const { return local_rank_; }
   const std::string& host() const { return host_; }
@@ -44,14 +50,17 @@ class Communicator final : public RankTransport {
   std::string error() const override;
   void Fail(const std::string& reason) override;
 
-  // How long any one collective may take before the group counts as failed.
+  // How long any one collective may take before the group counts as failed (a split group keeps
+  // the deadline of the group it was split from).
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds timeout() const { return parent_ ? parent_->timeout() : timeout_; }
 
   bool AllToAll(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
                 const std::vector<int64_t>& recv_bytes) override;
   bool AllToAllCounts(const std::vector<int64_t>& send, std::vector<int64_t>* recv) override;
   bool Broadcast(void* data, size_t bytes, int32_t root) override;
+  bool AllReduceSum(float* data, int64_t n) override;
+  bool AllGather(const float* send, int64_t n, float* recv) override;
   bool WaitFor(const std::function<bool()>& done) override;
 
   // Rank 0's *bytes to every rank (its size first); the others' *bytes receive them.
@@ -62,8 +71,8 @@ class Communicator final : public RankTransport {
   // Every rank's `mine` to rank 0, which gets them in rank order in *all (the others: untouched).
   bool GatherBytes(const std::string& mine, std::vector<std::string>* all);
 
-  // Seconds spent in AllToAll and AllToAllCounts (the MoE layers' dispatch and combine) since
-  // the last call; resets the count.
+  // Seconds spent in AllToAll and AllToAllCounts (the MoE layers' dispatch and combine), and in
+  // AllReduceSum and AllGather (tensor parallelism's), since the last call; resets the count.
   double TakeExchangeSeconds();
 
  private:
@@ -75,6 +84,7 @@ class Communicator final : public RankTransport {
   int32_t rank_ = 0, size_ = 1, local_rank_ = 0;
   std::string host_;
   bool owns_mpi_ = false;
+  Communicator* parent_ = nullptr;  // the group this one was split from (outlives it), or null
   MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD that returns errors
   std::chrono::milliseconds timeout_{30000};
   double exchange_seconds_ = 0;

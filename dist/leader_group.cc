@@ -15,8 +15,13 @@ absl::Status NothingHere() { return absl::OkStatus(); }
 
 }  // namespace
 
-LeaderGroup::LeaderGroup(Model* model, Communicator* comm, RankTimeouts timeouts)
-    : model_(model), comm_(comm), timeouts_(timeouts), built_epoch_(comm->size(), -1), built_memory_(comm->size()) {
+LeaderGroup::LeaderGroup(Model* model, Communicator* comm, RankTimeouts timeouts, int32_t tensor_parallel)
+    : model_(model),
+      comm_(comm),
+      timeouts_(timeouts),
+      tensor_parallel_(tensor_parallel),
+      built_epoch_(comm->size(), -1),
+      built_memory_(comm->size()) {
   comm_->set_timeout(timeouts_.step);
 }
 
@@ -31,10 +36,11 @@ absl::Status LeaderGroup::RoundTrip(StepMessage m, const std::vector<StepBatch>*
   if (prepare_) m.prepare = std::move(prepare_);
   prepare_.reset();
   m.switch_epoch = std::exchange(switch_epoch_, -1);
-  // Each rank gets its own plan: its batch only.
+  // Each rank gets its own plan: its batch only (its tensor-parallel group's).
   std::vector<std::string> out(comm_->size());
   for (int32_t r = 1; r < comm_->size(); ++r) {
-    if (batches) m.batch = (*batches)[r];
+    if (batches) m.batch = (*batches)[r / tensor_parallel_];
+    m.want_logits = r % tensor_parallel_ == 0;
     out[r] = Encode(m);
   }
   std::string own;
@@ -85,8 +91,8 @@ absl::Status LeaderGroup::Step(const std::vector<StepBatch>& batches, KvCache& c
   StepMessage m;
   m.kind = StepKind::kStep;
   m.want_hidden = hidden != nullptr;
-  logits->resize(comm_->size());
-  if (hidden) hidden->resize(comm_->size());
+  logits->resize(size());
+  if (hidden) hidden->resize(size());
   std::vector<WorkerReply> replies;
   comm_->TakeExchangeSeconds();
   auto own = [&] {
@@ -101,18 +107,20 @@ absl::Status LeaderGroup::Step(const std::vector<StepBatch>& batches, KvCache& c
   StepTiming timing;
   timing.exchange_seconds = comm_->TakeExchangeSeconds();
   for (int32_t r = 1; r < comm_->size(); ++r) {
-    if (static_cast<int64_t>(replies[r].logits.size()) != batches[r].num_logit_floats(V))
-      return Broken(absl::StrCat("rank ", r, " returned ", replies[r].logits.size(), " logits for ",
-                                 batches[r].num_logit_rows(), " rows (", batches[r].num_logit_floats(V),
-                                 " values with vocabulary ", V, ")"));
-    (*logits)[r] = std::move(replies[r].logits);
-    if (hidden) {
-      if (static_cast<int64_t>(replies[r].hidden.size()) != static_cast<int64_t>(batches[r].tokens.size()) * d)
-        return Broken(absl::StrCat("rank ", r, " returned ", replies[r].hidden.size(), " hidden values for ",
-                                   batches[r].tokens.size(), " tokens of ", d));
-      (*hidden)[r] = std::move(replies[r].hidden);
-    }
     timing.worker_exchange_max = std::max(timing.worker_exchange_max, replies[r].exchange_seconds);
+    if (r % tensor_parallel_ != 0) continue;  // a tensor-parallel group's results come from its first process
+    const int32_t g = r / tensor_parallel_;
+    if (static_cast<int64_t>(replies[r].logits.size()) != batches[g].num_logit_floats(V))
+      return Broken(absl::StrCat("rank ", r, " returned ", replies[r].logits.size(), " logits for ",
+                                 batches[g].num_logit_rows(), " rows (", batches[g].num_logit_floats(V),
+                                 " values with vocabulary ", V, ")"));
+    (*logits)[g] = std::move(replies[r].logits);
+    if (hidden) {
+      if (static_cast<int64_t>(replies[r].hidden.size()) != static_cast<int64_t>(batches[g].tokens.size()) * d)
+        return Broken(absl::StrCat("rank ", r, " returned ", replies[r].hidden.size(), " hidden values for ",
+                                   batches[g].tokens.size(), " tokens of ", d));
+      (*hidden)[g] = std::move(replies[r].hidden);
+    }
   }
   if (record_) {
     for (const StepBatch& b : batches) timing.tokens += static_cast<int64_t>(b.tokens.size());

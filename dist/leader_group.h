@@ -4,7 +4,9 @@
 // they recorded, which it adds to its own model's so that the balancer plans from the whole
 // group's load. When the engine is idle it sends heartbeats. A failed collective (a rank died or
 // stopped answering within the deadline) or a worker's failure is Unavailable: the group is broken
-// for good. Used from the engine's loop thread (Start and Stop from the thread that owns the
+// for good. Under tensor parallelism the engine's ranks are the tensor-parallel groups of
+// consecutive processes: every process of group g gets batch g, and the group's first process
+// returns its logits. Used from the engine's loop thread (Start and Stop from the thread that owns the
 // engine, never concurrently with it).
 #pragma once
 
@@ -34,10 +36,12 @@ struct StepTiming {
 
 class LeaderGroup final : public RankGroup {
  public:
-  // `model` is the leader's (joined to `comm` already); both outlive the group.
-  LeaderGroup(Model* model, Communicator* comm, RankTimeouts timeouts);
+  // `model` is the leader's (joined to `comm` already); both outlive the group. `tensor_parallel`
+  // processes make one of the engine's ranks (it divides the communicator's size).
+  LeaderGroup(Model* model, Communicator* comm, RankTimeouts timeouts, int32_t tensor_parallel = 1);
 
-  int32_t size() const override { return comm_->size(); }
+  int32_t size() const override { return comm_->size() / tensor_parallel_; }
+  int32_t num_processes() const override { return comm_->size(); }
   absl::Status Start(const RankCacheSpec& cache, const LayerPlacements& placements) override;
   absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache, std::vector<std::vector<float>>* logits,
                     std::vector<std::vector<float>>* hidden) override;
@@ -66,9 +70,10 @@ class LeaderGroup final : public RankGroup {
   Model* model_;
   Communicator* comm_;
   RankTimeouts timeouts_;
+  int32_t tensor_parallel_;
   std::optional<PlacementUpdate> prepare_;  // goes out with the next message
   int64_t switch_epoch_ = -1;               // likewise
-  std::vector<int64_t> built_epoch_;        // [ranks] each one's newest built placement
+  std::vector<int64_t> built_epoch_;        // [processes] each one's newest built placement
   std::vector<RankExpertMemory> built_memory_;
   std::string workers_json_ = "{}";
   bool record_ = false;

@@ -13,6 +13,7 @@
 #include "dist/rank_timeouts.h"
 #include "engine/rank_group.h"
 #include "kernels/rank_transport.h"
+#include "models/loader/model_config.h"
 #include "models/model.h"
 
 namespace ls::dist {
@@ -33,6 +34,15 @@ class RankProcess {
   virtual int32_t size() const = 0;
   virtual int32_t local_rank() const = 0;  // among the ranks on this host (picks the GPU)
   virtual RankTransport* transport() = 0;  // what the model and backend join
+
+  // Tensor parallelism: splits the group into groups of `size` consecutive ranks that run the same
+  // batches with their parts of the weights (collective; once, before the model loads). An error
+  // when `size` does not divide the group or one group's ranks are not on one host.
+  virtual absl::Status FormTensorGroups(int32_t size) = 0;
+  // This rank's place in its tensor-parallel group ({0, 1} before FormTensorGroups), and the
+  // group's transport, which the model joins (null for groups of one).
+  virtual TensorParallel tensor_parallel() const = 0;
+  virtual RankTransport* tensor_group() = 0;
 
   // Rank 0: the group its engine steps through (made on the first call; owned here).
   virtual RankGroup* leader_group(Model* model) = 0;

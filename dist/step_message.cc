@@ -115,7 +115,7 @@ std::string Encode(const StepMessage& m) {
   w.Put<uint8_t>(m.prepare ? 1 : 0);
   if (m.prepare) PutPlacements(w, *m.prepare);
   w.Put<int64_t>(m.switch_epoch);
-  w.Put<uint8_t>(m.want_hidden ? 1 : 0);
+  w.Put<uint8_t>((m.want_hidden ? 1 : 0) | (m.want_logits ? 2 : 0));
   return w.Take();
 }
 
@@ -137,7 +137,9 @@ absl::StatusOr<StepMessage> DecodeStepMessage(std::string_view bytes) {
   m.batch = GetBatch(r);
   if (r.Get<uint8_t>("placement flag")) m.prepare = GetPlacements(r);
   m.switch_epoch = r.Get<int64_t>("switch epoch");
-  m.want_hidden = r.Get<uint8_t>("hidden flag") != 0;
+  const uint8_t reply_flags = r.Get<uint8_t>("reply flags");
+  m.want_hidden = (reply_flags & 1) != 0;
+  m.want_logits = (reply_flags & 2) != 0;
   if (r.ok() && !r.at_end()) r.Fail("the message's end (bytes left over)");
   if (!r.ok())
     return absl::DataLossError(absl::StrCat("leader's message (", bytes.size(), " bytes): cannot read ", r.error()));

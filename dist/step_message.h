@@ -38,6 +38,9 @@ struct StepMessage {
   std::optional<PlacementUpdate> prepare;  // kStart: the initial placement; else one to build in the background
   int64_t switch_epoch = -1;               // >= 0: use that (built) placement from this message on
   bool want_hidden = false;                // kStep: reply with the final hidden rows too (an MTP proposer's)
+  // kStep: reply with the logits (and hidden rows); false for a tensor-parallel group's processes
+  // after its first, whose results are the same.
+  bool want_logits = true;
 };
 
 struct WorkerReply {

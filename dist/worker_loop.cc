@@ -90,7 +90,7 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
         break;
       }
       comm_->TakeExchangeSeconds();
-      model_->CaptureHidden(m.want_hidden ? &reply.hidden : nullptr);
+      model_->CaptureHidden(m.want_hidden && m.want_logits ? &reply.hidden : nullptr);
       const absl::Status st = model_->Forward(m.batch, *cache_, &logits_);
       model_->CaptureHidden(nullptr);
       if (!st.ok()) {
@@ -98,8 +98,10 @@ WorkerReply WorkerLoop::Handle(StepMessage& m) {
         break;
       }
       reply.exchange_seconds = comm_->TakeExchangeSeconds();
-      reply.logits = std::move(logits_);
-      logits_ = {};
+      if (m.want_logits) {
+        reply.logits = std::move(logits_);
+        logits_ = {};
+      }
       break;
     }
     case StepKind::kStop:

@@ -20,7 +20,7 @@ absl::StatusOr<size_t> KvCacheBytesFromDeviceMemory(Model* model, const tok::Tok
         absl::StrCat("gpu_memory_utilization needs a backend with device memory of its own "
                      "(cuda); the ",
                      std::string(backend->name()), " backend has none: size the cache with kv_cache_mb"));
-  if (config.ranks && config.ranks->size() > 1)
+  if (config.ranks && config.ranks->num_processes() > 1)
     return absl::InvalidArgumentError(
         "gpu_memory_utilization is not available in a rank group yet: size the cache "
         "with kv_cache_mb");

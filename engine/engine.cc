@@ -609,7 +609,7 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
   const bool want_hidden = proposer_ && proposer_->wants_hidden();
   absl::Status st = group_->Step(batches, cache_, &logits_, want_hidden ? &hidden_ : nullptr);
   const auto m1 = Clock::now();
-  if (absl::IsUnavailable(st) && ranks > 1) {
+  if (absl::IsUnavailable(st) && group_->num_processes() > 1) {
     FailGroup(st);
     return;
   }

@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<ExpertBalancer>> ExpertBalancer::Create(Model* mo
   ExpertBalancerConfig config = given;
   if (config.load_window < 1) return absl::InvalidArgumentError("load_window must be at least 1");
   const ModelConfig& mc = model->config();
-  const int32_t ranks = group->size();
+  const int32_t ranks = group->num_processes();
   // Several ranks always place their experts: one device per rank unless told otherwise.
   if (ranks > 1 && config.num_devices == 0 && config.placement_json.empty()) config.num_devices = ranks;
   if (ranks > 1 && config.num_devices % ranks != 0)
@@ -106,10 +106,11 @@ void ExpertBalancer::InstallMetrics(const PlacedExperts& placed, const ReplanEve
     m.replica_map.assign(layers, {});
     for (int32_t l = 0; l < layers; ++l)
       if (const PlacedLayer* pl = placed.layer(l)) m.replica_map[l] = pl->placement.slot_expert;
-    m.rank_expert_bytes.assign(group_->size(), 0);
-    m.rank_redundant_expert_bytes.assign(group_->size(), 0);
+    const int32_t processes = group_->num_processes();
+    m.rank_expert_bytes.assign(processes, 0);
+    m.rank_redundant_expert_bytes.assign(processes, 0);
     const std::vector<RankExpertMemory> built = group_->BuiltMemory();
-    for (int32_t r = 1; r < group_->size() && r < static_cast<int32_t>(built.size()); ++r) {
+    for (int32_t r = 1; r < processes && r < static_cast<int32_t>(built.size()); ++r) {
       m.rank_expert_bytes[r] = built[r].slot_bytes;
       m.rank_redundant_expert_bytes[r] = built[r].redundant_bytes;
     }

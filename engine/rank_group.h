@@ -39,7 +39,11 @@ using LayerPlacements = std::vector<std::pair<int32_t, ExpertPlacement>>;
 class RankGroup {
  public:
   virtual ~RankGroup() = default;
+  // The ranks the engine schedules sequences over: each has its own batch and KV cache. Under
+  // tensor parallelism such a rank is a tensor-parallel group of processes running one batch.
   virtual int32_t size() const = 0;
+  // The processes the experts are placed over (every process of every tensor-parallel group).
+  virtual int32_t num_processes() const { return size(); }
 
   // Before the first step: every other rank makes a KV cache of `cache` and installs `placements`
   // (the expert placement this process installed on its own model; empty: none) as epoch 0.
@@ -64,8 +68,8 @@ class RankGroup {
   virtual void PreparePlacement(int64_t epoch, const LayerPlacements& placements) = 0;
   virtual bool PlacementBuilt(int64_t epoch) const = 0;
   virtual void SwitchPlacement(int64_t epoch) = 0;
-  // What the newest placement each rank has built holds ([size()]; entry 0, this process's own,
-  // is the caller's to fill).
+  // What the newest placement each process has built holds ([num_processes()]; entry 0, this
+  // process's own, is the caller's to fill).
   virtual std::vector<RankExpertMemory> BuiltMemory() const = 0;
 
   // The orderly end: the other ranks leave their loops and exit. Nothing may be called after it.

@@ -81,6 +81,16 @@ class Backend {
   // Makes this backend one rank of `group` (which outlives it) for ExchangeRows; collective (every
   // rank calls it at start-up). False with *error set when the backend cannot join.
   virtual bool JoinRankGroup(RankTransport* group, std::string* error) = 0;
+
+  // Tensor parallelism: the ranks of `group` (which outlives the backend) hold parts of the same
+  // weights and run the same tokens. AllReduceSum sums x[0, n) over them in place (backend
+  // memory); AllGather puts every rank's n floats of `send` into recv, rank by rank ([size][n]).
+  // Every rank of the group calls them together. Alone (no group joined) the sum is x itself and
+  // the gather a copy. The CPU backend moves the values over the group's transport (MPI), the CUDA
+  // backend over NCCL, bootstrapped through it. A failure sticks in the group.
+  virtual bool JoinTensorGroup(RankTransport* group, std::string* error) = 0;
+  virtual void AllReduceSum(float* x, int64_t n) = 0;
+  virtual void AllGather(const float* send, int64_t n, float* recv) = 0;
 };
 
 }  // namespace ls

@@ -35,6 +35,11 @@ class RankTransport {
   virtual bool AllToAllCounts(const std::vector<int64_t>& send, std::vector<int64_t>* recv) = 0;
   // `bytes` bytes from rank `root` to every rank.
   virtual bool Broadcast(void* data, size_t bytes, int32_t root) = 0;
+  // Tensor parallelism's collectives: data[0, n) summed over the ranks, in place, the same sum on
+  // every rank (a rank's share of a split matrix product, made whole); and every rank's `n` floats
+  // of `send` to every rank, rank by rank in recv ([size()][n]).
+  virtual bool AllReduceSum(float* data, int64_t n) = 0;
+  virtual bool AllGather(const float* send, int64_t n, float* recv) = 0;
   // Polls `done` until it returns true, within the group's deadline; false (and the failure
   // sticks) when the deadline passes first. For waits outside the transport, such as a device's
   // collective, which must not hang on a dead peer either.

@@ -22,15 +22,19 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   // An MTP layer's own copies of the embedding and head, where the checkpoint repeats them.
   const bool mtp = c.next_token_layer >= 0;
   const std::string mtp_prefix = absl::StrCat("model.layers.", c.next_token_layer, ".");
+  // Tensor parallelism splits the vocabulary: each rank holds its rows of the embedding and head.
+  const TensorParallel& tp = c.tensor_parallel;
   if (mtp) m->embed_ = b.Optional(mtp_prefix + "embed_tokens.weight", c.vocab_size, d);
-  if (m->embed_.empty()) m->embed_ = b.Get("model.embed_tokens.weight", c.vocab_size, d);
+  if (m->embed_.empty())
+    m->embed_ = b.GetPart("model.embed_tokens.weight", c.vocab_size, d, Split::kRows, tp.size, tp.rank);
   m->final_norm_ = b.Get(mtp ? mtp_prefix + "shared_head.norm.weight" : "model.norm.weight", 0, d);
   if (mtp) m->lm_head_ = b.Optional(mtp_prefix + "shared_head.head.weight", c.vocab_size, d);
   // Tied: the embedding is the head, unless the checkpoint carries a head of its own anyway, which
   // transformers then uses.
   if (m->lm_head_.empty())
-    m->lm_head_ = c.tie_word_embeddings ? b.Optional("lm_head.weight", c.vocab_size, d)
-                                        : b.Get("lm_head.weight", c.vocab_size, d);
+    m->lm_head_ = c.tie_word_embeddings
+                      ? b.OptionalPart("lm_head.weight", c.vocab_size, d, Split::kRows, tp.size, tp.rank)
+                      : b.GetPart("lm_head.weight", c.vocab_size, d, Split::kRows, tp.size, tp.rank);
   if (m->lm_head_.empty() && b.status().ok()) m->lm_head_ = m->embed_;
   if (mtp) {
     m->next_token_ = std::make_unique<NextTokenInput>();
@@ -57,11 +61,12 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
       if (!names.dense_mlp_alt.empty() && !b.Has(mlp + "gate_proj.weight") &&
           b.Has(p + names.dense_mlp_alt + "gate_proj.weight"))
         mlp = p + names.dense_mlp_alt;
-      L.ffn = std::make_unique<GluMlp>(b, mlp, GluNames{}, c.intermediate_size, d, d, c.hidden_act);
+      L.ffn = std::make_unique<GluMlp>(b, mlp, GluNames{}, c.intermediate_size, d, d, c.hidden_act, tp);
     }
   }
   if (b.status().ok()) m->residual_ = NewResidualStream(b, c, backend);
   if (!b.status().ok()) return b.status();
+  m->checkpoint_bytes_bound_ = b.bytes_bound();
   const ModelConfig* cp = &c;
   auto unused_ok = family.unused_ok;
   // An MTP layer reads every tensor of its own layer and none of the rest.
@@ -108,8 +113,7 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
   if (next_token_) {
     if (auto s = NextTokenEmbedding(batch, x); !s.ok()) return s;
   } else {
-    PartTimer t(profile_, StepPart::kEmbedding);
-    backend_->Embedding(batch.tokens.data(), T, embed_, x);
+    Embed(batch.tokens, x);
   }
   residual_->Begin(ctx);
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l) {
@@ -130,6 +134,34 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
   }
   Logits(batch, seqs_, residual_->Output(ctx, x), final_norm_, lm_head_, logits);
   return absl::OkStatus();
+}
+
+void DecoderModel::Embed(const std::vector<int32_t>& tokens, float* x) {
+  PartTimer t(profile_, StepPart::kEmbedding);
+  const int64_t T = static_cast<int64_t>(tokens.size()), d = config_.hidden_size;
+  const TensorParallel& tp = config_.tensor_parallel;
+  if (!tp.on()) {
+    backend_->Embedding(tokens.data(), T, embed_, x);
+    return;
+  }
+  // This rank's vocabulary rows give their tokens' rows, the others are zero; the group's sum is
+  // every row.
+  const int32_t first = static_cast<int32_t>(embed_.rows) * tp.rank;
+  local_ids_.clear();
+  local_rows_.clear();
+  for (int64_t i = 0; i < T; ++i)
+    if (tokens[i] >= first && tokens[i] < first + embed_.rows) {
+      local_ids_.push_back(tokens[i] - first);
+      local_rows_.push_back(i);
+    }
+  const int64_t n = static_cast<int64_t>(local_ids_.size());
+  backend_->SetZero(x, T * d);
+  if (n > 0) {
+    float* rows = buf_.h.as<float>(n * d);
+    backend_->Embedding(local_ids_.data(), n, embed_, rows);
+    backend_->ScatterRows(rows, local_rows_.data(), n, d, x);
+  }
+  backend_->AllReduceSum(x, T * d);
 }
 
 absl::Status DecoderModel::NextTokenEmbedding(const StepBatch& batch, float* x) {

@@ -6,6 +6,8 @@
 // as one too (ModelConfig::next_token_layer): its single layer reads
 // x = eh_proj([enorm(embed(t_{p+1})), hnorm(h_p)]) from the next token and the target's final
 // hidden row h_p (StepBatch::prev_hidden), and its norm and head are the layer's shared_head.
+// Under tensor parallelism (ModelConfig::tensor_parallel) the embedding, head, attention heads and
+// dense widths are split over the group's ranks (docs/rank-groups.md, "Tensor parallelism").
 #pragma once
 
 #include <memory>
@@ -42,6 +44,9 @@ class DecoderModel final : public Model {
   };
   DecoderModel(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend);
   void ForEachWeight(const WeightFn& fn);
+  // x[T, d] = the tokens' embedding rows (under tensor parallelism: each rank's vocabulary rows,
+  // summed over the group).
+  void Embed(const std::vector<int32_t>& tokens, float* x);
   // x[T, d] = the MTP layer's input over the batch's tokens and hidden rows.
   absl::Status NextTokenEmbedding(const StepBatch& batch, float* x);
 
@@ -54,6 +59,8 @@ class DecoderModel final : public Model {
   std::vector<int64_t> cat_rows_;               // host [2T]: where an MTP step's input rows go
   std::unique_ptr<ResidualStream> residual_;
   std::vector<int32_t> positions_;
+  std::vector<int32_t> local_ids_;   // host: a tensor-parallel rank's tokens in its vocabulary rows
+  std::vector<int64_t> local_rows_;  // and where they go
   std::vector<AttentionSeq> seqs_;
 };
 

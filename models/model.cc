@@ -74,6 +74,19 @@ absl::Status Model::JoinRankGroup(RankTransport* ranks) {
   return absl::OkStatus();
 }
 
+absl::Status Model::JoinTensorGroup(RankTransport* group) {
+  const TensorParallel& tp = config_.tensor_parallel;
+  if (!group || group->size() != tp.size || group->rank() != tp.rank)
+    return absl::InvalidArgumentError(absl::StrCat("the model was loaded as tensor-parallel rank ", tp.rank, " of ",
+                                                   tp.size, " but joins rank ", group ? group->rank() : 0, " of ",
+                                                   group ? group->size() : 1));
+  std::string error;
+  if (!backend_->JoinTensorGroup(group, &error))
+    return absl::UnavailableError(
+        absl::StrCat("the ", std::string(backend_->name()), " backend cannot join the tensor-parallel group: ", error));
+  return absl::OkStatus();
+}
+
 void Model::AddExpertCounts(const std::vector<int64_t>& tokens, const std::vector<int64_t>& device_rows) {
   for (size_t i = 0; i < tokens.size() && i < experts_.tokens.size(); ++i) experts_.tokens[i] += tokens[i];
   if (device_rows.size() == experts_.device_rows.size())
@@ -245,7 +258,22 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   backend_->GatherRows(x, wanted.data(), rows, d, sel);
   if (!normed) backend_->RmsNorm(sel, rows, final_norm, config_.rms_norm_eps, sel);
   float* out = buf_.act.as<float>(rows * V);
-  backend_->Gemm(sel, rows, lm_head, out, false);
+  if (!config_.tensor_parallel.on()) {
+    backend_->Gemm(sel, rows, lm_head, out, false);
+  } else {
+    // Each rank's vocabulary rows give its columns of the logits; gathered rank by rank
+    // ([ranks][rows][V/ranks]), then put back in row order.
+    const int32_t parts = config_.tensor_parallel.size;
+    const int64_t cols = lm_head.rows;
+    float* part = buf_.gate.as<float>(rows * cols);
+    float* gathered = buf_.up.as<float>(rows * V);
+    backend_->Gemm(sel, rows, lm_head, part, false);
+    backend_->AllGather(part, rows * cols, gathered);
+    head_order_.resize(static_cast<size_t>(rows * parts));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int32_t p = 0; p < parts; ++p) head_order_[r * parts + p] = p * rows + r;
+    backend_->GatherRows(gathered, head_order_.data(), rows * parts, cols, out);
+  }
   if (num_greedy == 0) {  // every row full: they are *logits as they stand
     backend_->CopyToHost(logits->data(), out, logits->size() * sizeof(float));
     return;

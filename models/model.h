@@ -35,6 +35,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Backend* backend() const { return backend_; }
   size_t weight_bytes() const { return store_->total_bytes(); }
+  // Checkpoint bytes the layers bound at load: under tensor parallelism, this rank's parts of the
+  // split weights and the whole of the rest.
+  int64_t checkpoint_bytes_bound() const { return checkpoint_bytes_bound_; }
   // Backend memory holding the weights as the ops read them (packed, converted), placed experts aside.
   size_t prepared_weight_bytes() const { return weight_storage_.capacity(); }
   const WeightStore& weight_store() const { return *store_; }
@@ -94,6 +97,10 @@ class Model {
   // step runs on every rank at once over its own sequences, and the MoE layers exchange rows over
   // `ranks` (which outlives the model) and the backend's transport. Errors name the backend's.
   absl::Status JoinRankGroup(RankTransport* ranks);
+  // Makes this process one rank of the tensor-parallel group `group` (which outlives the model;
+  // its size and this rank's place in it are ModelConfig::tensor_parallel's): the ranks' parts of
+  // every split sublayer are summed over it. Collective; errors name the backend's.
+  absl::Status JoinTensorGroup(RankTransport* group);
   RankTransport* rank_group() const { return experts_.ranks; }
   // Adds expert counts that other ranks recorded ([layers * N] tokens, [layers * D] rows; sizes
   // as expert_token_counts() and device_row_counts(); the rows are ignored when they differ).
@@ -127,10 +134,12 @@ class Model {
   ExpertState experts_;
   StepBuffers buf_;
   StepProfile* profile_ = nullptr;
+  int64_t checkpoint_bytes_bound_ = 0;
   std::vector<float>* hidden_sink_ = nullptr;
   // Host staging of the head's results when some rows are greedy (kept so memory is reused).
   std::vector<int32_t> greedy_ids_;
   std::vector<float> greedy_logprob_, full_rows_;
+  std::vector<int64_t> head_order_;  // host: a tensor-parallel head's gathered rows in logits order
 };
 
 }  // namespace ls

@@ -7,6 +7,41 @@
 #include "models/families/load_config.h"
 
 namespace ls {
+namespace {
+
+// What a tensor-parallel group of tp.size ranks splits must divide into equal parts; the layer
+// kinds not split yet are refused by name.
+absl::Status CheckTensorParallel(const ModelConfig& c, const TensorParallel& tp, const std::string& model_dir) {
+  if (tp.size < 1 || tp.rank < 0 || tp.rank >= tp.size)
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor-parallel rank ", tp.rank, " of a group of ", tp.size, " is out of range"));
+  if (!tp.on()) return absl::OkStatus();
+  auto refuse = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(model_dir, ": --tensor_parallel_size ", tp.size, ": ", what));
+  };
+  for (size_t l = 0; l < c.layers.size(); ++l)
+    if (c.layers[l].attention != AttentionKind::kGqa)
+      return refuse(absl::StrCat("layer ", l, " is ", c.layers[l].attention == AttentionKind::kMla ? "MLA" : "KDA",
+                                 " attention, which tensor parallelism does not split yet (GQA only)"));
+  auto divides = [&](int64_t value, const char* key) -> absl::Status {
+    if (value % tp.size == 0) return absl::OkStatus();
+    return refuse(absl::StrCat(key, " ", value, " is not a multiple of the group size"));
+  };
+  if (auto s = divides(c.attention.num_heads, "num_attention_heads"); !s.ok()) return s;
+  if (c.attention.num_kv_heads % tp.size != 0 && tp.size % c.attention.num_kv_heads != 0)
+    return refuse(absl::StrCat("num_key_value_heads ", c.attention.num_kv_heads,
+                               " neither divides nor is a multiple of the group size"));
+  if (auto s = divides(c.vocab_size, "vocab_size"); !s.ok()) return s;
+  bool dense = false;
+  for (int32_t l = 0; l < c.num_hidden_layers; ++l) dense |= !c.is_moe_layer(l);
+  if (dense)
+    if (auto s = divides(c.intermediate_size, "intermediate_size"); !s.ok()) return s;
+  if (c.has_moe_layers() && c.moe.shared_ffn > 0)
+    if (auto s = divides(c.moe.shared_ffn, "the shared experts' width"); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,
                                                  const LoadOptions& options) {
@@ -38,6 +73,10 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
     config->num_hidden_layers = 1;
     config->layers = {plan};
   }
+  if (auto s = CheckTensorParallel(*config, options.tensor_parallel, model_dir); !s.ok()) return s;
+  if (options.tensor_parallel.on() && options.next_token_layer)
+    return absl::InvalidArgumentError("a multi-token-prediction layer loads whole (it drafts on the group's leader)");
+  config->tensor_parallel = options.tensor_parallel;
   const Family* family = FindFamily(config->architecture, config->model_type);
   auto store = WeightStore::Open(model_dir);
   if (!store.ok()) return store.status();

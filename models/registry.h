@@ -25,6 +25,10 @@ struct LoadOptions {
   // reads the target's final hidden rows (ModelConfig::next_token_layer): speculative decoding's
   // MTP proposer. An error naming the directory when the checkpoint has none.
   bool next_token_layer = false;
+  // This process's part of a tensor-parallel group (--tensor_parallel_size): it binds only its
+  // part of every split weight. Errors name the config key a group size does not divide, and the
+  // layer kinds not split yet.
+  TensorParallel tensor_parallel;
 };
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,

@@ -99,6 +99,9 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both port
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
 ABSL_FLAG(int32_t, drain_timeout_s, 30, "on SIGTERM, seconds to let in-flight requests finish");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(int32_t, tensor_parallel_size, 1,
+          "in a rank group: consecutive ranks (on one host) that split attention heads, dense and shared-expert "
+          "widths and the vocabulary, running the same batches; it divides the group's size (1: off)");
 ABSL_FLAG(int32_t, devices, 0, "expert-parallel device workers (0: off); each holds only its experts' weights");
 ABSL_FLAG(int32_t, expert_slots, 0, "expert slots per device (0: just enough to hold every expert once)");
 ABSL_FLAG(std::string, expert_placement, "",
@@ -153,7 +156,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "replan_itl_budget_ms",
         "load_window", "expert_load_dump", "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
-       {"rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
+       {"tensor_parallel_size", "rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
       {"Chat",
        {"chat_template", "chat_template_content_format", "tool_call_parser", "reasoning_parser", "generation_config"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
@@ -227,6 +230,7 @@ absl::StatusOr<LogLevel> CheckFlags() {
                          {"http_header_timeout_s", absl::GetFlag(FLAGS_http_header_timeout_s)},
                          {"http_keepalive_timeout_s", absl::GetFlag(FLAGS_http_keepalive_timeout_s)},
                          {"http_threads", absl::GetFlag(FLAGS_http_threads)},
+                         {"tensor_parallel_size", absl::GetFlag(FLAGS_tensor_parallel_size)},
                          {"rank_timeout_s", absl::GetFlag(FLAGS_rank_timeout_s)},
                          {"rank_start_timeout_s", absl::GetFlag(FLAGS_rank_start_timeout_s)},
                          {"rank_heartbeat_ms", absl::GetFlag(FLAGS_rank_heartbeat_ms)}})
@@ -415,6 +419,8 @@ nlohmann::json ReadyFields(const std::string& name, const ls::Model& model, ls::
       {"activation_dtype", ls::ActivationDtypeName(backend_options)},
       {"cpu_isa", ls::CpuIsaName()},
       {"ranks", engine.num_ranks()},
+      {"tensor_parallel_size", model.config().tensor_parallel.size},
+      {"rank_checkpoint_mb", static_cast<double>(model.checkpoint_bytes_bound()) / (1 << 20)},
       {"pid", static_cast<int64_t>(getpid())},
       {"workers", nlohmann::json::parse(group ? group->workers_json() : "{}")},
       {"rank_expert_slot_bytes", engine.Metrics().rank_expert_bytes},
@@ -539,10 +545,19 @@ int main(int argc, char** argv) {
   ls::LoadOptions load;
   load.quantization = *quantization;
   load.routed_experts_on_host = group != nullptr;
+  if (const int32_t tp = absl::GetFlag(FLAGS_tensor_parallel_size); tp != 1) {
+    if (!group)
+      return fail(absl::StrCat("--tensor_parallel_size ", tp,
+                               " needs a rank group: launch a multiple of it ranks with mpirun (docs/deploy.md)"));
+    if (auto s = group->FormTensorGroups(tp); !s.ok()) return fail(s.message());
+    load.tensor_parallel = group->tensor_parallel();
+  }
   auto model = ls::LoadModel(dir, backend.get(), load);
   if (!model.ok()) return fail(model.status().message());
   if (group) {
     if (auto s = (*model)->JoinRankGroup(group->transport()); !s.ok()) return fail(s.message());
+    if (ls::RankTransport* tensor = group->tensor_group())
+      if (auto s = (*model)->JoinTensorGroup(tensor); !s.ok()) return fail(s.message());
     if (group->rank() != 0) {
       const int status = group->RunWorker(model->get());
       if (status != 0) ls::dist::ExitBrokenGroup(status);

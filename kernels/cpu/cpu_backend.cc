@@ -68,5 +68,19 @@ bool CpuBackend::JoinRankGroup(RankTransport* group, std::string*) {
   group_ = group;
   return true;
 }
+bool CpuBackend::JoinTensorGroup(RankTransport* group, std::string*) {
+  tensor_group_ = group;
+  return true;
+}
+void CpuBackend::AllReduceSum(float* x, int64_t n) {
+  if (tensor_group_ && tensor_group_->size() > 1 && n > 0) tensor_group_->AllReduceSum(x, n);  // a failure sticks
+}
+void CpuBackend::AllGather(const float* send, int64_t n, float* recv) {
+  if (tensor_group_ && tensor_group_->size() > 1) {
+    tensor_group_->AllGather(send, n, recv);
+  } else if (n > 0 && send != recv) {
+    std::memcpy(recv, send, static_cast<size_t>(n) * sizeof(float));
+  }
+}
 
 }  // namespace ls

@@ -40,11 +40,16 @@ class CpuBackend : public Backend {
   void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
                     const std::vector<int64_t>& recv_rows, int64_t width) override;
   bool JoinRankGroup(RankTransport* group, std::string* error) override;
+  // Over the tensor-parallel group's transport (MPI all-reduce and all-gather).
+  bool JoinTensorGroup(RankTransport* group, std::string* error) override;
+  void AllReduceSum(float* x, int64_t n) override;
+  void AllGather(const float* send, int64_t n, float* recv) override;
 
  private:
   ThreadPool pool_;
   DType activation_dtype_;
   RankTransport* group_ = nullptr;  // the rank group joined, or null (this process alone)
+  RankTransport* tensor_group_ = nullptr;  // the tensor-parallel group joined, or null
 };
 
 }  // namespace ls

@@ -76,7 +76,8 @@ CudaBackend::CudaBackend(int device, cudaStream_t stream, std::unique_ptr<cuda::
       gemm_(std::move(gemm)),
       uploader_(std::make_unique<cuda::HostUploader>(stream)),
       moe_(std::make_unique<cuda::MoeScratch>()),
-      exchange_(std::make_unique<cuda::RankExchange>(device)) {}
+      exchange_(std::make_unique<cuda::RankExchange>(device)),
+      tensor_exchange_(std::make_unique<cuda::RankExchange>(device)) {}
 
 CudaBackend::~CudaBackend() {
   // No checks here: a destructor may run after a device fault.
@@ -89,6 +90,7 @@ CudaBackend::~CudaBackend() {
   for (auto& [host, device] : rope_tables_) cudaFree(device);
   for (int32_t* b : counts_buffers_) cudaFreeHost(b);
   exchange_.reset();
+  tensor_exchange_.reset();
   cudaStreamDestroy(stream_);
 }
 
@@ -243,6 +245,21 @@ void CudaBackend::ExchangeRows(const float* send, const std::vector<int64_t>& se
 bool CudaBackend::JoinRankGroup(RankTransport* group, std::string* error) {
   Activate();
   return exchange_->Join(group, error);
+}
+
+bool CudaBackend::JoinTensorGroup(RankTransport* group, std::string* error) {
+  Activate();
+  return tensor_exchange_->Join(group, error);
+}
+
+void CudaBackend::AllReduceSum(float* x, int64_t n) {
+  Activate();
+  tensor_exchange_->AllReduceSum(x, n, stream_);
+}
+
+void CudaBackend::AllGather(const float* send, int64_t n, float* recv) {
+  Activate();
+  tensor_exchange_->AllGather(send, n, recv, stream_);
 }
 
 }  // namespace ls

@@ -83,6 +83,11 @@ class CudaBackend final : public Backend {
   void ExchangeRows(const float* send, const std::vector<int64_t>& send_rows, float* recv,
                     const std::vector<int64_t>& recv_rows, int64_t width) override;
   bool JoinRankGroup(RankTransport* group, std::string* error) override;
+  // NCCL all-reduce and all-gather over the tensor-parallel group's GPUs, bootstrapped and
+  // bounded as the expert exchange is.
+  bool JoinTensorGroup(RankTransport* group, std::string* error) override;
+  void AllReduceSum(float* x, int64_t n) override;
+  void AllGather(const float* send, int64_t n, float* recv) override;
 
  private:
   friend std::unique_ptr<CudaBackend> CreateCudaBackend(int device, std::string* error);
@@ -142,7 +147,8 @@ class CudaBackend final : public Backend {
   std::vector<int32_t*> counts_buffers_;  // pinned, counts_capacity_ each
   size_t counts_capacity_ = 0;
   std::vector<PendingCounts> pending_counts_;
-  std::unique_ptr<cuda::RankExchange> exchange_;  // ExchangeRows and JoinRankGroup
+  std::unique_ptr<cuda::RankExchange> exchange_;         // ExchangeRows and JoinRankGroup
+  std::unique_ptr<cuda::RankExchange> tensor_exchange_;  // AllReduceSum, AllGather and JoinTensorGroup
 };
 
 // A backend on CUDA device `device`, or nullptr with *error saying why (no driver or device, a

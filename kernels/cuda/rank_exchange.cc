@@ -75,25 +75,7 @@ void RankExchange::Exchange(const float* send, const std::vector<int64_t>& send_
 #if defined(LS_HAVE_NCCL)
   if (group_comm_) {            // one rank of a group of processes: NCCL across them, never waiting unbounded
     if (!group_->ok()) return;  // the group has failed already: nothing moves any more
-    std::string error = AllToAllRows(send, send_rows, recv, recv_rows, width, group_comm_, stream);
-    if (error.empty()) {
-      LS_CUDA_CHECK(cudaEventRecord(exchange_done_, stream));
-      ncclResult_t async = ncclSuccess;
-      const bool finished = group_->WaitFor([&] {
-        ncclCommGetAsyncError(group_comm_, &async);
-        if (async != ncclSuccess && async != ncclInProgress) return true;
-        return cudaEventQuery(exchange_done_) == cudaSuccess;
-      });
-      if (!finished) error = "the NCCL all-to-all did not finish within the rank group's deadline";
-      if (async != ncclSuccess && async != ncclInProgress) error = std::string("NCCL: ") + ncclGetErrorString(async);
-    }
-    if (!error.empty()) {
-      // A dead or stuck peer: abort the communicator so that the stream's kernels end, and let
-      // the group report the failure (the step's caller stops the server).
-      ncclCommAbort(group_comm_);
-      group_comm_ = nullptr;
-      group_->Fail("expert all-to-all on CUDA device " + std::to_string(device_) + ": " + error);
-    }
+    Await("expert all-to-all", AllToAllRows(send, send_rows, recv, recv_rows, width, group_comm_, stream), stream);
     return;
   }
 #endif
@@ -114,6 +96,57 @@ void RankExchange::Exchange(const float* send, const std::vector<int64_t>& send_
   if (send != recv)
     LS_CUDA_CHECK(cudaMemcpyAsync(recv, send, static_cast<size_t>(rows * width) * sizeof(float),
                                   cudaMemcpyDeviceToDevice, stream));
+}
+
+void RankExchange::Await(const char* what, std::string error, cudaStream_t stream) {
+#if defined(LS_HAVE_NCCL)
+  if (error.empty()) {
+    LS_CUDA_CHECK(cudaEventRecord(exchange_done_, stream));
+    ncclResult_t async = ncclSuccess;
+    const bool finished = group_->WaitFor([&] {
+      ncclCommGetAsyncError(group_comm_, &async);
+      if (async != ncclSuccess && async != ncclInProgress) return true;
+      return cudaEventQuery(exchange_done_) == cudaSuccess;
+    });
+    if (!finished) error = std::string("the NCCL ") + what + " did not finish within the rank group's deadline";
+    if (async != ncclSuccess && async != ncclInProgress) error = std::string("NCCL: ") + ncclGetErrorString(async);
+  }
+  if (!error.empty()) {
+    // A dead or stuck peer: abort the communicator so that the stream's kernels end, and let
+    // the group report the failure (the step's caller stops the server).
+    ncclCommAbort(group_comm_);
+    group_comm_ = nullptr;
+    group_->Fail(std::string(what) + " on CUDA device " + std::to_string(device_) + ": " + error);
+  }
+#else
+  (void)what, (void)error, (void)stream;
+#endif
+}
+
+void RankExchange::AllReduceSum(float* x, int64_t n, cudaStream_t stream) {
+#if defined(LS_HAVE_NCCL)
+  if (group_comm_ && n > 0) {
+    if (!group_->ok()) return;
+    const ncclResult_t r = ncclAllReduce(x, x, static_cast<size_t>(n), ncclFloat32, ncclSum, group_comm_, stream);
+    Await("tensor-parallel all-reduce", r == ncclSuccess || r == ncclInProgress ? "" : ncclGetErrorString(r), stream);
+  }
+#else
+  (void)x, (void)n, (void)stream;
+#endif
+}
+
+void RankExchange::AllGather(const float* send, int64_t n, float* recv, cudaStream_t stream) {
+#if defined(LS_HAVE_NCCL)
+  if (group_comm_) {
+    if (!group_->ok() || n == 0) return;
+    const ncclResult_t r = ncclAllGather(send, recv, static_cast<size_t>(n), ncclFloat32, group_comm_, stream);
+    Await("tensor-parallel all-gather", r == ncclSuccess || r == ncclInProgress ? "" : ncclGetErrorString(r), stream);
+    return;
+  }
+#endif
+  if (n > 0 && send != recv)
+    LS_CUDA_CHECK(
+        cudaMemcpyAsync(recv, send, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
 }  // namespace ls::cuda

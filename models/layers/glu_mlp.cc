@@ -4,16 +4,25 @@
 namespace ls {
 
 GluMlp::GluMlp(WeightBinder& b, const std::string& prefix, const GluNames& names, int64_t width, int64_t in,
-               int64_t out, GluAct act)
-    : gate_(b.Get(prefix + names.gate + ".weight", width, in)),
-      up_(b.Get(prefix + names.up + ".weight", width, in)),
-      down_(b.Get(prefix + names.down + ".weight", out, width)),
-      width_(width),
-      act_(act) {}
+               int64_t out, GluAct act, const TensorParallel& tp)
+    : gate_(b.GetPart(prefix + names.gate + ".weight", width, in, Split::kRows, tp.size, tp.rank)),
+      up_(b.GetPart(prefix + names.up + ".weight", width, in, Split::kRows, tp.size, tp.rank)),
+      down_(b.GetPart(prefix + names.down + ".weight", out, width, Split::kCols, tp.size, tp.rank)),
+      width_(width / tp.size),
+      act_(act),
+      tensor_parallel_(tp.on()) {}
 
 void GluMlp::Forward(StepContext& ctx, int32_t /*layer*/, const float* h, float* x) {
   PartTimer t(ctx.profile, StepPart::kSharedOrDense);
-  Apply(ctx, h, x, /*accumulate=*/true);
+  if (!tensor_parallel_) {
+    Apply(ctx, h, x, /*accumulate=*/true);
+    return;
+  }
+  const int64_t n = ctx.num_tokens * down_.rows;
+  float* part = ctx.buf->partial.as<float>(n);
+  Apply(ctx, h, part, /*accumulate=*/false);
+  ctx.backend->AllReduceSum(part, n);
+  ctx.backend->Add(x, part, n);
 }
 
 void GluMlp::Apply(StepContext& ctx, const float* h, float* out, bool accumulate) {

@@ -5,24 +5,31 @@
 
 namespace ls {
 
-GqaAttention::GqaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config,
-                           const LayerPlan& plan)
+GqaAttention::GqaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const LayerPlan& plan)
     : c_(config.attention),
       eps_(config.rms_norm_eps),
       sliding_window_(plan.sliding_window),
+      tensor_parallel_(config.tensor_parallel.on()),
       rope_(ComputeRopeTable(c_.rope)) {
+  // Tensor parallelism: this rank's heads of q (and o's columns for them), and the key/value
+  // heads they read — its share of them, or the one they share when the group outnumbers them.
+  const TensorParallel& tp = config.tensor_parallel;
+  const int32_t kv_parts = c_.num_kv_heads % tp.size == 0 ? tp.size : c_.num_kv_heads;
+  const int32_t kv_index = tp.rank / (tp.size / kv_parts);
   const int64_t d = config.hidden_size, q_width = static_cast<int64_t>(c_.num_heads) * c_.head_dim,
                 kv_width = static_cast<int64_t>(c_.num_kv_heads) * c_.head_dim;
-  q_ = b.Get(prefix + "q_proj.weight", q_width, d);
-  k_ = b.Get(prefix + "k_proj.weight", kv_width, d);
-  v_ = b.Get(prefix + "v_proj.weight", kv_width, d);
-  o_ = b.Get(prefix + "o_proj.weight", d, q_width);
+  q_ = b.GetPart(prefix + "q_proj.weight", q_width, d, Split::kRows, tp.size, tp.rank);
+  k_ = b.GetPart(prefix + "k_proj.weight", kv_width, d, Split::kRows, kv_parts, kv_index);
+  v_ = b.GetPart(prefix + "v_proj.weight", kv_width, d, Split::kRows, kv_parts, kv_index);
+  o_ = b.GetPart(prefix + "o_proj.weight", d, q_width, Split::kCols, tp.size, tp.rank);
   if (c_.qkv_bias) {
-    q_bias_ = b.Get(prefix + "q_proj.bias", 0, q_width);
-    k_bias_ = b.Get(prefix + "k_proj.bias", 0, kv_width);
-    v_bias_ = b.Get(prefix + "v_proj.bias", 0, kv_width);
+    q_bias_ = b.GetPart(prefix + "q_proj.bias", 0, q_width, Split::kCols, tp.size, tp.rank);
+    k_bias_ = b.GetPart(prefix + "k_proj.bias", 0, kv_width, Split::kCols, kv_parts, kv_index);
+    v_bias_ = b.GetPart(prefix + "v_proj.bias", 0, kv_width, Split::kCols, kv_parts, kv_index);
   }
   if (c_.o_bias) o_bias_ = b.Get(prefix + "o_proj.bias", 0, d);
+  c_.num_heads /= tp.size;
+  c_.num_kv_heads /= kv_parts;
   if (c_.qk_norm) {
     q_norm_ = b.Get(prefix + "q_norm.weight", 0, c_.head_dim);
     k_norm_ = b.Get(prefix + "k_norm.weight", 0, c_.head_dim);
@@ -78,7 +85,14 @@ void GqaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
     be->PagedAttention(p);
   }
   PartTimer t(ctx.profile, StepPart::kAttentionOut);
-  be->Gemm(o, T, o_, x, /*accumulate=*/true);
+  if (tensor_parallel_) {  // this rank's heads' share of the projection, summed over the group
+    float* part = ctx.buf->partial.as<float>(T * o_.rows);
+    be->Gemm(o, T, o_, part, /*accumulate=*/false);
+    be->AllReduceSum(part, T * o_.rows);
+    be->Add(x, part, T * o_.rows);
+  } else {
+    be->Gemm(o, T, o_, x, /*accumulate=*/true);
+  }
   if (c_.o_bias) be->AddBias(x, T, o_bias_);
 }
 

@@ -1,6 +1,8 @@
 // GqaAttention: grouped-query attention over the paged KV cache — q/k/v projections (with
 // optional biases), optional per-head q/k RMSNorm, RoPE (partial, interleaved or scaled as the
-// config says), causal or sliding-window attention, the output projection (optional bias).
+// config says), causal or sliding-window attention, the output projection (optional bias). Under
+// tensor parallelism a rank holds its share of the heads (ModelConfig::tensor_parallel): q, k, v
+// split by rows, o by columns, its partial output summed over the group.
 #pragma once
 
 #include <cstdint>
@@ -30,9 +32,10 @@ class GqaAttention final : public AttentionLayer {
   void ForEachWeight(const WeightFn& fn) override;
 
  private:
-  GqaConfig c_;
+  GqaConfig c_;  // with this rank's head counts
   float eps_;
   int32_t sliding_window_;
+  bool tensor_parallel_;  // c_ counts this rank's heads; o's output is a partial sum
   RopeTable rope_;
   Tensor q_, k_, v_, o_;                      // q: [H*hd, d]  k, v: [Hkv*hd, d]  o: [d, H*hd]
   Tensor q_bias_, k_bias_, v_bias_, o_bias_;  // [H*hd] / [Hkv*hd] / [d] where the config has them

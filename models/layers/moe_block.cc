@@ -9,7 +9,11 @@
 namespace ls {
 
 MoeBlock::MoeBlock(WeightBinder& b, const std::string& prefix, const ModelConfig& c, const MoeNames& names)
-    : m_(c.moe), act_(c.hidden_act), eps_(c.rms_norm_eps), width_(c.expert_width()) {
+    : m_(c.moe),
+      act_(c.hidden_act),
+      eps_(c.rms_norm_eps),
+      width_(c.expert_width()),
+      tensor_parallel_(c.tensor_parallel) {
   const int64_t d = c.hidden_size, N = m_.num_experts, f = m_.expert_ffn;
   router_ = b.Get(prefix + names.router, N, d);
   router_bias_.assign(N, 0.f);
@@ -29,7 +33,8 @@ MoeBlock::MoeBlock(WeightBinder& b, const std::string& prefix, const ModelConfig
     experts_.down.push_back(expert.down());
   }
   if (m_.shared_ffn > 0) {
-    shared_ = std::make_unique<GluMlp>(b, prefix + names.shared, GluNames{}, m_.shared_ffn, d, d, act_);
+    shared_ =
+        std::make_unique<GluMlp>(b, prefix + names.shared, GluNames{}, m_.shared_ffn, d, d, act_, c.tensor_parallel);
     if (m_.shared_gate) shared_gate_ = b.Get(prefix + names.shared_gate, 1, d);
   }
 }
@@ -56,10 +61,27 @@ void MoeBlock::ForEachWeight(const WeightFn& fn) {
   if (shared_) shared_->ForEachWeight(fn);
 }
 
-void MoeBlock::Forward(StepContext& ctx, int32_t layer, const float* h, float* x) {
-  Backend* be = ctx.backend;
-  StepBuffers& buf = *ctx.buf;
-  const int64_t T = ctx.num_tokens, N = m_.num_experts, K = m_.top_k, w = width_;
+void MoeBlock::Forward(StepContext& full, int32_t layer, const float* h, float* x) {
+  Backend* be = full.backend;
+  StepBuffers& buf = *full.buf;
+  const int64_t d = router_.cols, N = m_.num_experts, K = m_.top_k, w = width_;
+  // Under tensor parallelism the group's ranks hold the same tokens: each routes its own slice of
+  // them, the shared experts' width is split, and every rank's part lands in `sum` (zero
+  // elsewhere), which the group sums once into the stream. Alone the slice is every token and the
+  // sum is the stream itself.
+  float* const stream = x;
+  const float* const h_all = h;
+  float* sum = x;
+  StepContext ctx = full;
+  if (tensor_parallel_.on()) {
+    const int64_t first = full.num_tokens * tensor_parallel_.rank / tensor_parallel_.size;
+    ctx.num_tokens = full.num_tokens * (tensor_parallel_.rank + 1) / tensor_parallel_.size - first;
+    sum = buf.partial.as<float>(full.num_tokens * d);
+    be->SetZero(sum, full.num_tokens * d);
+    h += first * d;
+    x = sum + first * d;
+  }
+  const int64_t T = ctx.num_tokens;
 
   std::optional<PartTimer> timer(std::in_place, ctx.profile, StepPart::kRouter);
   RouterParams r;
@@ -122,18 +144,24 @@ void MoeBlock::Forward(StepContext& ctx, int32_t layer, const float* h, float* x
     be->Add(x, m.out, T * w);
   }
   timer.emplace(ctx.profile, StepPart::kSharedOrDense);
-  if (!shared_) return;
-  if (!m_.shared_gate) {
-    shared_->Apply(ctx, h, x, /*accumulate=*/true);
-    return;
+  if (shared_) {
+    // The shared experts see every token (their width is what the group splits).
+    const int64_t all = full.num_tokens;
+    if (!m_.shared_gate) {
+      shared_->Apply(full, h_all, sum, /*accumulate=*/true);
+    } else {
+      float* out = buf.ffn_out.as<float>(all * d);
+      float* gate = buf.gate_logits.as<float>(all);
+      shared_->Apply(full, h_all, out, /*accumulate=*/false);
+      be->Gemm(h_all, all, shared_gate_, gate, false);
+      be->MulSigmoid(out, all, d, gate, 1);  // σ(gate) scales each rank's part alike: the sum is scaled
+      be->Add(sum, out, all * d);
+    }
   }
-  const int64_t d = router_.cols;
-  float* out = buf.ffn_out.as<float>(T * d);
-  float* gate = buf.gate_logits.as<float>(T);
-  shared_->Apply(ctx, h, out, /*accumulate=*/false);
-  be->Gemm(h, T, shared_gate_, gate, false);
-  be->MulSigmoid(out, T, d, gate, 1);
-  be->Add(x, out, T * d);
+  if (tensor_parallel_.on()) {
+    be->AllReduceSum(sum, full.num_tokens * d);
+    be->Add(stream, sum, full.num_tokens * d);
+  }
 }
 
 void MoeBlock::PlacedExperts(StepContext& ctx, const PlacedLayer& pl, int32_t layer, const float* z,

@@ -2,7 +2,10 @@
 // frozen selection biases, group-limited top-k), optional latent down-projection, the routed GLU
 // experts run grouped (or dispatched over an expert placement), optional RMSNorm on their sum,
 // optional latent up-projection, and shared experts (optionally scaled by a sigmoid gate).
-// Owns views of its weights and its router biases, which calibration may replace.
+// Owns views of its weights and its router biases, which calibration may replace. Under tensor
+// parallelism each rank of the group routes its own slice of the step's tokens (the router and
+// latent projections whole on every rank), holds a share of the shared experts' width, and the
+// group sums the parts once.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +47,7 @@ class MoeBlock final : public FfnLayer {
   GluAct act_;
   float eps_;
   int64_t width_;                   // the experts' input and output width (d_lat or d)
+  TensorParallel tensor_parallel_;
   Tensor router_;                   // [N, d]
   std::vector<float> router_bias_;  // [N] host float32
   std::string router_bias_name_;    // its checkpoint tensor name

@@ -25,9 +25,25 @@ namespace ls {
 // own scratch (Scratch<GqaScratch>(), ...), which the layers of that kind share.
 struct StepBuffers {
   explicit StepBuffers(Backend* backend)
-      : x(backend), h(backend), gate(backend), up(backend), act(backend), ffn_out(backend), gate_logits(backend),
-        router_logits(backend), topk_w(backend), topk_ids(backend), z(backend), c(backend), dz(backend),
-        dy(backend), dids(backend), dw(backend), rows(backend), backend_(backend) {}
+      : x(backend),
+        h(backend),
+        gate(backend),
+        up(backend),
+        act(backend),
+        ffn_out(backend),
+        gate_logits(backend),
+        router_logits(backend),
+        topk_w(backend),
+        topk_ids(backend),
+        z(backend),
+        c(backend),
+        dz(backend),
+        dy(backend),
+        dids(backend),
+        dw(backend),
+        rows(backend),
+        partial(backend),
+        backend_(backend) {}
   DeviceBuffer x;     // [T, d] the residual stream
   DeviceBuffer h;     // [T, d] the normed input of a sublayer
   DeviceBuffer gate, up, act;         // GLU intermediates
@@ -35,6 +51,7 @@ struct StepBuffers {
   DeviceBuffer router_logits, topk_w, topk_ids, z, c;  // MoE
   DeviceBuffer dz, dy, dids, dw, rows;                 // expert-parallel dispatch and combine
   int64_t unit_rows = 0;                               // leading values of dw that hold 1.0
+  DeviceBuffer partial;  // [T, d] a tensor-parallel rank's part of a sublayer's output, before the sum
 
   // The scratch of one layer kind, made on first use: a struct of DeviceBuffers constructible
   // from the Backend*.

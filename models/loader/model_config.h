@@ -43,6 +43,15 @@ struct LayerPlan {
 };
 
 // Grouped-query attention (query head h reads KV head h·Hkv/H), scale 1/√head_dim.
+// A process's place in a tensor-parallel group of `size` ranks: it holds part `rank` of every
+// weight tensor parallelism splits, and the group's ranks run the same tokens, summing their
+// parts' results (Backend::AllReduceSum). size 1: the whole model.
+struct TensorParallel {
+  int32_t rank = 0;
+  int32_t size = 1;
+  bool on() const { return size > 1; }
+};
+
 struct GqaConfig {
   int32_t num_heads = 0;     // H
   int32_t num_kv_heads = 0;  // Hkv, divides H
@@ -146,6 +155,10 @@ struct ModelConfig {
   // the checkpoint's layer next_token_layer), reading the target's hidden rows; -1: a plain model.
   int32_t num_nextn_predict_layers = 0;
   int32_t next_token_layer = -1;
+  // Set by the loader's options: this process's part of a tensor-parallel group
+  // (docs/rank-groups.md, "Tensor parallelism"): its attention heads, dense and shared-expert widths and
+  // vocabulary rows.
+  TensorParallel tensor_parallel;
 
   // Width the routed experts read and write: d_lat with a latent projection, else d.
   int64_t expert_width() const { return moe.latent_size > 0 ? moe.latent_size : hidden_size; }

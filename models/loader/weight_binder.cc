@@ -1,12 +1,29 @@
 // WeightBinder: tensor lookup with the first error kept, and the check for unread tensors.
 #include "models/loader/weight_binder.h"
 
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace ls {
+namespace {
+
+int64_t CheckpointBytes(const Tensor& t) {
+  return static_cast<int64_t>(t.bytes() + (t.quantized() ? t.scale_bytes() + t.zero_bytes() : 0));
+}
+
+// Columns [c0, c0 + n) of every row of a row-major grid of `rows` rows and `cols` elements of `dtype`.
+std::vector<uint8_t> ColumnBlock(const void* data, DType dtype, int64_t rows, int64_t cols, int64_t c0, int64_t n) {
+  const size_t row = DTypeBytes(dtype, cols), skip = DTypeBytes(dtype, c0), part = DTypeBytes(dtype, n);
+  std::vector<uint8_t> out(static_cast<size_t>(rows) * part);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(out.data() + r * part, static_cast<const uint8_t*>(data) + r * row + skip, part);
+  return out;
+}
+
+}  // namespace
 
 Tensor WeightBinder::Get(const std::string& short_name, int64_t rows, int64_t cols) {
   const std::string name = prefix_ + short_name;
@@ -18,7 +35,58 @@ Tensor WeightBinder::Get(const std::string& short_name, int64_t rows, int64_t co
     return {};
   }
   taken_.insert(b->names.begin(), b->names.end());
+  bytes_bound_ += CheckpointBytes(b->tensor);
   return b->tensor;
+}
+
+Tensor WeightBinder::GetPart(const std::string& short_name, int64_t rows, int64_t cols, Split split, int64_t parts,
+                             int64_t index) {
+  if (parts == 1) return Get(short_name, rows, cols);
+  const std::string name = prefix_ + short_name;
+  taken_.insert(name);
+  if (!status_.ok()) return {};
+  auto b = BindWeight(store_, quantization_, name, rows, cols);
+  if (!b.ok()) {
+    status_ = b.status();
+    return {};
+  }
+  taken_.insert(b->names.begin(), b->names.end());
+  const Tensor& t = b->tensor;
+  const bool by_rows = split == Split::kRows && rows > 0;
+  const int64_t length = by_rows ? t.rows : t.cols, n = length / parts, first = index * n;
+  const int32_t block = !t.quantized() ? 1 : by_rows ? t.quant.block_rows : t.quant.block_cols;
+  const bool packed_pairs = DTypeBits(t.dtype) < 8 && !by_rows;  // two codes a byte: cut between bytes
+  if (length % parts != 0 || n % block != 0 || (packed_pairs && n % 2 != 0)) {
+    status_ = absl::InvalidArgumentError(absl::StrCat(
+        store_.dir(), ": tensor '", name, "' cannot be split into ", parts, " tensor-parallel parts along its ",
+        by_rows ? "rows" : "columns", " (", length, length % parts != 0 ? " is not a multiple of the parts" : "",
+        length % parts == 0 && n % block != 0 ? absl::StrCat("; each part would cut its scale blocks of ", block) : "",
+        length % parts == 0 && n % block == 0 ? "; each part would cut a byte of packed codes" : "", ")"));
+    return {};
+  }
+  Tensor part;
+  if (by_rows) {
+    part = t.RowSlice(first, n);
+  } else if (t.rows == 1 && !t.quantized()) {  // a vector: its part is contiguous
+    part = Tensor{static_cast<const uint8_t*>(t.data) + DTypeBytes(t.dtype, first), t.dtype, 1, n};
+  } else {
+    part = t;
+    part.cols = n;
+    part.data = store_.Keep(ColumnBlock(t.data, t.dtype, t.rows, t.cols, first, n));
+    if (t.quantized()) {
+      const int64_t grid_rows = t.scale_rows(), grid_cols = t.scale_cols(), b0 = first / block, bn = n / block;
+      part.quant.scale = store_.Keep(ColumnBlock(t.quant.scale, t.quant.scale_dtype, grid_rows, grid_cols, b0, bn));
+      if (t.quant.zero)
+        part.quant.zero = store_.Keep(ColumnBlock(t.quant.zero, DType::kU8, grid_rows, grid_cols, b0, bn));
+    }
+  }
+  bytes_bound_ += CheckpointBytes(part);
+  return part;
+}
+
+Tensor WeightBinder::OptionalPart(const std::string& name, int64_t rows, int64_t cols, Split split, int64_t parts,
+                                  int64_t index) {
+  return Has(name) ? GetPart(name, rows, cols, split, parts, index) : Tensor{};
 }
 
 Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<int64_t>& shape) {
@@ -38,7 +106,9 @@ Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<
   }
   int64_t rest = 1;
   for (size_t i = 1; i < shape.size(); ++i) rest *= shape[i];
-  return Tensor{e->data, e->dtype, shape.empty() ? 1 : shape[0], rest};
+  const Tensor t{e->data, e->dtype, shape.empty() ? 1 : shape[0], rest};
+  bytes_bound_ += CheckpointBytes(t);
+  return t;
 }
 
 Tensor WeightBinder::GetVectorAtLeast(const std::string& short_name, int64_t n) {
@@ -61,6 +131,7 @@ Tensor WeightBinder::GetVectorAtLeast(const std::string& short_name, int64_t n) 
                                                       n, " values"));
     return {};
   }
+  bytes_bound_ += static_cast<int64_t>(DTypeBytes(e->dtype, n));
   return Tensor{e->data, e->dtype, 1, n};
 }
 

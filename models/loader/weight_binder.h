@@ -20,6 +20,9 @@
 
 namespace ls {
 
+// Along which dimension a tensor-parallel rank's part of a weight is cut.
+enum class Split : uint8_t { kRows, kCols };
+
 class WeightBinder {
  public:
   // `prefix` goes before every name asked for (a model nested in a wrapper, e.g. "language_model.").
@@ -30,6 +33,14 @@ class WeightBinder {
   Tensor Get(const std::string& name, int64_t rows, int64_t cols);
   // As Get, or an empty tensor (and no error) when the checkpoint has no such tensor.
   Tensor Optional(const std::string& name, int64_t rows, int64_t cols);
+  // Part `index` of `parts` equal parts of the tensor `name` [rows, cols] (a vector [cols] when
+  // rows == 0, cut along its length whatever `split` says), cut along its rows or its columns:
+  // what one rank of a tensor-parallel group holds. A row part is a view of the mapped checkpoint;
+  // a column part is a copy of just its columns. A quantized weight is cut on its scale blocks'
+  // boundaries. A dimension `parts` does not divide, or a cut through a scale block, is an error
+  // naming the tensor and the number of parts. parts == 1: Get.
+  Tensor GetPart(const std::string& name, int64_t rows, int64_t cols, Split split, int64_t parts, int64_t index);
+  Tensor OptionalPart(const std::string& name, int64_t rows, int64_t cols, Split split, int64_t parts, int64_t index);
   bool Has(const std::string& name) const { return HasWeight(store_, quantization_, prefix_ + name); }
   // The checkpoint's name for `name` (with the prefix).
   std::string FullName(const std::string& name) const { return prefix_ + name; }
@@ -40,6 +51,9 @@ class WeightBinder {
   Tensor GetVectorAtLeast(const std::string& name, int64_t n);
 
   const absl::Status& status() const { return status_; }
+  // Bytes of checkpoint data in the tensors handed out so far (values or codes, scales, zero
+  // points): a tensor-parallel part counts only its own.
+  int64_t bytes_bound() const { return bytes_bound_; }
   // An error naming the checkpoint tensors not taken (the first few and their count), except
   // those `unused_ok` excuses.
   absl::Status CheckAllTaken(const std::function<bool(const std::string&)>& unused_ok) const;
@@ -50,6 +64,7 @@ class WeightBinder {
   std::string prefix_;
   absl::Status status_;
   std::unordered_set<std::string> taken_;
+  int64_t bytes_bound_ = 0;
 };
 
 }  // namespace ls

@@ -168,3 +168,28 @@ def test_mtp_over_ranks_drafts_from_every_ranks_hidden_rows():
         s.stop()
     assert s.proc.returncode == 0
 
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_tensor_parallel_groups_serve_the_single_process_greedy_text(ranks, expected, grpc_stubs):
+    # Groups of two ranks split the heads, the shared experts' width and the vocabulary; with four
+    # ranks two such groups take sequences side by side. The experts stay placed over every rank.
+    s = RankGroupServer(ranks, "--tensor_parallel_size", "2", "--expert_slots", str(64 // ranks + 2))
+    try:
+        assert s.ready["tensor_parallel_size"] == 2 and s.ready["ranks"] == ranks // 2
+        assert len(s.worker_pids) == ranks - 1
+        assert len(s.ready["rank_expert_slot_bytes"]) == ranks and min(s.ready["rank_expert_slot_bytes"]) > 0
+        with concurrent.futures.ThreadPoolExecutor(len(PROMPTS)) as pool:  # together: over both groups
+            texts = list(pool.map(lambda p: complete(s, p), PROMPTS))
+        assert texts == expected["http"]
+        assert all_texts(s, grpc_stubs) == expected
+        assert s.metric("latentserve_ranks") == ranks // 2
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
+
+
+def test_tensor_parallel_size_that_does_not_divide_the_group_is_refused():
+    with pytest.raises(Exception) as failed:
+        RankGroupServer(2, "--tensor_parallel_size", "4")
+    assert "--tensor_parallel_size 4 does not divide the group's 2 ranks" in str(failed.value)

@@ -1,6 +1,7 @@
 """A worker rank that dies mid-run: the leader notices within its deadline, answers every request in
 flight (HTTP 503, or an error event and [DONE] in a stream; gRPC UNAVAILABLE), turns /ready off and
-exits with status 3 — no request hangs, no rank hangs — so that the orchestrator restarts the group.
+exits with status 3 — no request hangs, no rank hangs — so that the orchestrator restarts the group;
+the same when the dead rank shared the leader's tensor-parallel group.
 Each rank runs under a shell that records its exit status."""
 import json
 import os
@@ -19,13 +20,13 @@ from conftest import BIN, MODEL, launcher, mpi_env
 DEADLINE_S = 5
 
 
-def start_group(ranks, status_dir):
+def start_group(ranks, status_dir, *extra):
     # Each rank's exit status lands in status_dir/rank<N> (Open MPI names the rank in the environment)
     # and is passed on to mpirun.
     cmd = f'"{BIN}" "$@"; s=$?; echo $s > "{status_dir}/rank$OMPI_COMM_WORLD_RANK"; exit $s'
     args = [*launcher(ranks), "bash", "-c", cmd, "latentserve", "--model", MODEL, "--host", "127.0.0.1",
             "--http_port", "0", "--grpc_port", "0", "--kv_cache_mb", "64", "--threads", "1", "--max_num_seqs", "2",
-            "--rank_timeout_s", str(DEADLINE_S), "--rank_heartbeat_ms", "200"]
+            "--rank_timeout_s", str(DEADLINE_S), "--rank_heartbeat_ms", "200", *extra]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=mpi_env())
     deadline = time.time() + 90
@@ -91,10 +92,12 @@ def requests_wait(url, threads, timeout=30):
     raise AssertionError("no request waited behind the running batch, and the requests did not finish")
 
 
-@pytest.mark.parametrize("ranks", [2, 4])
-def test_worker_death_gets_every_request_answered_and_the_leader_out(ranks, grpc_stubs):
+@pytest.mark.parametrize("ranks,tensor_parallel", [(2, 1), (4, 1), (2, 2)])
+def test_worker_death_gets_every_request_answered_and_the_leader_out(ranks, tensor_parallel, grpc_stubs):
+    # With --tensor_parallel_size 2 the victim is the leader's partner in its tensor-parallel group:
+    # the leader waits for it in a layer's all-reduce.
     status_dir = tempfile.mkdtemp()
-    proc, log, ready = start_group(ranks, status_dir)
+    proc, log, ready = start_group(ranks, status_dir, "--tensor_parallel_size", str(tensor_parallel))
     url = f"http://127.0.0.1:{ready['http_port']}"
     victim = ready["workers"]["1"]["pid"]
     try:

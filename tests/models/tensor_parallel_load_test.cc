@@ -1,0 +1,101 @@
+// Loading a tensor-parallel rank's part of a checkpoint (WeightBinder::GetPart, LoadModel with
+// LoadOptions::tensor_parallel): a part holds exactly the rows or columns of the whole it should
+// — float, FP8 block-scaled and packed INT4 alike — and what cannot be split is refused with an
+// error naming the key or tensor and the group size. The group's numerics are tests/dist/
+// tensor_parallel_test.cc's.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/quantized_weight.h"
+#include "models/families/load_config.h"
+#include "models/loader/model_config.h"
+#include "models/loader/weight_binder.h"
+#include "models/registry.h"
+#include "tests/test_util.h"
+
+namespace ls {
+namespace {
+
+std::vector<float> Values(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.rows * t.cols));
+  for (int64_t r = 0; r < t.rows; ++r) DequantizeRow(t, r, out.data() + r * t.cols);
+  return out;
+}
+
+// Every part of `name` ([rows, cols]) along `split` holds the whole's values at its place.
+void ExpectPartsTile(const std::string& fixture, const std::string& name, int64_t rows, int64_t cols, Split split,
+                     int64_t parts) {
+  const std::string dir = testing::HfFixtureDir(fixture);
+  auto config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto store = WeightStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  WeightBinder whole_binder(**store, config->quantization);
+  const Tensor whole = whole_binder.Get(name, rows, cols);
+  ASSERT_TRUE(whole_binder.status().ok()) << whole_binder.status();
+  const std::vector<float> all = Values(whole);
+  for (int64_t p = 0; p < parts; ++p) {
+    WeightBinder b(**store, config->quantization);
+    const Tensor part = b.GetPart(name, rows, cols, split, parts, p);
+    ASSERT_TRUE(b.status().ok()) << b.status();
+    ASSERT_EQ(part.quantized(), whole.quantized());
+    const int64_t pr = split == Split::kRows ? rows / parts : rows, pc = split == Split::kCols ? cols / parts : cols;
+    ASSERT_EQ(part.rows, pr);
+    ASSERT_EQ(part.cols, pc);
+    // The part's checkpoint bytes are its own share, not the whole's.
+    EXPECT_LT(b.bytes_bound(), whole_binder.bytes_bound()) << name;
+    const std::vector<float> got = Values(part);
+    for (int64_t r = 0; r < pr; ++r)
+      for (int64_t c = 0; c < pc; ++c) {
+        const int64_t wr = split == Split::kRows ? p * pr + r : r, wc = split == Split::kCols ? p * pc + c : c;
+        ASSERT_EQ(got[r * pc + c], all[wr * cols + wc]) << name << " part " << p << " at " << r << ", " << c;
+      }
+  }
+}
+
+TEST(TensorParallelLoad, FloatPartsAreTheWholesRowsAndColumns) {
+  ExpectPartsTile("qwen3_moe_f32", "model.layers.0.self_attn.q_proj.weight", 96, 64, Split::kRows, 4);
+  ExpectPartsTile("qwen3_moe_f32", "model.layers.0.self_attn.o_proj.weight", 64, 96, Split::kCols, 4);
+  ExpectPartsTile("qwen2_moe_bf16", "model.layers.0.mlp.shared_expert.down_proj.weight", 64, 40, Split::kCols, 2);
+}
+
+TEST(TensorParallelLoad, BlockScaledFp8PartsKeepTheirScales) {
+  ExpectPartsTile("glm4_moe_fp8_block32", "model.layers.1.self_attn.q_proj.weight", 64, 64, Split::kRows, 2);
+  ExpectPartsTile("glm4_moe_fp8_block32", "model.layers.1.self_attn.o_proj.weight", 64, 64, Split::kCols, 2);
+}
+
+TEST(TensorParallelLoad, PackedInt4PartsCutBetweenGroups) {
+  ExpectPartsTile("glm4_moe_int4", "model.layers.1.mlp.experts.0.gate_proj.weight", 32, 64, Split::kCols, 2);
+  ExpectPartsTile("glm4_moe_int4", "model.layers.1.mlp.experts.0.gate_proj.weight", 32, 64, Split::kRows, 2);
+}
+
+absl::Status LoadPart(const std::string& dir, int32_t rank, int32_t size) {
+  CpuBackend backend(1);
+  LoadOptions options;
+  options.tensor_parallel = {rank, size};
+  return LoadModel(dir, &backend, options).status();
+}
+
+TEST(TensorParallelLoad, WhatCannotBeSplitIsRefusedByName) {
+  const std::string qwen = testing::HfFixtureDir("qwen3_moe_f32");
+  absl::Status s = LoadPart(qwen, 0, 3);
+  EXPECT_NE(s.message().find("--tensor_parallel_size 3: num_attention_heads 4 is not a multiple"), std::string::npos)
+      << s;
+  s = LoadPart(qwen, 2, 2);
+  EXPECT_NE(s.message().find("tensor-parallel rank 2 of a group of 2 is out of range"), std::string::npos) << s;
+  s = LoadPart(testing::HfFixtureDir("deepseek_v3_f32"), 0, 2);
+  EXPECT_NE(s.message().find("is MLA attention, which tensor parallelism does not split yet"), std::string::npos) << s;
+  s = LoadPart(testing::HfFixtureDir("kimi_linear_f32"), 1, 2);
+  EXPECT_NE(s.message().find("attention, which tensor parallelism does not split yet"), std::string::npos) << s;
+  // Two key/value heads of 16 in halves would cut the 32-row FP8 scale blocks.
+  s = LoadPart(testing::HfFixtureDir("glm4_moe_fp8_block32"), 0, 2);
+  EXPECT_NE(s.message().find("k_proj.weight' cannot be split into 2 tensor-parallel parts along "
+                             "its rows (32; each part would cut its scale blocks of 32)"),
+            std::string::npos)
+      << s;
+  EXPECT_TRUE(LoadPart(qwen, 1, 2).ok());
+  EXPECT_TRUE(LoadPart(qwen, 3, 4).ok());  // two key/value heads over four ranks: pairs share one
+}
+
+}  // namespace
+}  // namespace ls
