@@ -19,18 +19,20 @@ absl::Status CheckTensorParallel(const ModelConfig& c, const TensorParallel& tp,
   auto refuse = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat(model_dir, ": --tensor_parallel_size ", tp.size, ": ", what));
   };
-  for (size_t l = 0; l < c.layers.size(); ++l)
-    if (c.layers[l].attention != AttentionKind::kGqa)
-      return refuse(absl::StrCat("layer ", l, " is ", c.layers[l].attention == AttentionKind::kMla ? "MLA" : "KDA",
-                                 " attention, which tensor parallelism does not split yet (GQA only)"));
   auto divides = [&](int64_t value, const char* key) -> absl::Status {
     if (value % tp.size == 0) return absl::OkStatus();
     return refuse(absl::StrCat(key, " ", value, " is not a multiple of the group size"));
   };
-  if (auto s = divides(c.attention.num_heads, "num_attention_heads"); !s.ok()) return s;
-  if (c.attention.num_kv_heads % tp.size != 0 && tp.size % c.attention.num_kv_heads != 0)
-    return refuse(absl::StrCat("num_key_value_heads ", c.attention.num_kv_heads,
-                               " neither divides nor is a multiple of the group size"));
+  if (c.has_attention(AttentionKind::kGqa)) {
+    if (auto s = divides(c.attention.num_heads, "num_attention_heads"); !s.ok()) return s;
+    if (c.attention.num_kv_heads % tp.size != 0 && tp.size % c.attention.num_kv_heads != 0)
+      return refuse(absl::StrCat("num_key_value_heads ", c.attention.num_kv_heads,
+                                 " neither divides nor is a multiple of the group size"));
+  }
+  if (c.has_attention(AttentionKind::kMla))
+    if (auto s = divides(c.mla.num_heads, "the MLA layers' num_attention_heads"); !s.ok()) return s;
+  if (c.has_attention(AttentionKind::kKda))
+    if (auto s = divides(c.kda.num_heads, "the KDA layers' num_heads"); !s.ok()) return s;
   if (auto s = divides(c.vocab_size, "vocab_size"); !s.ok()) return s;
   bool dense = false;
   for (int32_t l = 0; l < c.num_hidden_layers; ++l) dense |= !c.is_moe_layer(l);

@@ -1,6 +1,8 @@
 // GluMlp: gate and up projections in one GemmMany, the GLU activation, the down projection.
 #include "models/layers/glu_mlp.h"
 
+#include "models/layers/row_parallel.h"
+
 namespace ls {
 
 GluMlp::GluMlp(WeightBinder& b, const std::string& prefix, const GluNames& names, int64_t width, int64_t in,
@@ -14,18 +16,14 @@ GluMlp::GluMlp(WeightBinder& b, const std::string& prefix, const GluNames& names
 
 void GluMlp::Forward(StepContext& ctx, int32_t /*layer*/, const float* h, float* x) {
   PartTimer t(ctx.profile, StepPart::kSharedOrDense);
-  if (!tensor_parallel_) {
-    Apply(ctx, h, x, /*accumulate=*/true);
-    return;
-  }
-  const int64_t n = ctx.num_tokens * down_.rows;
-  float* part = ctx.buf->partial.as<float>(n);
-  Apply(ctx, h, part, /*accumulate=*/false);
-  ctx.backend->AllReduceSum(part, n);
-  ctx.backend->Add(x, part, n);
+  AddRowParallel(ctx, Activation(ctx, h), ctx.num_tokens, down_, tensor_parallel_, x);
 }
 
 void GluMlp::Apply(StepContext& ctx, const float* h, float* out, bool accumulate) {
+  ctx.backend->Gemm(Activation(ctx, h), ctx.num_tokens, down_, out, accumulate);
+}
+
+const float* GluMlp::Activation(StepContext& ctx, const float* h) {
   const int64_t T = ctx.num_tokens;
   float* g = ctx.buf->gate.as<float>(T * width_);
   float* u = ctx.buf->up.as<float>(T * width_);
@@ -33,7 +31,7 @@ void GluMlp::Apply(StepContext& ctx, const float* h, float* out, bool accumulate
   const GemmOutput gate_up[] = {{&gate_, g}, {&up_, u}};
   ctx.backend->GemmMany(h, T, gate_up, 2);
   ctx.backend->GluActivation(g, u, T, width_, act_, a);
-  ctx.backend->Gemm(a, T, down_, out, accumulate);
+  return a;
 }
 
 void GluMlp::ForEachWeight(const WeightFn& fn) {

@@ -32,6 +32,9 @@ class GluMlp final : public FfnLayer {
   const Tensor& down() const { return down_; }
 
  private:
+  // act(gate(h)) ⊙ up(h) in the step's act buffer, [T, width].
+  const float* Activation(StepContext& ctx, const float* h);
+
   Tensor gate_, up_, down_;
   int64_t width_;  // this rank's share
   GluAct act_;

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "models/layers/row_parallel.h"
+
 namespace ls {
 
 GqaAttention::GqaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config, const LayerPlan& plan)
@@ -85,14 +87,7 @@ void GqaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
     be->PagedAttention(p);
   }
   PartTimer t(ctx.profile, StepPart::kAttentionOut);
-  if (tensor_parallel_) {  // this rank's heads' share of the projection, summed over the group
-    float* part = ctx.buf->partial.as<float>(T * o_.rows);
-    be->Gemm(o, T, o_, part, /*accumulate=*/false);
-    be->AllReduceSum(part, T * o_.rows);
-    be->Add(x, part, T * o_.rows);
-  } else {
-    be->Gemm(o, T, o_, x, /*accumulate=*/true);
-  }
+  AddRowParallel(ctx, o, T, o_, tensor_parallel_, x);
   if (c_.o_bias) be->AddBias(x, T, o_bias_);
 }
 

@@ -1,31 +1,40 @@
 // KdaAttention: binding and the forward over the step's sequences and their state slots.
 #include "models/layers/kda_attention.h"
 
+#include "models/layers/row_parallel.h"
+
 namespace ls {
 
 KdaAttention::KdaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config)
-    : c_(config.kda), eps_(config.rms_norm_eps) {
+    : c_(config.kda), eps_(config.rms_norm_eps), tensor_parallel_(config.tensor_parallel.on()) {
   const int64_t d = config.hidden_size, H = c_.num_heads, hd = c_.head_dim, C = H * hd, K = c_.conv_kernel;
-  q_ = b.Get(prefix + "q_proj.weight", C, d);
-  k_ = b.Get(prefix + "k_proj.weight", C, d);
-  v_ = b.Get(prefix + "v_proj.weight", C, d);
-  q_conv_ = b.GetShaped(prefix + "q_conv1d.weight", {C, 1, K});
-  k_conv_ = b.GetShaped(prefix + "k_conv1d.weight", {C, 1, K});
-  v_conv_ = b.GetShaped(prefix + "v_conv1d.weight", {C, 1, K});
+  // Tensor parallelism: this rank's heads — their channels of every per-channel weight, their
+  // columns of o_proj — and so their share of each sequence's state.
+  const int32_t T = config.tensor_parallel.size, r = config.tensor_parallel.rank;
+  q_ = b.GetPart(prefix + "q_proj.weight", C, d, Split::kRows, T, r);
+  k_ = b.GetPart(prefix + "k_proj.weight", C, d, Split::kRows, T, r);
+  v_ = b.GetPart(prefix + "v_proj.weight", C, d, Split::kRows, T, r);
+  q_conv_ = b.GetShaped(prefix + "q_conv1d.weight", {C, 1, K}, T, r);
+  k_conv_ = b.GetShaped(prefix + "k_conv1d.weight", {C, 1, K}, T, r);
+  v_conv_ = b.GetShaped(prefix + "v_conv1d.weight", {C, 1, K}, T, r);
   f_a_ = b.Get(prefix + "f_a_proj.weight", hd, d);
-  f_b_ = b.Get(prefix + "f_b_proj.weight", C, hd);
-  b_ = b.Get(prefix + "b_proj.weight", H, d);
+  f_b_ = b.GetPart(prefix + "f_b_proj.weight", C, hd, Split::kRows, T, r);
+  b_ = b.GetPart(prefix + "b_proj.weight", H, d, Split::kRows, T, r);
   // A_log: [1, 1, H, 1] as transformers saves it, or a vector of which the first H are used.
   a_log_ = b.GetVectorAtLeast(prefix + "A_log", H);
-  dt_bias_ = b.Get(prefix + "dt_bias", 0, C);
+  if (!a_log_.empty() && T > 1)
+    a_log_ = Tensor{static_cast<const unsigned char*>(a_log_.data) + DTypeBytes(a_log_.dtype, r * (H / T)),
+                    a_log_.dtype, 1, H / T};
+  dt_bias_ = b.GetPart(prefix + "dt_bias", 0, C, Split::kCols, T, r);
   if (c_.full_rank_output_gate) {
-    g_ = b.Get(prefix + "g_proj.weight", C, d);
+    g_ = b.GetPart(prefix + "g_proj.weight", C, d, Split::kRows, T, r);
   } else {
     g_a_ = b.Get(prefix + "g_a_proj.weight", hd, d);
-    g_b_ = b.Get(prefix + "g_b_proj.weight", C, hd);
+    g_b_ = b.GetPart(prefix + "g_b_proj.weight", C, hd, Split::kRows, T, r);
   }
   o_norm_ = b.Get(prefix + "o_norm.weight", 0, hd);
-  o_ = b.Get(prefix + "o_proj.weight", d, C);
+  o_ = b.GetPart(prefix + "o_proj.weight", d, C, Split::kCols, T, r);
+  c_.num_heads /= T;
 }
 
 void KdaAttention::ForEachWeight(const WeightFn& fn) {
@@ -100,7 +109,7 @@ void KdaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
   }
   be->RmsNorm(o, T * H, o_norm_, eps_, o);
   be->MulSigmoid(o, T, C, gate, C);
-  be->Gemm(o, T, o_, x, /*accumulate=*/true);
+  AddRowParallel(ctx, o, T, o_, tensor_parallel_, x);
 }
 
 }  // namespace ls

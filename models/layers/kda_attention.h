@@ -3,7 +3,8 @@
 // convolutions with SiLU, a per-channel forget gate from a low-rank projection (Kimi-Linear's
 // softplus form or K3's bounded sigmoid), β = σ(b_proj x), the gated delta rule over each head's
 // state, then a per-head RMSNorm times a sigmoid output gate (low-rank, or full-rank in K3) and
-// the output projection.
+// the output projection. Under tensor parallelism a rank holds its share of the heads (and of each
+// sequence's state); its partial output is summed over the group.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +39,9 @@ class KdaAttention final : public AttentionLayer {
   void ForEachWeight(const WeightFn& fn) override;
 
  private:
-  KdaConfig c_;
+  KdaConfig c_;  // with this rank's head count
   float eps_;
+  bool tensor_parallel_;
   Tensor q_, k_, v_;                   // [H·d, hidden]
   Tensor q_conv_, k_conv_, v_conv_;    // [H·d, K]
   Tensor f_a_, f_b_, b_;               // [d, hidden], [H·d, d], [H, hidden]

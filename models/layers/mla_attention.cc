@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/quantized_weight.h"
+#include "models/layers/row_parallel.h"
 
 namespace ls {
 namespace {
@@ -23,16 +24,24 @@ Tensor Dequantize(const Tensor& w, std::vector<float>* storage) {
 }  // namespace
 
 MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const ModelConfig& config)
-    : c_(config.mla), rope_(ComputeRopeTable(c_.rope)), qh_(c_.qk_nope_head_dim + c_.qk_rope_head_dim) {
-  const int64_t d = config.hidden_size, H = c_.num_heads, L = c_.kv_lora_rank, R = c_.qk_rope_head_dim,
-                nope = c_.qk_nope_head_dim, v = c_.v_head_dim;
+    : c_(config.mla),
+      rope_(ComputeRopeTable(c_.rope)),
+      qh_(c_.qk_nope_head_dim + c_.qk_rope_head_dim),
+      tensor_parallel_(config.tensor_parallel.on()) {
+  // Tensor parallelism: this rank's heads — their rows of the query and kv_b projections and of
+  // the output gate, their columns of o_proj. The latent projections and the latent cache stay
+  // whole on every rank.
+  const int32_t T = config.tensor_parallel.size, r = config.tensor_parallel.rank;
+  c_.num_heads /= T;
+  const int64_t d = config.hidden_size, H_all = config.mla.num_heads, H = c_.num_heads, L = c_.kv_lora_rank,
+                R = c_.qk_rope_head_dim, nope = c_.qk_nope_head_dim, v = c_.v_head_dim;
   if (c_.q_lora_rank > 0) {
     q_a_ = b.Get(prefix + "q_a_proj.weight", c_.q_lora_rank, d);
     if (c_.bias) q_a_bias_ = b.Get(prefix + "q_a_proj.bias", 0, c_.q_lora_rank);
     q_a_norm_ = b.Get(prefix + "q_a_layernorm.weight", 0, c_.q_lora_rank);
-    q_b_ = b.Get(prefix + "q_b_proj.weight", H * qh_, c_.q_lora_rank);
+    q_b_ = b.GetPart(prefix + "q_b_proj.weight", H_all * qh_, c_.q_lora_rank, Split::kRows, T, r);
   } else {
-    q_ = b.Get(prefix + "q_proj.weight", H * qh_, d);
+    q_ = b.GetPart(prefix + "q_proj.weight", H_all * qh_, d, Split::kRows, T, r);
   }
   // kv_a_proj_with_mqa's rows: the latent first, then the rope key.
   Tensor kv_a = b.Get(prefix + "kv_a_proj_with_mqa.weight", L + R, d);
@@ -52,10 +61,10 @@ MlaAttention::MlaAttention(WeightBinder& b, const std::string& prefix, const Mod
   }
   kv_a_norm_ = b.Get(prefix + "kv_a_layernorm.weight", 0, L);
   // kv_b_proj: per head qk_nope key rows, then v value rows, over the latent.
-  Tensor kv_b = b.Get(prefix + "kv_b_proj.weight", H * (nope + v), L);
+  Tensor kv_b = b.GetPart(prefix + "kv_b_proj.weight", H_all * (nope + v), L, Split::kRows, T, r);
   if (kv_b.quantized()) kv_b = Dequantize(kv_b, &kv_b_values_);  // its per-head rows are transposed below
-  if (c_.output_gate) g_ = b.Get(prefix + "g_proj.weight", H * v, d);
-  o_ = b.Get(prefix + "o_proj.weight", d, H * v);
+  if (c_.output_gate) g_ = b.GetPart(prefix + "g_proj.weight", H_all * v, d, Split::kRows, T, r);
+  o_ = b.GetPart(prefix + "o_proj.weight", d, H_all * v, Split::kCols, T, r);
   if (c_.bias) o_bias_ = b.Get(prefix + "o_proj.bias", 0, d);
   if (kv_b.empty()) return;
   const size_t es = DTypeSize(kv_b.dtype);
@@ -237,7 +246,7 @@ void MlaAttention::Forward(StepContext& ctx, int32_t layer, const float* h, floa
     be->Gemm(h, T, g_, gate, false);
     be->MulSigmoid(o, T, H * v, gate, H * v);
   }
-  be->Gemm(o, T, o_, x, /*accumulate=*/true);
+  AddRowParallel(ctx, o, T, o_, tensor_parallel_, x);
   if (c_.bias) be->AddBias(x, T, o_bias_);
 }
 

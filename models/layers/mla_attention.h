@@ -5,7 +5,9 @@
 // query, attention over the cached rows, the value up-projection W_UV applied to the result; every
 // decode) or the expanded form (per-head keys W_UK·c and values W_UV·c built for the whole context
 // as transient scratch, tile by tile, then ordinary causal attention at the head width; long
-// prefill chunks). Both are tested equal within float rounding.
+// prefill chunks). Both are tested equal within float rounding. Under tensor parallelism a rank
+// holds its share of the heads and the whole latent cache; its partial output is summed over the
+// group.
 #pragma once
 
 #include <cstdint>
@@ -62,9 +64,10 @@ class MlaAttention final : public AttentionLayer {
   // The expanded form for one sequence: its context's keys and values tile by tile.
   void AttendExpanded(StepContext& ctx, int32_t layer, const AttentionSeq& s, const float* q, float* o);
 
-  MlaConfig c_;
+  MlaConfig c_;  // with this rank's head count
   RopeTable rope_;
   int64_t qh_;                              // qk_nope + qk_rope
+  bool tensor_parallel_;
   Tensor q_a_, q_a_bias_, q_a_norm_, q_b_;  // q_lora: [q_lora, d] / [q_lora] / [q_lora] / [H*qh, q_lora]
   Tensor q_;                                // no q_lora: [H*qh, d]
   Tensor kv_a_c_, kv_a_rope_;               // kv_a_proj_with_mqa's rows: [L, d] and [R, d]

@@ -89,7 +89,8 @@ Tensor WeightBinder::OptionalPart(const std::string& name, int64_t rows, int64_t
   return Has(name) ? GetPart(name, rows, cols, split, parts, index) : Tensor{};
 }
 
-Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<int64_t>& shape) {
+Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<int64_t>& shape, int64_t parts,
+                               int64_t index) {
   const std::string name = prefix_ + short_name;
   taken_.insert(name);
   if (!status_.ok()) return {};
@@ -106,7 +107,16 @@ Tensor WeightBinder::GetShaped(const std::string& short_name, const std::vector<
   }
   int64_t rest = 1;
   for (size_t i = 1; i < shape.size(); ++i) rest *= shape[i];
-  const Tensor t{e->data, e->dtype, shape.empty() ? 1 : shape[0], rest};
+  Tensor t{e->data, e->dtype, shape.empty() ? 1 : shape[0], rest};
+  if (parts > 1) {
+    if (t.rows % parts != 0) {
+      status_ = absl::InvalidArgumentError(absl::StrCat(store_.dir(), ": tensor '", name, "' cannot be split into ",
+                                                        parts, " tensor-parallel parts along its first dimension (",
+                                                        t.rows, " is not a multiple of the parts)"));
+      return {};
+    }
+    t = t.RowSlice(index * (t.rows / parts), t.rows / parts);
+  }
   bytes_bound_ += CheckpointBytes(t);
   return t;
 }

@@ -44,8 +44,9 @@ class WeightBinder {
   bool Has(const std::string& name) const { return HasWeight(store_, quantization_, prefix_ + name); }
   // The checkpoint's name for `name` (with the prefix).
   std::string FullName(const std::string& name) const { return prefix_ + name; }
-  // A tensor of exactly `shape` (any rank), viewed as [shape[0], product of the rest].
-  Tensor GetShaped(const std::string& name, const std::vector<int64_t>& shape);
+  // A tensor of exactly `shape` (any rank), viewed as [shape[0], product of the rest]; with
+  // parts > 1, part `index` of its first dimension (a tensor-parallel rank's channels).
+  Tensor GetShaped(const std::string& name, const std::vector<int64_t>& shape, int64_t parts = 1, int64_t index = 0);
   // A vector of at least n values (any shape whose dims other than one are 1, e.g. [1, 1, n, 1]),
   // viewed as [1, n]: the first n are used.
   Tensor GetVectorAtLeast(const std::string& name, int64_t n);

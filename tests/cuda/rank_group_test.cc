@@ -2,7 +2,9 @@
 // (ctest: -np 2): JoinRankGroup bootstraps an NCCL communicator through MPI (rank 0's unique id
 // broadcast), ExchangeRows moves blocks of rows between the GPUs, and the tiny model served by the
 // group, each rank running its own sequences with its experts placed on its GPU, agrees with the
-// CPU backend (with the GPU's rounding) on every sequence. Reports SKIPPED without a device per rank.
+// CPU backend (with the GPU's rounding) on every sequence. As a tensor-parallel group the ranks sum
+// and gather over NCCL (JoinTensorGroup), and the tiny model split over them — heads, widths,
+// vocabulary — agrees with the CPU backend too. Reports SKIPPED without a device per rank.
 #include "engine/rank_group.h"
 
 #include <gtest/gtest.h>
@@ -126,6 +128,76 @@ TEST(CudaRankGroup, TinyModelServedByTheGroupAgreesWithTheCpu) {
     std::printf("rank %d step %d: worst relative error %.5f, top agreement %.3f\n", me, step, a.worst_relative_error,
                 a.top_agreement);
     EXPECT_LT(a.worst_relative_error, kMaxRelativeError) << "step " << step;
+  }
+}
+
+TEST(CudaRankGroup, TensorGroupSumsAndGathersOverNccl) {
+  if (!EnoughDevices()) GTEST_SKIP() << "needs one CUDA device per rank (" << g_comm->size() << ")";
+  auto gpu = RankGpu();
+  ASSERT_TRUE(gpu);
+  std::unique_ptr<dist::Communicator> group = g_comm->Split(0);
+  std::string error;
+  ASSERT_TRUE(gpu->JoinTensorGroup(group.get(), &error)) << error;
+  const int R = g_comm->size(), me = g_comm->rank();
+  const int64_t n = 1000;
+  std::vector<float> host(n);
+  for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>((me + 1) * i);
+  float* x = static_cast<float*>(gpu->Allocate(n * sizeof(float)));
+  float* all = static_cast<float*>(gpu->Allocate(R * n * sizeof(float)));
+  gpu->CopyToDevice(x, host.data(), n * sizeof(float));
+  gpu->AllGather(x, n, all);
+  gpu->AllReduceSum(x, n);
+  ASSERT_TRUE(g_comm->ok()) << g_comm->error();
+  std::vector<float> sum(n), gathered(R * n);
+  gpu->CopyToHost(sum.data(), x, n * sizeof(float));
+  gpu->CopyToHost(gathered.data(), all, gathered.size() * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], static_cast<float>(R * (R + 1) / 2 * i)) << i;
+  for (int p = 0; p < R; ++p)
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(gathered[p * n + i], static_cast<float>((p + 1) * i)) << p;
+  gpu->Free(x);
+  gpu->Free(all);
+}
+
+TEST(CudaRankGroup, TinyModelSplitOverATensorGroupAgreesWithTheCpu) {
+  if (!EnoughDevices()) GTEST_SKIP() << "needs one CUDA device per rank (" << g_comm->size() << ")";
+  const std::string dir = testing::DataDir() + "/../../models/tiny";
+  auto gpu = RankGpu();
+  ASSERT_TRUE(gpu);
+  std::unique_ptr<dist::Communicator> group = g_comm->Split(0);
+  testing::Bf16ActivationsBackend cpu(2);
+  LoadOptions options;
+  options.tensor_parallel = {g_comm->rank(), g_comm->size()};
+  auto model = LoadModel(dir, gpu.get(), options);
+  auto reference = LoadModel(dir, &cpu);
+  ASSERT_TRUE(model.ok() && reference.ok()) << model.status() << reference.status();
+  ASSERT_TRUE((*model)->JoinRankGroup(g_comm).ok());
+  ASSERT_TRUE((*model)->JoinTensorGroup(group.get()).ok());
+  const int V = static_cast<int>((*model)->config().vocab_size);
+  KvCache cache(gpu.get(), (*model)->kv_layout(), 64, 16, DType::kF32);
+  KvCache ref_cache(&cpu, (*reference)->kv_layout(), 64, 16, DType::kF32);
+  std::mt19937 rng(5);
+  StepBatch batch;
+  for (int i = 0; i < 4; ++i) {
+    StepSequence s;
+    s.num_tokens = 5 + 3 * i;
+    for (int t = 0; t < s.num_tokens; ++t) batch.tokens.push_back(static_cast<int32_t>(1 + rng() % (V - 1)));
+    for (int b = 0; b < 8; ++b) s.block_table.push_back(i * 8 + b);
+    batch.seqs.push_back(s);
+  }
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> want, got;
+    ASSERT_TRUE((*reference)->Forward(batch, ref_cache, &want).ok());
+    ASSERT_TRUE((*model)->Forward(batch, cache, &got).ok());
+    ASSERT_TRUE(g_comm->ok()) << g_comm->error();
+    const testing::LogitsAgreement a = testing::CompareLogits(got, want, V);
+    std::printf("tensor-parallel rank %d step %d: worst relative error %.5f, top agreement %.3f\n", g_comm->rank(),
+                step, a.worst_relative_error, a.top_agreement);
+    EXPECT_LT(a.worst_relative_error, kMaxRelativeError) << "step " << step;
+    for (StepSequence& s : batch.seqs) {  // one decode token each next
+      s.start_pos += s.num_tokens;
+      s.num_tokens = 1;
+    }
+    batch.tokens.assign(batch.seqs.size(), 1 + step % (V - 1));
   }
 }
 

@@ -193,3 +193,15 @@ def test_tensor_parallel_size_that_does_not_divide_the_group_is_refused():
     with pytest.raises(Exception) as failed:
         RankGroupServer(2, "--tensor_parallel_size", "4")
     assert "--tensor_parallel_size 4 does not divide the group's 2 ranks" in str(failed.value)
+
+
+def test_tensor_parallel_kimi_linear_gives_the_single_process_tokens(kimi_expected):
+    # KDA heads (and each sequence's recurrent state) and MLA heads split over two ranks; the MLA
+    # latent cache whole on both.
+    s = RankGroupServer(2, "--tensor_parallel_size", "2", "--expert_slots", "5", model=KIMI)
+    try:
+        assert s.ready["tensor_parallel_size"] == 2
+        assert [complete_ids(s, p) for p in ID_PROMPTS] == kimi_expected
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
