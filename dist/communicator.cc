@@ -155,6 +155,16 @@ bool Communicator::Wait(MPI_Request* request, const char* what) {
   }
 }
 
+bool Communicator::Exchange(Clock::time_point t0, const char* call, const char* what,
+                            const std::function<int(MPI_Request*)>& start) {
+  MPI_Request request;
+  const int r = start(&request);
+  const bool done = r == MPI_SUCCESS ? Wait(&request, what) : false;
+  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": ", call, ": ", MpiError(r)));
+  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  return done;
+}
+
 bool Communicator::WaitFor(const std::function<bool()>& done) {
   if (!ok()) return false;
   const auto deadline = Clock::now() + timeout();
@@ -198,13 +208,9 @@ bool Communicator::AllToAll(const void* send, const std::vector<int64_t>& send_b
       recv = &empty_side;
     }
   }
-  MPI_Request request;
-  const int r =
-      MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE, comm_, &request);
-  const bool done = r == MPI_SUCCESS ? Wait(&request, "the expert all-to-all") : false;
-  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": MPI_Ialltoallv: ", MpiError(r)));
-  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
-  return done;
+  return Exchange(t0, "MPI_Ialltoallv", "the expert all-to-all", [&](MPI_Request* request) {
+    return MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE, comm_, request);
+  });
 }
 
 bool Communicator::AllToAllCounts(const std::vector<int64_t>& send, std::vector<int64_t>* recv) {
@@ -214,13 +220,11 @@ bool Communicator::AllToAllCounts(const std::vector<int64_t>& send, std::vector<
     Fail(absl::StrCat("rank ", rank_, ": an all-to-all of counts needs one count per rank (", size_, ")"));
     return false;
   }
-  const auto t0 = Clock::now();
-  MPI_Request request;
-  const int r = MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv->data(), 1, MPI_INT64_T, comm_, &request);
-  const bool done = r == MPI_SUCCESS ? Wait(&request, "the all-to-all of expert row counts") : false;
-  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": MPI_Ialltoall: ", MpiError(r)));
+  const bool done =
+      Exchange(Clock::now(), "MPI_Ialltoall", "the all-to-all of expert row counts", [&](MPI_Request* request) {
+        return MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv->data(), 1, MPI_INT64_T, comm_, request);
+      });
   if (!done) recv->assign(static_cast<size_t>(size_), 0);
-  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
   return done;
 }
 
@@ -245,13 +249,9 @@ bool Communicator::AllReduceSum(float* data, int64_t n) {
     Fail(absl::StrCat("rank ", rank_, ": an all-reduce of ", n, " values exceeds MPI's count"));
     return false;
   }
-  const auto t0 = Clock::now();
-  MPI_Request request;
-  const int r = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_, &request);
-  const bool done = r == MPI_SUCCESS ? Wait(&request, "the tensor-parallel all-reduce") : false;
-  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": MPI_Iallreduce: ", MpiError(r)));
-  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
-  return done;
+  return Exchange(Clock::now(), "MPI_Iallreduce", "the tensor-parallel all-reduce", [&](MPI_Request* request) {
+    return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_, request);
+  });
 }
 
 bool Communicator::AllGather(const float* send, int64_t n, float* recv) {
@@ -260,14 +260,9 @@ bool Communicator::AllGather(const float* send, int64_t n, float* recv) {
     Fail(absl::StrCat("rank ", rank_, ": an all-gather of ", n, " values exceeds MPI's count"));
     return false;
   }
-  const auto t0 = Clock::now();
-  MPI_Request request;
-  const int r =
-      MPI_Iallgather(send, static_cast<int>(n), MPI_FLOAT, recv, static_cast<int>(n), MPI_FLOAT, comm_, &request);
-  const bool done = r == MPI_SUCCESS ? Wait(&request, "the tensor-parallel all-gather") : false;
-  if (r != MPI_SUCCESS) Fail(absl::StrCat("rank ", rank_, ": MPI_Iallgather: ", MpiError(r)));
-  exchange_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
-  return done;
+  return Exchange(Clock::now(), "MPI_Iallgather", "the tensor-parallel all-gather", [&](MPI_Request* request) {
+    return MPI_Iallgather(send, static_cast<int>(n), MPI_FLOAT, recv, static_cast<int>(n), MPI_FLOAT, comm_, request);
+  });
 }
 
 bool Communicator::BroadcastBytes(std::string* bytes) {

@@ -80,6 +80,10 @@ class Communicator final : public RankTransport {
   // Polls `request` until it completes (true) or the deadline passes or MPI reports an error
   // (false; the group fails naming `what`).
   bool Wait(MPI_Request* request, const char* what);
+  // Starts a non-blocking collective (`start` returns MPI's code for `call`) and waits for it as
+  // Wait does; the time since t0 counts as exchange time.
+  bool Exchange(std::chrono::steady_clock::time_point t0, const char* call, const char* what,
+                const std::function<int(MPI_Request*)>& start);
 
   int32_t rank_ = 0, size_ = 1, local_rank_ = 0;
   std::string host_;

@@ -67,7 +67,7 @@ class Checker {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 absl::StatusOr<BoundWeight> BindFp8(const WeightStore& store, const QuantizationConfig& q, const std::string& name,
-                                    int64_t rows, int64_t cols) {
+                                    int64_t rows, int64_t cols, const CodeWindow& window) {
   const Checker c(store, name);
   const std::string scale_name = name + "_scale_inv";
   if (q.Ignored(ModuleOf(name)))
@@ -79,9 +79,12 @@ absl::StatusOr<BoundWeight> BindFp8(const WeightStore& store, const Quantization
   auto s = c.Part(scale_name, {DType::kF32, DType::kBF16, DType::kF16}, {CeilDiv(rows, br), CeilDiv(cols, bc)});
   if (!s.ok()) return s.status();
   const auto* codes = static_cast<const uint8_t*>((*w)->data);
-  for (int64_t i = 0; i < rows * cols; ++i)
-    if ((codes[i] & 0x7f) == 0x7f)
-      return c.Error(absl::StrCat("element [", i / cols, ", ", i % cols, "] is an FP8 NaN code"));
+  const int64_t r1 = window.rows < 0 ? rows : window.row0 + window.rows;
+  const int64_t c1 = window.cols < 0 ? cols : window.col0 + window.cols;
+  for (int64_t r = window.row0; r < r1; ++r)
+    for (int64_t j = window.col0; j < c1; ++j)
+      if ((codes[r * cols + j] & 0x7f) == 0x7f)
+        return c.Error(absl::StrCat("element [", r, ", ", j, "] is an FP8 NaN code"));
   if (auto st = c.CheckScales(scale_name, **s, (*s)->dtype); !st.ok()) return st;
   BoundWeight b;
   b.tensor = Tensor{(*w)->data,
@@ -165,13 +168,13 @@ bool HasWeight(const WeightStore& store, const QuantizationConfig& q, const std:
 }
 
 absl::StatusOr<BoundWeight> BindWeight(const WeightStore& store, const QuantizationConfig& q, const std::string& name,
-                                       int64_t rows, int64_t cols) {
+                                       int64_t rows, int64_t cols, const CodeWindow& window) {
   const std::string module = ModuleOf(name);
   const bool matrix = rows > 0 && !module.empty();
   if (matrix && q.method == QuantizationConfig::Method::kCompressedTensors && store.Has(module + ".weight_packed"))
     return BindPacked(store, q, name, rows, cols);
   if (matrix && q.method == QuantizationConfig::Method::kFp8Block && store.Has(name + "_scale_inv"))
-    return BindFp8(store, q, name, rows, cols);
+    return BindFp8(store, q, name, rows, cols, window);
   auto t = store.Get(name, rows, cols);
   if (!t.ok()) return t.status();
   if (!IsFloatDType(t->dtype)) {

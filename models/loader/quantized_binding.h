@@ -22,9 +22,16 @@ struct BoundWeight {
   std::vector<std::string> names;  // every checkpoint tensor it was made from
 };
 
-// The weight `name` of shape [rows, cols] ([cols] when rows == 0; vectors are never quantized).
+// The rows and columns of a weight whose codes are read and checked: all of them by default; a
+// tensor-parallel rank's part only, so that it reads no other rank's codes (-1: to the end).
+struct CodeWindow {
+  int64_t row0 = 0, rows = -1, col0 = 0, cols = -1;
+};
+
+// The weight `name` of shape [rows, cols] ([cols] when rows == 0; vectors are never quantized),
+// its codes checked within `window`.
 absl::StatusOr<BoundWeight> BindWeight(const WeightStore& store, const QuantizationConfig& q, const std::string& name,
-                                       int64_t rows, int64_t cols);
+                                       int64_t rows, int64_t cols, const CodeWindow& window = {});
 // Whether BindWeight would find `name` (as itself or as its packed parts).
 bool HasWeight(const WeightStore& store, const QuantizationConfig& q, const std::string& name);
 

@@ -25,35 +25,35 @@ std::vector<uint8_t> ColumnBlock(const void* data, DType dtype, int64_t rows, in
 
 }  // namespace
 
-Tensor WeightBinder::Get(const std::string& short_name, int64_t rows, int64_t cols) {
-  const std::string name = prefix_ + short_name;
+Tensor WeightBinder::Bind(const std::string& name, int64_t rows, int64_t cols, const CodeWindow& window) {
   taken_.insert(name);
   if (!status_.ok()) return {};
-  auto b = BindWeight(store_, quantization_, name, rows, cols);
+  auto b = BindWeight(store_, quantization_, name, rows, cols, window);
   if (!b.ok()) {
     status_ = b.status();
     return {};
   }
   taken_.insert(b->names.begin(), b->names.end());
-  bytes_bound_ += CheckpointBytes(b->tensor);
   return b->tensor;
+}
+
+Tensor WeightBinder::Get(const std::string& short_name, int64_t rows, int64_t cols) {
+  const Tensor t = Bind(prefix_ + short_name, rows, cols);
+  bytes_bound_ += CheckpointBytes(t);
+  return t;
 }
 
 Tensor WeightBinder::GetPart(const std::string& short_name, int64_t rows, int64_t cols, Split split, int64_t parts,
                              int64_t index) {
   if (parts == 1) return Get(short_name, rows, cols);
   const std::string name = prefix_ + short_name;
-  taken_.insert(name);
-  if (!status_.ok()) return {};
-  auto b = BindWeight(store_, quantization_, name, rows, cols);
-  if (!b.ok()) {
-    status_ = b.status();
-    return {};
-  }
-  taken_.insert(b->names.begin(), b->names.end());
-  const Tensor& t = b->tensor;
   const bool by_rows = split == Split::kRows && rows > 0;
-  const int64_t length = by_rows ? t.rows : t.cols, n = length / parts, first = index * n;
+  const int64_t length = by_rows ? rows : cols, n = length / parts, first = index * n;
+  CodeWindow window;  // only this part's codes are read
+  (by_rows ? window.row0 : window.col0) = first;
+  (by_rows ? window.rows : window.cols) = n;
+  const Tensor t = Bind(name, rows, cols, window);
+  if (t.empty()) return {};
   const int32_t block = !t.quantized() ? 1 : by_rows ? t.quant.block_rows : t.quant.block_cols;
   const bool packed_pairs = DTypeBits(t.dtype) < 8 && !by_rows;  // two codes a byte: cut between bytes
   if (length % parts != 0 || n % block != 0 || (packed_pairs && n % 2 != 0)) {

@@ -64,6 +64,9 @@ class WeightBinder {
   QuantizationConfig quantization_;
   std::string prefix_;
   absl::Status status_;
+  // The tensor `name` (prefixed already), its names taken; empty after an error.
+  Tensor Bind(const std::string& name, int64_t rows, int64_t cols, const CodeWindow& window = {});
+
   std::unordered_set<std::string> taken_;
   int64_t bytes_bound_ = 0;
 };

@@ -14,6 +14,7 @@
 #include "engine/rank_group.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/dist/mpi_test_main.h"
+#include "tests/dist/skewed_placements.h"
 #include "tests/test_util.h"
 
 namespace ls::dist {
@@ -28,22 +29,8 @@ struct Seq {
   int32_t slot = 0;  // recurrent-state slot in its rank's cache
 };
 
-// Each MoE layer's placement over `devices` devices of `slots` slots, planned from skewed loads
-// (so hot experts get replicas when there are spare slots).
 LayerPlacements Placements(const Model& model, int32_t devices, int32_t slots, uint32_t seed) {
-  const ModelConfig& c = model.config();
-  LayerPlacements out;
-  std::mt19937 rng(seed);
-  for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
-    if (!c.is_moe_layer(l)) continue;
-    std::vector<double> loads(c.moe.num_experts);
-    for (auto& v : loads) v = 1 + rng() % 5;
-    loads[rng() % loads.size()] = 50;  // one very hot expert
-    auto p = PlanPlacement(loads, devices, slots);
-    EXPECT_TRUE(p.ok()) << p.status();
-    out.emplace_back(l, std::move(*p));
-  }
-  return out;
+  return testing::SkewedPlacements(model.config(), devices, slots, seed);
 }
 
 // The bytes of the redundant copies (replicas beyond an expert's first slot) on `rank`'s devices.

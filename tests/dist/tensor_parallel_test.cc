@@ -13,10 +13,9 @@
 #include <random>
 
 #include "dist/communicator.h"
-#include "engine/expert_planner.h"
-#include "engine/rank_group.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/dist/mpi_test_main.h"
+#include "tests/dist/skewed_placements.h"
 #include "tests/test_util.h"
 
 namespace ls::dist {
@@ -27,21 +26,6 @@ Communicator* g_comm = nullptr;
 // Logits are compared relative to the row's largest magnitude: float32 sums of T parts in another
 // order differ by a few units in the last place of the largest terms.
 constexpr float kTolerance = 2e-5f;
-
-LayerPlacements Placements(const ModelConfig& c, int32_t devices, int32_t slots, uint32_t seed) {
-  LayerPlacements out;
-  std::mt19937 rng(seed);
-  for (int32_t l = 0; l < c.num_hidden_layers; ++l) {
-    if (!c.is_moe_layer(l)) continue;
-    std::vector<double> loads(c.moe.num_experts);
-    for (auto& v : loads) v = 1 + rng() % 5;
-    loads[rng() % loads.size()] = 50;  // one very hot expert, replicated where slots are spare
-    auto p = PlanPlacement(loads, devices, slots);
-    EXPECT_TRUE(p.ok()) << p.status();
-    out.emplace_back(l, std::move(*p));
-  }
-  return out;
-}
 
 struct Seq {
   std::vector<int32_t> tokens;  // the prompt, then every token fed since
@@ -82,7 +66,7 @@ void RunFixture(const std::string& dir, int32_t T) {
 
   if (c.has_moe_layers()) {
     const int32_t N = static_cast<int32_t>(c.moe.num_experts);
-    auto placed = (*model)->BuildPlacedExperts(Placements(c, R, (N + R - 1) / R + 2, 5));
+    auto placed = (*model)->BuildPlacedExperts(testing::SkewedPlacements(c, R, (N + R - 1) / R + 2, 5));
     ASSERT_TRUE(placed.ok()) << placed.status();
     (*model)->SetPlacedExperts(*placed);
   }

@@ -5,12 +5,17 @@
 // tensor_parallel_test.cc's.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/quantized_weight.h"
 #include "models/families/load_config.h"
 #include "models/loader/model_config.h"
 #include "models/loader/weight_binder.h"
 #include "models/registry.h"
+#include "nlohmann/json.hpp"
 #include "tests/test_util.h"
 
 namespace ls {
@@ -67,6 +72,39 @@ TEST(TensorParallelLoad, BlockScaledFp8PartsKeepTheirScales) {
 TEST(TensorParallelLoad, PackedInt4PartsCutBetweenGroups) {
   ExpectPartsTile("glm4_moe_int4", "model.layers.1.mlp.experts.0.gate_proj.weight", 32, 64, Split::kCols, 2);
   ExpectPartsTile("glm4_moe_int4", "model.layers.1.mlp.experts.0.gate_proj.weight", 32, 64, Split::kRows, 2);
+}
+
+// A copy of the FP8 fixture whose q_proj of layer 1 holds an FP8 NaN code at [40, 5]: in the second
+// half of its rows, which only tensor-parallel rank 1 of 2 holds.
+TEST(TensorParallelLoad, ARankReadsOnlyItsPartsCodes) {
+  const std::string dir = testing::CopyToTempDir(testing::HfFixtureDir("glm4_moe_fp8_block32"), "tp_nan");
+  const std::string file = dir + "/model.safetensors";
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[i]);
+  const auto h = nlohmann::json::parse(bytes.substr(8, header));
+  const std::string name = "model.layers.1.self_attn.q_proj.weight";
+  const uint64_t at = 8 + header + h[name]["data_offsets"][0].get<uint64_t>() + 40 * 64 + 5;
+  bytes[at] = static_cast<char>(0x7f);
+  std::ofstream(file, std::ios::binary) << bytes;
+  auto config = LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto store = WeightStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  WeightBinder first(**store, config->quantization), second(**store, config->quantization);
+  EXPECT_FALSE(first.GetPart(name, 64, 64, Split::kRows, 2, 0).empty());
+  EXPECT_TRUE(first.status().ok()) << first.status();
+  EXPECT_TRUE(second.GetPart(name, 64, 64, Split::kRows, 2, 1).empty());
+  EXPECT_NE(second.status().message().find("element [40, 5] is an FP8 NaN code"), std::string::npos) << second.status();
+  WeightBinder columns(**store, config->quantization);  // by columns, rank 0 holds [40, 5]
+  EXPECT_TRUE(columns.GetPart(name, 64, 64, Split::kCols, 2, 0).empty());
+  std::filesystem::remove_all(dir);
 }
 
 absl::Status LoadPart(const std::string& dir, int32_t rank, int32_t size) {

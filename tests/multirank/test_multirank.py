@@ -205,3 +205,22 @@ def test_tensor_parallel_kimi_linear_gives_the_single_process_tokens(kimi_expect
     finally:
         s.stop()
     assert s.proc.returncode == 0
+
+
+def test_tensor_parallel_group_with_an_mtp_layer_gives_the_single_process_tokens():
+    # DeepSeek-V3's MLA heads split over two ranks; its MTP layer drafts whole on the leader from
+    # the hidden rows the group returns.
+    plain = Server(model=DSV3_MTP)
+    try:
+        want = [complete_ids(plain, p) for p in ID_PROMPTS]
+    finally:
+        plain.stop()
+    s = RankGroupServer(2, "--tensor_parallel_size", "2", "--expert_slots", "5", "--speculative_config",
+                        '{"method": "mtp", "num_speculative_tokens": 3}', model=DSV3_MTP)
+    try:
+        assert s.ready["tensor_parallel_size"] == 2 and s.ready["speculative"]["method"] == "mtp"
+        assert [complete_ids(s, p) for p in ID_PROMPTS] == want
+        assert s.metric("latentserve_spec_decode_num_draft_tokens_total") > 0
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
