@@ -45,15 +45,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Init(int* argc, char
   std::unique_ptr<Communicator> c(new Communicator());
   c->owns_mpi_ = true;
   MPI_Comm_dup(MPI_COMM_WORLD, &c->comm_);
-  // Errors come back as codes (the group fails cleanly) instead of aborting the job.
-  MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(c->comm_, &rank);
-  MPI_Comm_size(c->comm_, &size);
-  c->rank_ = rank;
-  c->size_ = size;
+  c->TakeComm();
   MPI_Comm node;
-  if (MPI_Comm_split_type(c->comm_, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+  if (MPI_Comm_split_type(c->comm_, MPI_COMM_TYPE_SHARED, c->rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
     int local = 0;
     MPI_Comm_rank(node, &local);
     c->local_rank_ = local;
@@ -63,6 +57,16 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Init(int* argc, char
   int n = 0;
   if (MPI_Get_processor_name(name, &n) == MPI_SUCCESS) c->host_.assign(name, static_cast<size_t>(n));
   return c;
+}
+
+void Communicator::TakeComm() {
+  // Errors come back as codes (the group fails cleanly) instead of aborting the job.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm_, &rank);
+  MPI_Comm_size(comm_, &size);
+  rank_ = rank;
+  size_ = size;
 }
 
 Communicator::~Communicator() {
@@ -86,12 +90,7 @@ std::unique_ptr<Communicator> Communicator::Duplicate() const {
 std::unique_ptr<Communicator> Communicator::Split(int32_t color) {
   std::unique_ptr<Communicator> c(new Communicator());
   if (MPI_Comm_split(comm_, color, rank_, &c->comm_) != MPI_SUCCESS) return nullptr;
-  MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(c->comm_, &rank);
-  MPI_Comm_size(c->comm_, &size);
-  c->rank_ = rank;
-  c->size_ = size;
+  c->TakeComm();
   c->local_rank_ = local_rank_;
   c->host_ = host_;
   c->timeout_ = timeout_;

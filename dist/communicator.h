@@ -77,6 +77,8 @@ class Communicator final : public RankTransport {
 
  private:
   Communicator() = default;
+  // comm_ returns errors as codes; rank_ and size_ are read from it.
+  void TakeComm();
   // Polls `request` until it completes (true) or the deadline passes or MPI reports an error
   // (false; the group fails naming `what`).
   bool Wait(MPI_Request* request, const char* what);
