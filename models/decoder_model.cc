@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, 
   if (auto s = b.CheckAllTaken(skipped); !s.ok())
     return absl::InvalidArgumentError(absl::StrCat(m->store_->dir(), ": ", s.message()));
   m->dtype_ = m->embed_.dtype;
+  if (c.shapes_only) return std::unique_ptr<Model>(std::move(m));  // counted, never run
   if (auto s = m->PrepareWeights([&](const WeightFn& fn) { m->ForEachWeight(fn); }); !s.ok()) return s;
   for (Layer& L : m->layers_) L.attention->WeightsPrepared();
   return std::unique_ptr<Model>(std::move(m));

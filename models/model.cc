@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "models/loader/weight_binder.h"
 
 namespace ls {
 
@@ -87,6 +88,15 @@ absl::Status Model::JoinTensorGroup(RankTransport* group) {
   return absl::OkStatus();
 }
 
+int64_t Model::routed_expert_bytes() const {
+  int64_t n = 0;
+  for (const MoeBlock* moe : moe_blocks_)
+    if (moe)
+      for (const auto* list : {&moe->experts().gate, &moe->experts().up, &moe->experts().down})
+        for (const Tensor& t : *list) n += CheckpointBytes(t);
+  return n;
+}
+
 void Model::AddExpertCounts(const std::vector<int64_t>& tokens, const std::vector<int64_t>& device_rows) {
   for (size_t i = 0; i < tokens.size() && i < experts_.tokens.size(); ++i) experts_.tokens[i] += tokens[i];
   if (device_rows.size() == experts_.device_rows.size())
@@ -165,6 +175,8 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
 
 absl::Status Model::BeginStep(const StepBatch& batch, KvCache& cache, std::vector<int32_t>* positions,
                               std::vector<AttentionSeq>* seqs) {
+  if (config_.shapes_only)
+    return absl::FailedPreconditionError("this model was loaded from its checkpoint's shapes only and cannot run");
   backend_->BeginStep();
   // The copies come first whatever else the batch holds: the engine's bookkeeping already counts them made.
   for (const CacheCopy& c : batch.copies)

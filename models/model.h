@@ -38,6 +38,9 @@ class Model {
   // Checkpoint bytes the layers bound at load: under tensor parallelism, this rank's parts of the
   // split weights and the whole of the rest.
   int64_t checkpoint_bytes_bound() const { return checkpoint_bytes_bound_; }
+  // Checkpoint bytes of all the routed experts as bound (a shapes-only model, or experts left on the
+  // host; prepared experts are counted in the backend's form).
+  int64_t routed_expert_bytes() const;
   // Backend memory holding the weights as the ops read them (packed, converted), placed experts aside.
   size_t prepared_weight_bytes() const { return weight_storage_.capacity(); }
   const WeightStore& weight_store() const { return *store_; }

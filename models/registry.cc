@@ -80,7 +80,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
     return absl::InvalidArgumentError("a multi-token-prediction layer loads whole (it drafts on the group's leader)");
   config->tensor_parallel = options.tensor_parallel;
   const Family* family = FindFamily(config->architecture, config->model_type);
-  auto store = WeightStore::Open(model_dir);
+  config->shapes_only = options.shapes_only;
+  auto store = WeightStore::Open(model_dir, options.shapes_only);
   if (!store.ok()) return store.status();
   if (config->next_token_layer >= 0) {
     // transformers writes num_nextn_predict_layers 1 into checkpoints it saves without the layer.

@@ -29,6 +29,10 @@ struct LoadOptions {
   // part of every split weight. Errors name the config key a group size does not divide, and the
   // layer kinds not split yet.
   TensorParallel tensor_parallel;
+  // Read only the checkpoint's headers (a shapes-only checkpoint serves): every tensor binds as
+  // zeros and none is prepared, so the model counts its bytes (checkpoint_bytes_bound,
+  // routed_expert_bytes) but cannot run a step. For memory plans of models too large for this host.
+  bool shapes_only = false;
 };
 
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,

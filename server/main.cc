@@ -38,6 +38,7 @@
 #include "server/grpc_server.h"
 #include "server/http_server.h"
 #include "server/speculative_config.h"
+#include "server/weight_budget.h"
 #include "tokenizer/load_tokenizer.h"
 
 ABSL_FLAG(std::string, model, "", "model directory: config.json, safetensors weights, tokenizer.json or tiktoken.model");
@@ -99,6 +100,9 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both port
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
 ABSL_FLAG(int32_t, drain_timeout_s, 30, "on SIGTERM, seconds to let in-flight requests finish");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(int32_t, weight_budget_ranks, 0,
+          "print the weights each GPU of a group of this many ranks would hold (with --tensor_parallel_size and "
+          "--expert_slots), from the checkpoint's shapes alone (config.json and safetensors headers), and exit");
 ABSL_FLAG(int32_t, tensor_parallel_size, 1,
           "in a rank group: consecutive ranks (on one host) that split attention heads, dense and shared-expert "
           "widths and the vocabulary, running the same batches; it divides the group's size (1: off)");
@@ -156,7 +160,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "replan_itl_budget_ms",
         "load_window", "expert_load_dump", "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
-       {"tensor_parallel_size", "rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
+       {"tensor_parallel_size", "weight_budget_ranks", "rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
       {"Chat",
        {"chat_template", "chat_template_content_format", "tool_call_parser", "reasoning_parser", "generation_config"}},
       {"Security", {"api_key_file", "tls_cert", "tls_key"}},
@@ -499,6 +503,16 @@ int main(int argc, char** argv) {
   const auto level = CheckFlags();
   if (!level.ok()) return Fail(std::string(level.status().message()));
   const std::string dir = absl::GetFlag(FLAGS_model);
+  if (const int32_t ranks = absl::GetFlag(FLAGS_weight_budget_ranks); ranks > 0) {
+    std::string error;
+    std::unique_ptr<ls::Backend> cpu = ls::CreateBackend(ls::BackendOptions{"cpu", 1}, &error);
+    if (!cpu) return Fail(error);
+    auto budget = ls::server::WeightBudgetJson(dir, cpu.get(), ranks, absl::GetFlag(FLAGS_tensor_parallel_size),
+                                               absl::GetFlag(FLAGS_expert_slots));
+    if (!budget.ok()) return Fail(std::string(budget.status().message()));
+    std::printf("%s\n", budget->c_str());
+    return 0;
+  }
   ls::server::ApiKeys keys;
   if (!absl::GetFlag(FLAGS_api_key_file).empty()) {
     auto k = ls::server::ApiKeys::LoadFile(absl::GetFlag(FLAGS_api_key_file));

@@ -159,6 +159,8 @@ struct ModelConfig {
   // (docs/rank-groups.md, "Tensor parallelism"): its attention heads, dense and shared-expert widths and
   // vocabulary rows.
   TensorParallel tensor_parallel;
+  // Set by the loader's options: only the checkpoint's shapes were read; no step can run.
+  bool shapes_only = false;
 
   // Width the routed experts read and write: d_lat with a latent projection, else d.
   int64_t expert_width() const { return moe.latent_size > 0 ? moe.latent_size : hidden_size; }

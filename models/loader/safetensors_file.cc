@@ -89,7 +89,7 @@ absl::StatusOr<std::map<std::string, TensorEntry>> SafetensorsFile::ParseHeader(
   return entries;
 }
 
-absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path, bool header_only) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   struct stat st;
@@ -100,19 +100,61 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
   f->size_ = static_cast<size_t>(st.st_size);
-  if (f->size_ > 0) {
+  if (header_only) {
+    auto size = HeaderOnlyMapping(fd, path, f->size_, &f->map_);
+    ::close(fd);
+    if (!size.ok()) return size.status();
+    f->size_ = *size;
+  } else if (f->size_ > 0) {
     void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
       ::close(fd);
       return absl::InternalError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));
     }
     f->map_ = m;
+    ::close(fd);
+  } else {
+    ::close(fd);
   }
-  ::close(fd);
   auto entries = ParseHeader(static_cast<const unsigned char*>(f->map_), f->size_, path);
   if (!entries.ok()) return entries.status();
   f->entries_ = std::move(*entries);
   return f;
+}
+
+absl::StatusOr<size_t> SafetensorsFile::HeaderOnlyMapping(int fd, const std::string& path, size_t file_size,
+                                                          void** map) {
+  unsigned char prefix[8];
+  if (file_size < 8 || ::pread(fd, prefix, 8, 0) != 8)
+    return Bad(path, absl::StrCat("file too short (", file_size, " bytes) for a safetensors header"));
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | prefix[i];
+  if (header_len > kMaxHeaderBytes)
+    return Bad(path, absl::StrCat("header length ", header_len, " is implausibly large"));
+  if (header_len > file_size - 8)
+    return Bad(path, absl::StrCat("truncated: header length ", header_len, " exceeds the file size ", file_size));
+  std::string header(header_len, '\0');
+  if (::pread(fd, header.data(), header_len, 8) != static_cast<ssize_t>(header_len))
+    return Bad(path, "cannot read the header");
+  // The data the header describes ends at its largest offset; ParseHeader checks the rest.
+  nlohmann::json j = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
+  uint64_t end = 0;
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      auto off = it.value().is_object() ? it.value().find("data_offsets") : it.value().end();
+      if (off != it.value().end() && off->is_array() && off->size() == 2 && (*off)[1].is_number_unsigned())
+        end = std::max(end, (*off)[1].get<uint64_t>());
+    }
+  // Anonymous memory that reserves nothing: untouched pages read as zeros without taking memory.
+  const size_t size = 8 + header_len + end;
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot reserve ", size, " bytes for its header: ", std::strerror(errno)));
+  std::memcpy(m, prefix, 8);
+  std::memcpy(static_cast<unsigned char*>(m) + 8, header.data(), header_len);
+  *map = m;
+  return size;
 }
 
 SafetensorsFile::~SafetensorsFile() {

@@ -1,7 +1,9 @@
 // SafetensorsFile: one .safetensors file mapped read-only with mmap, its header parsed and every
 // entry checked (known dtype, shape × dtype size = byte range, range inside the file, no overlap;
 // dtypes: F32, BF16, F16, and for quantized weights F8_E4M3, F8_E8M0, U8, I8, I32, I64)
-// before any tensor is handed out. A truncated or lying file is an error, never a crash.
+// before any tensor is handed out. A truncated or lying file is an error, never a crash. Opened
+// for its header only, a file (complete, or a shapes-only file that stops after its header) has
+// every tensor read as zeros from memory that holds none of its bytes.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +26,7 @@ struct TensorEntry {
 
 class SafetensorsFile {
  public:
-  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(const std::string& path, bool header_only = false);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -41,6 +43,9 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
+  // Header-only: the header read from `fd` into anonymous memory as long as the data it describes;
+  // its size, and *map set.
+  static absl::StatusOr<size_t> HeaderOnlyMapping(int fd, const std::string& path, size_t file_size, void** map);
   std::string path_;
   void* map_ = nullptr;
   size_t size_ = 0;

@@ -8,11 +8,11 @@
 #include "absl/strings/str_join.h"
 
 namespace ls {
-namespace {
-
 int64_t CheckpointBytes(const Tensor& t) {
   return static_cast<int64_t>(t.bytes() + (t.quantized() ? t.scale_bytes() + t.zero_bytes() : 0));
 }
+
+namespace {
 
 // Columns [c0, c0 + n) of every row of a row-major grid of `rows` rows and `cols` elements of `dtype`.
 std::vector<uint8_t> ColumnBlock(const void* data, DType dtype, int64_t rows, int64_t cols, int64_t c0, int64_t n) {
@@ -69,6 +69,9 @@ Tensor WeightBinder::GetPart(const std::string& short_name, int64_t rows, int64_
     part = t.RowSlice(first, n);
   } else if (t.rows == 1 && !t.quantized()) {  // a vector: its part is contiguous
     part = Tensor{static_cast<const uint8_t*>(t.data) + DTypeBytes(t.dtype, first), t.dtype, 1, n};
+  } else if (store_.shapes_only()) {  // zeros either way: no copy
+    part = t;
+    part.cols = n;
   } else {
     part = t;
     part.cols = n;

@@ -20,6 +20,9 @@
 
 namespace ls {
 
+// The checkpoint bytes a bound tensor views: its values or codes, scales and zero points.
+int64_t CheckpointBytes(const Tensor& t);
+
 // Along which dimension a tensor-parallel rank's part of a weight is cut.
 enum class Split : uint8_t { kRows, kCols };
 

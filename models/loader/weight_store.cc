@@ -18,10 +18,11 @@
 
 namespace ls {
 
-absl::StatusOr<std::unique_ptr<WeightStore>> WeightStore::Open(const std::string& model_dir) {
+absl::StatusOr<std::unique_ptr<WeightStore>> WeightStore::Open(const std::string& model_dir, bool shapes_only) {
   namespace fs = std::filesystem;
   std::unique_ptr<WeightStore> store(new WeightStore());
   store->dir_ = model_dir;
+  store->shapes_only_ = shapes_only;
   const std::string single = model_dir + "/model.safetensors";
   const std::string index = model_dir + "/model.safetensors.index.json";
   std::vector<std::string> shard_files;
@@ -51,7 +52,7 @@ absl::StatusOr<std::unique_ptr<WeightStore>> WeightStore::Open(const std::string
   }
   std::map<std::string, const SafetensorsFile*> by_file;
   for (const auto& name : shard_files) {
-    auto f = SafetensorsFile::Open(model_dir + "/" + name);
+    auto f = SafetensorsFile::Open(model_dir + "/" + name, shapes_only);
     if (!f.ok()) return f.status();
     by_file[name] = f->get();
     store->files_.push_back(std::move(*f));

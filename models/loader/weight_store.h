@@ -18,7 +18,10 @@ namespace ls {
 
 class WeightStore {
  public:
-  static absl::StatusOr<std::unique_ptr<WeightStore>> Open(const std::string& model_dir);
+  // With shapes_only, only the files' headers are read (SafetensorsFile's header-only open): a
+  // shapes-only checkpoint serves as well as a full one, and every tensor reads as zeros.
+  static absl::StatusOr<std::unique_ptr<WeightStore>> Open(const std::string& model_dir, bool shapes_only = false);
+  bool shapes_only() const { return shapes_only_; }
 
   // The tensor `name` with exactly the expected shape ([rows, cols], or [cols] when rows == 0).
   absl::StatusOr<Tensor> Get(const std::string& name, int64_t rows, int64_t cols) const;
@@ -42,6 +45,7 @@ class WeightStore {
  private:
   WeightStore() = default;
   std::string dir_;
+  bool shapes_only_ = false;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::unordered_map<std::string, const SafetensorsFile*> where_;  // tensor name -> file
   mutable std::deque<std::vector<uint8_t>> kept_;

@@ -138,5 +138,49 @@ TEST(TensorParallelLoad, WhatCannotBeSplitIsRefusedByName) {
   EXPECT_TRUE(LoadPart(testing::HfFixtureDir("kimi_linear_f32"), 1, 2).ok());
 }
 
+// `dir`'s checkpoint with every safetensors file cut after its header: a shapes-only checkpoint.
+std::string ShapesOnlyCopy(const std::string& dir, const std::string& tag) {
+  const std::string out = testing::CopyToTempDir(dir, tag);
+  for (const auto& e : std::filesystem::directory_iterator(out)) {
+    if (e.path().extension() != ".safetensors") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    unsigned char len[8];
+    in.read(reinterpret_cast<char*>(len), 8);
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = header << 8 | len[i];
+    in.close();
+    std::filesystem::resize_file(e.path(), 8 + header);
+  }
+  return out;
+}
+
+TEST(TensorParallelLoad, AShapesOnlyCheckpointCountsWhatTheRealOneBinds) {
+  for (const std::string& dir : {testing::K3FixtureDir("k3_tiny_mxfp4"), testing::HfFixtureDir("glm4_moe_f32")}) {
+    const std::string shapes = ShapesOnlyCopy(dir, "shapes_only");
+    CpuBackend backend(1);
+    for (int32_t rank : {0, 1}) {
+      LoadOptions real;
+      real.routed_experts_on_host = true;  // the experts stay as bound, as on a rank of a group
+      real.tensor_parallel = {rank, 2};
+      LoadOptions counted = real;
+      counted.shapes_only = true;
+      auto want = LoadModel(dir, &backend, real);
+      auto got = LoadModel(shapes, &backend, counted);
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ((*got)->checkpoint_bytes_bound(), (*want)->checkpoint_bytes_bound()) << dir << " rank " << rank;
+      EXPECT_EQ((*got)->routed_expert_bytes(), (*want)->routed_expert_bytes()) << dir;
+      EXPECT_GT((*got)->routed_expert_bytes(), 0);
+      std::vector<float> logits;
+      const absl::Status st = (*got)->ForwardSequence({1, 2, 3}, false, &logits);
+      EXPECT_NE(st.message().find("shapes only and cannot run"), std::string::npos) << st;
+    }
+    // Read in full, the cut files are refused by name.
+    const absl::Status st = LoadModel(shapes, &backend).status();
+    EXPECT_NE(st.message().find(".safetensors"), std::string::npos) << st;
+    std::filesystem::remove_all(shapes);
+  }
+}
+
 }  // namespace
 }  // namespace ls
