@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
+#include "bench/random_model.h"
 #include "dist/communicator.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/dist/mpi_test_main.h"
@@ -173,6 +175,20 @@ TEST(TensorParallel, MlaHeadsSplitWithTheLatentCacheWholeEqualOneProcess) {
 
 TEST(TensorParallel, KimiLinearKdaHeadsAndTheirStateSplitEqualOneProcess) {
   RunBoth(testing::HfFixtureDir("kimi_linear_f32"), /*max_tp=*/2);
+}
+
+TEST(TensorParallel, FourKdaAndMlaHeadsSplitFourWaysEqualOneProcess) {
+  // A random Kimi-Linear checkpoint (KDA and MLA layers alternating, four heads each), so that
+  // T = 4 splits the recurrent state too; each rank writes the same one (same seed) for itself.
+  bench::RandomModelSpec spec;
+  spec.vocab = 512, spec.d = 64, spec.layers = 2, spec.heads = 4, spec.kv_heads = 4, spec.head_dim = 16;
+  spec.experts = 8, spec.top_k = 2, spec.f = 32, spec.d_lat = 0, spec.expert_output_norm = false;
+  spec.kda = true, spec.full_attn_every = 2, spec.mla_latent = 32, spec.mla_rope = 8, spec.mla_nope = 16;
+  spec.mla_v = 16;
+  const std::string dir = ::testing::TempDir() + "/tp_kda4_rank" + std::to_string(g_comm->rank());
+  ASSERT_TRUE(bench::WriteRandomModel(spec, dir, 17).ok());
+  RunBoth(dir);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorParallel, KimiK3TinyEqualsOneProcess) {
