@@ -37,6 +37,7 @@ class Fixture:
     num_experts: int = 8
     num_expert_group: int = 1
     topk_group: int = 1
+    kda_heads: int = 2
 
 
 FIXTURES = [
@@ -46,6 +47,8 @@ FIXTURES = [
             "mxfp4-pack-quantized (quantization_config inside text_config)", 301, mxfp4=True),
     Fixture("k3_tiny_grouped_bf16", "as k3_tiny_bf16 with 12 experts in 4 groups, topk_group 2 (group-limited "
             "routing that excludes), top-2", 302, num_experts=12, num_expert_group=4, topk_group=2),
+    Fixture("k3_tiny_kda4_bf16", "as k3_tiny_bf16 with 4 KDA heads, so that every attention kind splits over "
+            "four tensor-parallel ranks", 303, kda_heads=4),
 ]
 
 
@@ -75,7 +78,7 @@ def text_config(fx: Fixture) -> dict:
         "moe_renormalize": True, "routed_scaling_factor": 1.0, "use_grouped_topk": True,
         "num_expert_group": fx.num_expert_group, "topk_group": fx.topk_group, "topk_method": "noaux_tc",
         "num_nextn_predict_layers": 0,
-        "linear_attn_config": {"full_attn_layers": [3, 6], "kda_layers": [1, 2, 4, 5], "num_heads": 2,
+        "linear_attn_config": {"full_attn_layers": [3, 6], "kda_layers": [1, 2, 4, 5], "num_heads": fx.kda_heads,
                                "head_dim": 16, "short_conv_kernel_size": 4, "gate_lower_bound": -5.0,
                                "use_full_rank_gate": True},
         "dtype": "bfloat16",

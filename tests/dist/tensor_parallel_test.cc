@@ -195,6 +195,7 @@ TEST(TensorParallel, KimiK3TinyEqualsOneProcess) {
   // Attention residuals, gated MLA, bounded KDA, LatentMoE; experts in BF16 and in MXFP4.
   RunBoth(testing::K3FixtureDir("k3_tiny_bf16"), /*max_tp=*/2);
   RunBoth(testing::K3FixtureDir("k3_tiny_mxfp4"), /*max_tp=*/2);
+  RunBoth(testing::K3FixtureDir("k3_tiny_kda4_bf16"));  // four KDA heads: T = 4 as well
 }
 
 TEST(TensorParallel, CollectivesSumAndGatherOverTheGroup) {
