@@ -93,8 +93,7 @@ std::unique_ptr<Communicator> Communicator::Split(int32_t color) {
   c->TakeComm();
   c->local_rank_ = local_rank_;
   c->host_ = host_;
-  c->timeout_ = timeout_;
-  c->parent_ = this;
+  c->parent_ = this;  // its deadline is this group's
   return c;
 }
 

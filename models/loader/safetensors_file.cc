@@ -23,17 +23,25 @@ absl::Status Bad(const std::string& path, const std::string& msg) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", msg));
 }
 
-}  // namespace
-
-absl::StatusOr<std::map<std::string, TensorEntry>> SafetensorsFile::ParseHeader(const unsigned char* file,
-                                                                               size_t file_size,
-                                                                               const std::string& path) {
+// The header length the file's first 8 bytes (`prefix`) give, checked against the file's size.
+absl::StatusOr<uint64_t> HeaderLength(const unsigned char* prefix, size_t file_size, const std::string& path) {
   if (file_size < 8) return Bad(path, absl::StrCat("file too short (", file_size, " bytes) for a safetensors header"));
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | file[i];
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | prefix[i];
   if (header_len > kMaxHeaderBytes) return Bad(path, absl::StrCat("header length ", header_len, " is implausibly large"));
   if (header_len > file_size - 8)
     return Bad(path, absl::StrCat("truncated: header length ", header_len, " exceeds the file size ", file_size));
+  return header_len;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, TensorEntry>> SafetensorsFile::ParseHeader(const unsigned char* file,
+                                                                                size_t file_size,
+                                                                                const std::string& path) {
+  auto length = HeaderLength(file, file_size, path);
+  if (!length.ok()) return length.status();
+  const uint64_t header_len = *length;
   const char* h = reinterpret_cast<const char*>(file + 8);
   nlohmann::json j = nlohmann::json::parse(h, h + header_len, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad(path, "header is not valid JSON");
@@ -124,15 +132,11 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std
 
 absl::StatusOr<size_t> SafetensorsFile::HeaderOnlyMapping(int fd, const std::string& path, size_t file_size,
                                                           void** map) {
-  unsigned char prefix[8];
-  if (file_size < 8 || ::pread(fd, prefix, 8, 0) != 8)
-    return Bad(path, absl::StrCat("file too short (", file_size, " bytes) for a safetensors header"));
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | prefix[i];
-  if (header_len > kMaxHeaderBytes)
-    return Bad(path, absl::StrCat("header length ", header_len, " is implausibly large"));
-  if (header_len > file_size - 8)
-    return Bad(path, absl::StrCat("truncated: header length ", header_len, " exceeds the file size ", file_size));
+  unsigned char prefix[8] = {};
+  if (file_size >= 8 && ::pread(fd, prefix, 8, 0) != 8) return Bad(path, "cannot read the header");
+  auto length = HeaderLength(prefix, file_size, path);
+  if (!length.ok()) return length.status();
+  const uint64_t header_len = *length;
   std::string header(header_len, '\0');
   if (::pread(fd, header.data(), header_len, 8) != static_cast<ssize_t>(header_len))
     return Bad(path, "cannot read the header");
