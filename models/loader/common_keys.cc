@@ -13,7 +13,11 @@ namespace ls {
 void ReadDecoderKeys(ConfigReader& r, ModelConfig* c, const DecoderDefaults& defaults) {
   c->vocab_size = r.Int("vocab_size", true);
   c->hidden_size = r.Int("hidden_size", true);
-  c->num_hidden_layers = static_cast<int32_t>(r.Int("num_hidden_layers", true));
+  // Bounded before any per-layer plan is allocated from it (the largest published models have ~100).
+  constexpr int64_t kMaxLayers = 4096;
+  const int64_t layers = r.Int("num_hidden_layers", true);
+  if (layers > kMaxLayers) r.Fail(absl::StrCat("key 'num_hidden_layers' is ", layers, "; at most ", kMaxLayers));
+  c->num_hidden_layers = static_cast<int32_t>(std::min(layers, kMaxLayers));
   c->rms_norm_eps = static_cast<float>(r.Number({"rms_norm_eps"}, false, defaults.rms_norm_eps));
   c->tie_word_embeddings = r.Bool("tie_word_embeddings", false);
   c->max_position_embeddings =

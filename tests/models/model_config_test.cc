@@ -30,6 +30,15 @@ TEST(ModelConfig, WrongTypeNamesKey) {
   EXPECT_EQ(c.status().message(), "dir/config.json: key 'vocab_size' must be an integer, got \"100\"");
 }
 
+TEST(ModelConfig, ALayerCountPastAnyModelIsRefusedBeforeItsPlanIsMade) {
+  std::string j = kMinimal;
+  j.replace(j.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 2000000000");
+  auto c = ParseModelConfig(j, "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("key 'num_hidden_layers' is 2000000000; at most 4096"), std::string::npos)
+      << c.status();
+}
+
 TEST(ModelConfig, InconsistentHeads) {
   std::string j = kMinimal;
   j.insert(1, "\"num_key_value_heads\": 3, ");
