@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
            absl::GetFlag(FLAGS_cpu_isa)},
           &backend_error);
   if (!backend) return Fail(backend_error);
+  if (absl::GetFlag(FLAGS_backend) == "cpu")
+    std::fprintf(stderr, "latentserve-generate: cpu_isa %s\n", ls::CpuIsaName().c_str());
   auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
   if (!quantization.ok()) return Fail(std::string(quantization.status().message()));
   auto model = ls::LoadModel(dir, backend.get(), ls::LoadOptions{*quantization});

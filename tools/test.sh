@@ -2,7 +2,8 @@
 # Builds everything (CUDA kernels too when nvcc is present) and runs the whole test suite:
 # unit and model tests, the kernels under every SIMD target the CPU has, the server driven over the
 # network, deployment checks and a 2-minute soak; then the CPU kernels cross-built for aarch64 and
-# tested under qemu (tools/cross_test.sh), the suite again under ASan+UBSan and its threaded parts
+# tested under qemu (tools/cross_test.sh), the x86 build on an emulated AVX2-only CPU and a CPU
+# without AVX (tools/x86_emulated_test.sh), the suite again under ASan+UBSan and its threaded parts
 # under TSan (tools/sanitize.sh), and each libFuzzer target for 30 s (tools/fuzz.sh). Prints the
 # time of each stage at the end.
 # LATENTSERVE_QUICK=1 stops after the first ctest run. LS_CONFIGURE_ONLY=1 configures the build
@@ -53,6 +54,7 @@ stage python_env tools/python_env.sh "$build/venv"
 stage ctest ctest --test-dir "$build" -j "$(nproc)" --no-tests=error --output-on-failure "$@"
 if [ "${LATENTSERVE_QUICK:-0}" != 1 ]; then
   stage aarch64_qemu tools/cross_test.sh
+  stage x86_emulated tools/x86_emulated_test.sh "$build"
   stage asan tools/sanitize.sh address
   stage tsan tools/sanitize.sh thread
   stage fuzz tools/fuzz.sh 30

@@ -6,8 +6,9 @@ Disassembles each binary (objdump) and checks, function by function, that
     later) appears only in functions of the SIMD targets' namespaces (ls::cpu::simd_avx2...,
     ls::cpu::simd_avx512...), never in baseline code: an inline function or template emitted out
     of line by a kernel source and kept by the linker for baseline callers would show up here;
-  - AVX-512 state (zmm registers, opmask registers, xmm16-31) appears only in the simd_avx512
-    namespaces, never in the AVX2 ones;
+  - AVX-512 state (zmm registers, opmask registers, xmm16-31) and EVEX-encoded instructions (an
+    AVX-512VL form of an xmm or ymm instruction reads like its AVX2 form, so the encoding's first
+    byte, 0x62, is checked) appear only in the simd_avx512 namespaces, never in the AVX2 ones;
   - the targets' tables (Table()), which the dispatch calls before it knows a target is usable,
     hold no AVX instruction;
   - nothing calls fma or fmaf through the PLT (the fused multiply-adds are inlined everywhere).
@@ -25,11 +26,12 @@ if platform.machine() not in ("x86_64", "AMD64"):
 FUNC = re.compile(r"^[0-9a-f]+ <(.*)>:$")
 AVX512_STATE = re.compile(r"%zmm|%k[0-7]\b|\{%k|%xmm(1[6-9]|2[0-9]|3[01])\b|%ymm(1[6-9]|2[0-9]|3[01])\b")
 PLT_FMA = re.compile(r"<(fmaf?)@plt>")
+# Bytes that may come before an instruction's opcode (operand and address size, segments, rep).
+LEGACY_PREFIXES = {"66", "67", "f2", "f3", "2e", "36", "3e", "26", "64", "65"}
 
 failures = []
 for binary in sys.argv[1:]:
-    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", binary], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(["objdump", "-d", "-C", binary], check=True, capture_output=True, text=True).stdout
     func = None
     reported = set()
     functions = 0
@@ -39,9 +41,12 @@ for binary in sys.argv[1:]:
             func = m.group(1)
             functions += 1
             continue
-        if func is None or "\t" not in line:
+        fields = line.split("\t")
+        if func is None or len(fields) < 3:  # not an instruction (a long one's further bytes)
             continue
-        insn = line.split("\t", 1)[1].strip()
+        encoding = [b for b in fields[1].split() if b not in LEGACY_PREFIXES]
+        evex = bool(encoding) and encoding[0] == "62"
+        insn = fields[2].strip()
         mnemonic = insn.split()[0] if insn else ""
         if mnemonic.startswith("{"):  # an encoding prefix such as {evex}
             mnemonic = insn.split()[1] if len(insn.split()) > 1 else ""
@@ -51,7 +56,7 @@ for binary in sys.argv[1:]:
         problem = None
         if mnemonic.startswith("v") and (table or not (in_avx2 or in_avx512)):
             problem = "an AVX instruction outside the SIMD targets' code"
-        elif AVX512_STATE.search(insn) and not in_avx512:
+        elif (AVX512_STATE.search(insn) or evex) and not in_avx512:
             problem = "AVX-512 state outside the AVX-512 targets"
         elif PLT_FMA.search(insn):
             problem = "a call to " + PLT_FMA.search(insn).group(1) + " through the PLT"
