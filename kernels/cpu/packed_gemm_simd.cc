@@ -42,6 +42,11 @@ struct Kernel {
   int64_t K;
   bool accumulate;
 
+  // The bytes of one k step of a panel, and where step k of panel `panel` starts.
+  static constexpr int64_t kStepBytes = P * static_cast<int64_t>(DTypeSize(T));
+  const char* StepAddress(int64_t panel, int64_t k) const {
+    return static_cast<const char*>(w) + (panel * K + k) * kStepBytes;
+  }
   // Rows k0 .. k0 + kb − 1 of panel `panel` as float32 [kb][32], rows in order.
   void WidenPanel(int64_t panel, int64_t k0, int64_t kb, float* out) const {
     for (int64_t k = 0; k < kb; ++k) {

@@ -85,6 +85,12 @@ struct Kernel {
   int64_t K, group, groups;
   bool accumulate;
 
+  // The code bytes of one k step of a panel, and where step k of panel `panel` starts (the group
+  // scales are small and read as they come).
+  static constexpr int64_t kStepBytes = F::kStepBytes;
+  const char* StepAddress(int64_t panel, int64_t k) const {
+    return reinterpret_cast<const char*>(codes) + (panel * K + k) * F::kStepBytes;
+  }
   void WidenPanel(int64_t panel, int64_t k0, int64_t kb, float* out) const {
     constexpr int64_t SB = DTypeBits(F::kScales) / 8;
     const V16 table = F::kCodes == DType::kE2M1 ? Table16(kE2M1Values) : Table16(kU4Values);
