@@ -27,7 +27,7 @@ constexpr int64_t kAheadBytes = 1024;
 // I8 codes, one scale per row: the whole k range in int32, scaled once.
 struct KernelI8 {
   static constexpr bool kWidens = false;
-  static constexpr int kMaxRows = kTileRegs >= 32 ? kFloatTileRows : 3;
+  static constexpr int kMaxRows = kTileRegs >= 32 ? kFloatTileRows : 2;
   static constexpr int Panels(int MR) { return FloatTilePanels(MR); }
   const Int8Rows& x;
   const uint8_t* codes;
@@ -77,7 +77,7 @@ struct KernelI8 {
 // U4 codes in groups along k: int32 per group, folded into float with the group's scales.
 struct KernelU4 {
   static constexpr bool kWidens = false;
-  static constexpr int kMaxRows = kTileRegs >= 32 ? 6 : 3;
+  static constexpr int kMaxRows = kTileRegs >= 32 ? 6 : 2;
   static constexpr int Panels(int MR) {
     if (kTileRegs >= 32) return MR == 1 ? 4 : MR <= 3 ? 2 : 1;
     return MR == 1 ? 2 : 1;
