@@ -28,7 +28,7 @@ struct LoadOptions {
   // This process's part of a tensor-parallel group (--tensor_parallel_size): it binds only its
   // part of every split weight. Errors name the config key a group size does not divide, and the
   // layer kinds not split yet.
-  TensorParallel tensor_parallel;
+  TensorParallel tensor_parallel = {};
   // Read only the checkpoint's headers (a shapes-only checkpoint serves): every tensor binds as
   // zeros and none is prepared, so the model counts its bytes (checkpoint_bytes_bound,
   // routed_expert_bytes) but cannot run a step. For memory plans of models too large for this host.
