@@ -29,18 +29,20 @@ run() {
 
 # gtest CPU SHARDS BINARY: the binary's tests on the emulated CPU, in SHARDS processes side by side.
 gtest() {
-  local cpu=$1 shards=$2 binary=$3 pids=() i
+  local cpu=$1 shards=$2 binary=$3 pids=() i rc
   for ((i = 0; i < shards; ++i)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i run "$cpu" "$bin/$binary" --gtest_brief=1 \
       >"$work/$binary.$cpu.$i.log" 2>&1 &
     pids+=($!)
   done
   for ((i = 0; i < shards; ++i)); do
-    if wait "${pids[$i]}"; then
+    rc=0
+    wait "${pids[$i]}" || rc=$?
+    if [ "$rc" -eq 0 ]; then
       grep -h "PASSED\|SKIPPED \]" "$work/$binary.$cpu.$i.log" | sed "s/^/$binary on $cpu: /"
     else
       tail -n 30 "$work/$binary.$cpu.$i.log"
-      fail "$binary on $cpu (shard $i of $shards; exit $?)"
+      fail "$binary on $cpu (shard $i of $shards; exit $rc)"
     fi
   done
 }
@@ -60,6 +62,16 @@ cases=(
 )
 prompt=1,5,9,13,17,21,25,29,33,37,41
 
+# The native run of every case, once: what each emulated CPU must give.
+n=0
+for entry in "${cases[@]}"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086  # flags split into words on purpose
+  "$bin/latentserve-generate" --model "${entry%%|*}" --prompt_ids $prompt --max_tokens 4 ${entry#*|} --threads 2 \
+    --dump_logits "$work/native.$n.npy" >/dev/null 2>"$work/native.$n.err" ||
+    { cat "$work/native.$n.err"; echo "FAIL: the native run of ${entry/|/ }"; exit 1; }
+done
+
 # generate CPU EXPECTED_ISA: every case on the emulated CPU against the native run.
 generate() {
   local cpu=$1 want=$2 n=0 entry dir flags isa
@@ -68,9 +80,6 @@ generate() {
     flags=${entry#*|}
     n=$((n + 1))
     # shellcheck disable=SC2086  # flags split into words on purpose
-    "$bin/latentserve-generate" --model "$dir" --prompt_ids $prompt --max_tokens 4 $flags --threads 2 \
-      --dump_logits "$work/native.$n.npy" >"$work/native.$n.out" 2>/dev/null
-    # shellcheck disable=SC2086
     if ! run "$cpu" "$bin/latentserve-generate" --model "$dir" --prompt_ids $prompt --max_tokens 4 $flags \
       --threads 2 --dump_logits "$work/$cpu.$n.npy" >"$work/$cpu.$n.out" 2>"$work/$cpu.$n.err"; then
       cat "$work/$cpu.$n.err"
