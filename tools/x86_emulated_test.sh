@@ -96,10 +96,16 @@ generate() {
   done
 }
 
-gtest EPYC-Rome 1 simd_targets_test
-gtest EPYC-Rome 2 kernels_test
-gtest EPYC-Rome 2 models_test
-generate EPYC-Rome avx2
+# On a host that is itself AVX2-only the native passes (Release and sanitizers) already ran the
+# whole suite on such a CPU: emulating one again would only repeat them, several times slower.
+if grep -q -w avx512f /proc/cpuinfo; then
+  gtest EPYC-Rome 1 simd_targets_test
+  gtest EPYC-Rome 2 kernels_test
+  gtest EPYC-Rome 2 models_test
+  generate EPYC-Rome avx2
+elif grep -q -w avx2 /proc/cpuinfo; then
+  echo "EPYC-Rome: not emulated, this host is an AVX2-only CPU (the native passes ran on it)"
+fi
 gtest Westmere 1 simd_targets_test
 gtest Westmere 2 kernels_test
 generate Westmere portable
@@ -107,4 +113,4 @@ if [ "$failures" -gt 0 ]; then
   echo "$failures failures"
   exit 1
 fi
-echo "ok: the AVX2-only and the pre-AVX CPU each ran their own target, and gave the native results"
+echo "ok: each emulated CPU ran its own target and gave the native results"

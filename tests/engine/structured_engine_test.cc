@@ -40,8 +40,10 @@ class StructuredEngine : public ::testing::Test {
     EXPECT_TRUE(g.ok()) << g.status();
     return g.ok() ? *g : nullptr;
   }
-  std::vector<RequestOutput> Run(const std::vector<Request>& rs, const EngineConfig& cfg = {},
+  // Without the creation warm-up (EngineTest covers it): these tests create an engine per run.
+  std::vector<RequestOutput> Run(const std::vector<Request>& rs, EngineConfig cfg = {},
                                  MetricsSnapshot* metrics = nullptr) {
+    cfg.warmup = false;
     auto engine = Engine::Create(model_.get(), tok_.get(), cfg);
     EXPECT_TRUE(engine.ok());
     std::vector<std::unique_ptr<OutputQueue>> qs;
