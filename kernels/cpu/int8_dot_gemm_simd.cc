@@ -94,6 +94,30 @@ struct KernelU4 {
                                       : LoadBf16(reinterpret_cast<const uint16_t*>(scales) + at);
   }
 
+  // DotU4 over quads [q_begin, q_end) of NP panels from zero, left in its sum form in `sums`.
+  template <int MR, int NP>
+  inline void Quads(int64_t m0, int64_t panel, int64_t q_begin, int64_t q_end, I16 (&sums)[MR][NP][2]) const {
+    for (int m = 0; m < MR; ++m)
+      for (int p = 0; p < NP; ++p) sums[m][p][0] = sums[m][p][1] = SetI(0);
+    for (int64_t q = q_begin; q < q_end; ++q) {
+      B64 lo[NP], hi[NP];
+      for (int p = 0; p < NP; ++p) {
+        const uint8_t* c = codes + ((panel + p) * kq + q) * 64;
+        Prefetch(c + kAheadBytes);
+        const B64 v = LoadB64(c);
+        lo[p] = NibbleLo(v);
+        hi[p] = NibbleHi(v);
+      }
+      for (int m = 0; m < MR; ++m) {
+        const int32_t xq = Quad(x.q + (m0 + m) * x.kp + 4 * q);
+        for (int p = 0; p < NP; ++p) {
+          sums[m][p][0] = DotU4(sums[m][p][0], lo[p], xq);
+          sums[m][p][1] = DotU4(sums[m][p][1], hi[p], xq);
+        }
+      }
+    }
+  }
+
   // With few registers the group sums of the tile wait in memory between groups (scratch): kept in
   // registers they would push the integer accumulators of the inner loop onto the stack.
   static constexpr bool kSumsInMemory = kTileRegs < 32;
@@ -111,26 +135,26 @@ struct KernelU4 {
         for (int p = 0; p < NP; ++p) out[m][p][0] = out[m][p][1] = Zero();
     }
     const int64_t quads_per_group = group / 4;
+    // A group's sums in DotU4's form: one run of quads when the group fits the form (w4a8's groups
+    // of 32 on every target), else runs of kU4PairQuads widened into int32 after each.
+    const bool one_run = quads_per_group <= kU4PairQuads;
     for (int64_t g = 0; g < groups; ++g) {
       I16 acc[MR][NP][2];
-      for (int m = 0; m < MR; ++m)
-        for (int p = 0; p < NP; ++p) acc[m][p][0] = acc[m][p][1] = SetI(0);
       const int64_t q_end = std::min(kq, (g + 1) * quads_per_group);
-      for (int64_t q = g * quads_per_group; q < q_end; ++q) {
-        B64 lo[NP], hi[NP];
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* c = codes + ((panel + p) * kq + q) * 64;
-          Prefetch(c + kAheadBytes);
-          const B64 v = LoadB64(c);
-          lo[p] = NibbleLo(v);
-          hi[p] = NibbleHi(v);
-        }
-        for (int m = 0; m < MR; ++m) {
-          const int32_t xq = Quad(x.q + (m0 + m) * x.kp + 4 * q);
-          for (int p = 0; p < NP; ++p) {
-            acc[m][p][0] = DotU4(acc[m][p][0], lo[p], xq);
-            acc[m][p][1] = DotU4(acc[m][p][1], hi[p], xq);
-          }
+      if (one_run) {
+        Quads<MR, NP>(m0, panel, g * quads_per_group, q_end, acc);
+        for (int m = 0; m < MR; ++m)
+          for (int p = 0; p < NP; ++p)
+            for (int h = 0; h < 2; ++h) acc[m][p][h] = WidenU4(acc[m][p][h]);
+      } else {
+        for (int m = 0; m < MR; ++m)
+          for (int p = 0; p < NP; ++p) acc[m][p][0] = acc[m][p][1] = SetI(0);
+        for (int64_t q0 = g * quads_per_group; q0 < q_end; q0 += kU4PairQuads) {
+          I16 run[MR][NP][2];
+          Quads<MR, NP>(m0, panel, q0, std::min(q_end, q0 + kU4PairQuads), run);
+          for (int m = 0; m < MR; ++m)
+            for (int p = 0; p < NP; ++p)
+              for (int h = 0; h < 2; ++h) acc[m][p][h] = AddI(acc[m][p][h], WidenU4(run[m][p][h]));
         }
       }
       for (int p = 0; p < NP; ++p) {

@@ -317,6 +317,34 @@ TEST(Int8Rows, RoundingFollowsItsDefinitionForEveryShape) {
   }
 }
 
+// U4 sums at their bounds: every code 15 (or 0) against activations of ±127 in every quad, in groups
+// of 32 (one run of DotU4 per group) and of 128 (runs widened into int32 along the group). A target
+// that keeps narrow partial sums (16-bit pairs on AVX2) must not overflow or saturate them.
+TEST(Int8ActivationGemmBounds, ExtremeCodesAndActivationsSumExactly) {
+  const int64_t N = 40, K = 256;
+  ThreadPool pool(2);
+  for (int32_t group : {32, 128})
+    for (uint8_t code : {uint8_t{0xff}, uint8_t{0x00}})
+      for (float sign : {1.f, -1.f}) {
+        std::mt19937 rng(group + code);
+        Weight w = MakeWeight(Format{"w4a8", DType::kU4, DType::kBF16, 1, group, false}, N, K, rng);
+        std::fill(w.codes.begin(), w.codes.end(), code);
+        w.t.quant.int8_activations = true;
+        const Packed p = Pack(w.t);
+        ASSERT_EQ(p.t.layout, Layout::kPanelsInt8Dot);
+        const std::vector<float> x(2 * K, sign);  // every activation code ±127
+        std::vector<float> y(2 * N);
+        Gemm(pool, x.data(), 2, p.t, y.data(), false);
+        for (int m = 0; m < 2; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double ref = 0;
+            for (int64_t k = 0; k < K; ++k) ref += sign * WeightValue(w.t, n, k);
+            ASSERT_NEAR(y[m * N + n], ref, 1e-5 * std::fabs(ref))
+                << "group " << group << " code " << int{code} << " sign " << sign << " n=" << n;
+          }
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Int8ActivationGemm,
                          ::testing::Combine(::testing::Values(0, 1), ::testing::Values(1, 5, 14),
                                             ::testing::Values(5, 70, 130), ::testing::Values(8, 40, 136)));

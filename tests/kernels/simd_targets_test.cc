@@ -14,6 +14,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/bf16_dot_gemm.h"
@@ -204,10 +205,11 @@ void RunRoundRowInt8(const KernelTable& k, Bytes* out) {
 
 void RunInt8DotRange(const KernelTable& k, Bytes* out) {
   std::mt19937 rng(6);
-  for (DType codes : {DType::kI8, DType::kU4})
+  // U4 in groups of 32 and of 128 (whose sums some targets widen in runs along the group).
+  for (auto [codes, group] : {std::pair{DType::kI8, 1 << 20}, std::pair{DType::kU4, 32}, std::pair{DType::kU4, 128}})
     for (int64_t M : kRows) {
       const int64_t K = 100;
-      Weight w = QuantWeight(codes, DType::kF32, codes == DType::kI8 ? 1 << 20 : 32, false, 75, K, rng);
+      Weight w = QuantWeight(codes, DType::kF32, group, false, 75, K, rng);
       w.t.quant.int8_activations = true;
       Pack(&w);
       const std::vector<float> x = Values(M * K, rng);

@@ -24,7 +24,9 @@
 //     Lookup16(table, i) = table[i & 15], StoreI8N (the low byte of n lanes), ReduceAddI,
 //   LoadB64 NibbleLo NibbleHi, DotI8(acc, w, q, u) (acc_i += Σ_j w[4i+j]·q_j, w and q signed
 //     bytes, u = q + 128 as unsigned bytes; with kI8Offset the target sums u·w instead and the
-//     caller subtracts 128·Σw), DotU4(acc, c, q) (acc_i += Σ_j c[4i+j]·q_j, c in 0..15),
+//     caller subtracts 128·Σw), DotU4(acc, c, q) (acc_i += Σ_j c[4i+j]·q_j, c in 0..15, in the
+//     target's own sum form for at most kU4PairQuads calls from zero; WidenU4(acc) gives the int32
+//     sums: AVX2 and AVX-512 without VNNI keep 16-bit pair sums and widen them once),
 //   Bf16Dot(acc, w, xpair) (lane i: (acc + x₁·w[2i+1]) + x₀·w[2i], the AVX512-BF16 rule, inside a
 //     Bf16DotMode scope), Prefetch.
 // kTileRegs is the number of V16 values the target's registers hold, which sizes the GEMM tiles.
@@ -128,6 +130,8 @@
 #endif
 
 LS_SIMD_BEGIN
+// kU4PairQuads of a target whose DotU4 sums are int32 already (WidenU4 is then the identity).
+inline constexpr int64_t kNoPairLimit = int64_t{1} << 40;
 #if defined(LS_SIMD_X86_AVX512)
 #include "kernels/cpu/simd/vec_avx512.inc"
 #elif defined(LS_SIMD_X86_AVX2)
