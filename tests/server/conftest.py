@@ -3,7 +3,8 @@
 Environment: LATENTSERVE_BIN (the binary), LATENTSERVE_TEST_MODEL (model directory, default
 models/tiny), LATENTSERVE_PROTO_DIR (proto/ for the gRPC client stubs), LATENTSERVE_START_TIMEOUT_S
 (how long a server may take to become ready, default 60; the sanitizer builds give 300, as their
-portable kernels warm up slowly).
+portable kernels warm up slowly), LATENTSERVE_TEST_SHARD=I/N (run only the I-th of N shards, whole
+files each, so that ctest can run the suite on several cores).
 """
 import json
 import os
@@ -22,6 +23,42 @@ BIN = os.environ.get("LATENTSERVE_BIN", os.path.join(ROOT, "build", "bin", "late
 MODEL = os.environ.get("LATENTSERVE_TEST_MODEL", os.path.join(ROOT, "models", "tiny"))
 PROTO_DIR = os.environ.get("LATENTSERVE_PROTO_DIR", os.path.join(ROOT, "proto"))
 START_TIMEOUT_S = float(os.environ.get("LATENTSERVE_START_TIMEOUT_S", "60"))
+
+
+# Each file's share of the suite's time (seconds under TSan, which runs the server slowest), for
+# splitting it into shards of about equal length; a file not listed counts 5.
+_FILE_COST = {
+    "test_expert_parallel.py": 128, "test_lifecycle.py": 79, "test_generation_config.py": 51,
+    "test_chat_tools.py": 40, "test_dashboard.py": 39, "test_connections.py": 30,
+    "test_activation_dtype.py": 30, "test_responses_api.py": 21, "test_kv_cache_dtype.py": 15,
+    "test_bad_input.py": 11, "test_cpu_isa.py": 60, "test_tool_call_grammar.py": 56,
+    "test_structured_output.py": 48, "test_published_families.py": 40, "test_speculative.py": 35,
+}
+
+
+def shard_of_files(files, shards):
+    """Deals whole files to SHARDS shards, costliest first, each to the shard with the least so far:
+    {file: shard index}. The same files give the same deal in every process."""
+    load = [0.0] * shards
+    deal = {}
+    for f in sorted(files, key=lambda f: (-_FILE_COST.get(os.path.basename(f), 5), f)):
+        i = min(range(shards), key=lambda k: (load[k], k))
+        deal[f] = i
+        load[i] += _FILE_COST.get(os.path.basename(f), 5)
+    return deal
+
+
+def pytest_collection_modifyitems(config, items):
+    shard = os.environ.get("LATENTSERVE_TEST_SHARD")
+    if not shard:
+        return
+    index, count = (int(x) for x in shard.split("/"))
+    if not 1 <= index <= count:
+        raise pytest.UsageError(f"LATENTSERVE_TEST_SHARD={shard}: want I/N with 1 <= I <= N")
+    deal = shard_of_files({str(item.path) for item in items}, count)
+    kept = [item for item in items if deal[str(item.path)] == index - 1]
+    config.hook.pytest_deselected(items=[item for item in items if deal[str(item.path)] != index - 1])
+    items[:] = kept
 
 
 def _ready_line(log):
