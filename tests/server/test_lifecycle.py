@@ -82,6 +82,8 @@ def test_overload_gets_429_and_service_recovers(grpc_stubs):
 
 
 def test_client_disconnect_cancels_and_frees_blocks(server, grpc_stubs):
+    cancelled = 'latentserve_engine_requests_finished_total{reason="cancelled"}'
+    before = server.metric(cancelled)  # the session's server: other tests' cancellations count too
     # HTTP: read the first chunk of a long stream, then hang up.
     r = requests.post(server.url + C, json={"prompt": "x", "max_tokens": 240, "ignore_eos": True, "stream": True},
                       stream=True)
@@ -94,14 +96,17 @@ def test_client_disconnect_cancels_and_frees_blocks(server, grpc_stubs):
     next(call)
     call.cancel()
     deadline = time.time() + 60
+    # Both requests end cancelled and give their blocks back (the counter and the gauges are
+    # separate metrics, read one after the other: wait for all three).
     while time.time() < deadline:
-        if server.metric("latentserve_kv_cache_blocks_used") == 0 and server.metric("latentserve_num_requests_running") == 0:
+        if (server.metric("latentserve_kv_cache_blocks_used") == 0 and
+                server.metric("latentserve_num_requests_running") == 0 and server.metric(cancelled) >= before + 2):
             break
         time.sleep(0.1)
     state = {name: server.metric("latentserve_" + name) for name in
              ("kv_cache_blocks_used", "num_requests_running", "num_requests_waiting")}
     assert state["kv_cache_blocks_used"] == 0, (state, server.logs()[-4000:])
-    assert server.metric('latentserve_engine_requests_finished_total{reason="cancelled"}') >= 2
+    assert server.metric(cancelled) >= before + 2
 
 
 def test_sigterm_drains_in_flight_requests():
