@@ -23,22 +23,21 @@ if platform.machine() not in ("x86_64", "AMD64"):
     print("SKIPPED: the check reads x86-64 encodings")
     sys.exit(77)
 
-# A line worth a closer look: a function's header, or an instruction that is AVX or later (mnemonic
-# starting with "v", possibly after an {encoding} prefix), EVEX-encoded (first byte after any legacy
-# prefixes 0x62), touching AVX-512 state, or calling fma through the PLT. Everything else (most of a
-# binary) is skipped by the regex engine, not looked at line by line.
-LEGACY = r"(?:(?:66|67|f2|f3|2e|36|3e|26|64|65) )*"
-INTERESTING = re.compile(
-    r"^[0-9a-f]+ <.*>:$"
-    r"|^ *[0-9a-f]+:\t" + LEGACY + r"62 .*$"
-    r"|^ *[0-9a-f]+:\t[^\t\n]*\t(?:\{[a-z0-9]+\} )?v.*$"
-    r"|^ *[0-9a-f]+:\t[^\n]*(?:%zmm|%k[0-7]\b|\{%k|%[xy]mm(?:1[6-9]|2[0-9]|3[01])\b|<fmaf?@plt>).*$",
-    re.M)
 FUNC = re.compile(r"^[0-9a-f]+ <(.*)>:$")
 AVX512_STATE = re.compile(r"%zmm|%k[0-7]\b|\{%k|%xmm(1[6-9]|2[0-9]|3[01])\b|%ymm(1[6-9]|2[0-9]|3[01])\b")
 PLT_FMA = re.compile(r"<(fmaf?)@plt>")
 # Bytes that may come before an instruction's opcode (operand and address size, segments, rep).
 LEGACY_PREFIXES = {"66", "67", "f2", "f3", "2e", "36", "3e", "26", "64", "65"}
+# A line worth a closer look: a function's header, or an instruction that is AVX or later (mnemonic
+# starting with "v", possibly after an {encoding} prefix), EVEX-encoded (first byte after any legacy
+# prefixes 0x62), touching AVX-512 state, or calling fma through the PLT. Everything else (most of a
+# binary) is skipped by the regex engine, not looked at line by line.
+INTERESTING = re.compile(
+    FUNC.pattern
+    + r"|^ *[0-9a-f]+:\t(?:(?:" + "|".join(sorted(LEGACY_PREFIXES)) + r") )*62 .*$"
+    + r"|^ *[0-9a-f]+:\t[^\t\n]*\t(?:\{[a-z0-9]+\} )?v.*$"
+    + r"|^ *[0-9a-f]+:\t[^\n]*(?:" + AVX512_STATE.pattern + "|" + PLT_FMA.pattern + r").*$",
+    re.M)
 
 
 def check(binary, failures):
