@@ -17,6 +17,8 @@
 
 namespace ls {
 
+class ThreadPool;
+
 // What a weight is read by, which decides the layout and memory a backend keeps it in (and what
 // online quantization does with it).
 enum class WeightUse : uint8_t {
@@ -57,6 +59,9 @@ class Backend {
   // keeps everything it needs (codes, scales, zero points) inside those bytes.
   virtual size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const = 0;
   virtual Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) = 0;
+  // The host threads this backend computes with, which a model may borrow at load for host-side
+  // work on its weights (online quantization); null where the backend has none.
+  virtual ThreadPool* HostThreads() { return nullptr; }
 
   // The compute ops (kernels/ops.def), pure virtual.
 #define LS_OP(name, params, args) virtual void name params = 0;

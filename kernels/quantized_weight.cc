@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/thread_pool.h"
+
 namespace ls {
 
 float CodeValue(DType codes, const void* data, int64_t i) { return LoadAsF32(data, codes, i); }
@@ -98,10 +100,103 @@ bool Quantizable(const Tensor& w, QuantScheme scheme) {
          ((scheme != QuantScheme::kInt4 && scheme != QuantScheme::kInt4A8) || w.cols % 2 == 0);
 }
 
-Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage) {
+namespace {
+
+// std::nearbyint in the default rounding mode (to nearest, ties to even), without a libm call: for
+// |v| < 2^22 adding and subtracting 1.5 · 2^23 leaves v rounded to an integer; larger values,
+// infinities and NaN come out as values the callers' clamps treat as nearbyint's.
+inline float RoundEven(float v) {
+  constexpr float kMagic = 0x1.8p23f;
+  return std::fabs(v) < 0x1p22f ? (v + kMagic) - kMagic : v;
+}
+
+// Quantizes grid row g of `w` (rows [g · br, (g + 1) · br)) into q's codes and scales: each grid row
+// owns its scales and its rows' code bytes (int4 rows hold an even number of codes), so grid rows
+// may be quantized side by side.
+void QuantizeGridRow(const Tensor& w, QuantScheme scheme, const Tensor& q, int64_t g) {
+  const int64_t N = w.rows, K = w.cols, br = q.quant.block_rows, bc = q.quant.block_cols;
+  const int64_t grid_cols = (K + bc - 1) / bc, n0 = g * br, n1 = std::min(N, n0 + br);
+  auto* codes = static_cast<uint8_t*>(const_cast<void*>(q.data));
+  auto* scales = static_cast<uint8_t*>(const_cast<void*>(q.quant.scale));
+  // Plain pointers to the scratch: the code stores (bytes) may alias anything, and the thread_local
+  // vectors would be looked up again after each one.
+  thread_local std::vector<float> row_buf, amax_buf, scale_buf;
+  row_buf.resize(static_cast<size_t>(K));
+  amax_buf.assign(static_cast<size_t>(grid_cols), 0.f);
+  scale_buf.resize(static_cast<size_t>(grid_cols));
+  float *row = row_buf.data(), *amax = amax_buf.data(), *scale = scale_buf.data();
+  const auto load_row = [&](int64_t n) {
+    for (int64_t k = 0; k < K; ++k) row[k] = LoadAsF32(w.data, w.dtype, n * K + k);
+  };
+  // The largest magnitude of each block (block by block: no division per element).
+  for (int64_t n = n0; n < n1; ++n) {
+    load_row(n);
+    for (int64_t j = 0; j < grid_cols; ++j) {
+      float a = amax[j];
+      for (int64_t k = j * bc; k < std::min(K, (j + 1) * bc); ++k) a = std::max(a, std::fabs(row[k]));
+      amax[j] = a;
+    }
+  }
+  for (int64_t j = 0; j < grid_cols; ++j) {
+    float s = 1.f;
+    switch (scheme) {
+      case QuantScheme::kInt8:
+        s = amax[j] / 127.f;
+        break;
+      case QuantScheme::kFp8:
+        s = amax[j] / 448.f;
+        break;
+      case QuantScheme::kInt4:
+        s = Bf16ToF32(F32ToBf16(amax[j] / 7.5f));
+        break;
+      default:
+        break;
+    }
+    if (!(s > 0.f) || !std::isfinite(s)) s = 1.f;
+    scale[j] = s;
+    const int64_t at = g * grid_cols + j;
+    if (q.quant.scale_dtype == DType::kBF16) {
+      const uint16_t h = F32ToBf16(s);
+      std::memcpy(scales + 2 * at, &h, 2);
+    } else {
+      std::memcpy(scales + 4 * at, &s, 4);
+    }
+  }
+  for (int64_t n = n0; n < n1; ++n) {
+    load_row(n);
+    for (int64_t j = 0; j < grid_cols; ++j) {
+      const float s = scale[j];
+      const int64_t k0 = j * bc, k1 = std::min(K, (j + 1) * bc);
+      switch (scheme) {
+        case QuantScheme::kInt8:
+          for (int64_t k = k0; k < k1; ++k)
+            codes[n * K + k] =
+                static_cast<uint8_t>(static_cast<int8_t>(std::clamp(RoundEven(row[k] / s), -127.f, 127.f)));
+          break;
+        case QuantScheme::kFp8:
+          for (int64_t k = k0; k < k1; ++k) codes[n * K + k] = F32ToF8E4M3(row[k] / s);
+          break;
+        case QuantScheme::kInt4:  // groups of an even size, rows of an even length: whole bytes
+          for (int64_t k = k0; k < k1; k += 2) {
+            const auto code = [&](int64_t c) {
+              return static_cast<uint8_t>(std::clamp(RoundEven(row[c] / s), -8.f, 7.f) + 8.f);
+            };
+            codes[(n * K + k) >> 1] = static_cast<uint8_t>(code(k) | code(k + 1) << 4);
+          }
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage, ThreadPool* pool) {
   if (!Quantizable(w, scheme)) return w;
   if (scheme == QuantScheme::kInt8A8 || scheme == QuantScheme::kInt4A8) {
-    Tensor q = Quantize(w, scheme == QuantScheme::kInt8A8 ? QuantScheme::kInt8 : QuantScheme::kInt4, storage);
+    Tensor q = Quantize(w, scheme == QuantScheme::kInt8A8 ? QuantScheme::kInt8 : QuantScheme::kInt4, storage, pool);
     q.quant.int8_activations = true;
     return q;
   }
@@ -110,63 +205,9 @@ Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage) 
   const int64_t grid_rows = (N + br - 1) / br, grid_cols = (K + bc - 1) / bc;
   storage->codes.assign(DTypeBytes(q.dtype, N * K), 0);
   storage->scales.assign(DTypeBytes(q.quant.scale_dtype, grid_rows * grid_cols), 0);
-  auto* codes = storage->codes.data();
-  // The largest magnitude of each block.
-  std::vector<float> amax(static_cast<size_t>(grid_rows * grid_cols), 0.f);
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t k = 0; k < K; ++k) {
-      float& a = amax[(n / br) * grid_cols + k / bc];
-      a = std::max(a, std::fabs(LoadAsF32(w.data, w.dtype, n * K + k)));
-    }
-  }
-  std::vector<float> scale(amax.size());
-  for (size_t i = 0; i < amax.size(); ++i) {
-    float s = 1.f;
-    switch (scheme) {
-      case QuantScheme::kInt8:
-        s = amax[i] / 127.f;
-        break;
-      case QuantScheme::kFp8:
-        s = amax[i] / 448.f;
-        break;
-      case QuantScheme::kInt4:
-        s = Bf16ToF32(F32ToBf16(amax[i] / 7.5f));
-        break;
-      default:
-        break;
-    }
-    if (!(s > 0.f) || !std::isfinite(s)) s = 1.f;
-    scale[i] = s;
-    if (q.quant.scale_dtype == DType::kBF16) {
-      const uint16_t h = F32ToBf16(s);
-      std::memcpy(storage->scales.data() + 2 * i, &h, 2);
-    } else {
-      std::memcpy(storage->scales.data() + 4 * i, &s, 4);
-    }
-  }
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t i = n * K + k;
-      const float v = LoadAsF32(w.data, w.dtype, i) / scale[(n / br) * grid_cols + k / bc];
-      switch (scheme) {
-        case QuantScheme::kInt8:
-          codes[i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(std::nearbyint(v), -127.f, 127.f)));
-          break;
-        case QuantScheme::kFp8:
-          codes[i] = F32ToF8E4M3(v);
-          break;
-        case QuantScheme::kInt4: {
-          const uint8_t u = static_cast<uint8_t>(std::clamp(std::nearbyint(v), -8.f, 7.f) + 8.f);
-          codes[i >> 1] |= (i & 1) ? u << 4 : u;
-          break;
-        }
-        default:
-          break;
-      }
-    }
-  }
   q.data = storage->codes.data();
   q.quant.scale = storage->scales.data();
+  ThreadPool::ParallelFor(pool, grid_rows, [&](int64_t g) { QuantizeGridRow(w, scheme, q, g); });
   return q;
 }
 

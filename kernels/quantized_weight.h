@@ -11,6 +11,8 @@
 
 namespace ls {
 
+class ThreadPool;
+
 // The integer or small-float value of a code (the zero point not yet subtracted).
 float CodeValue(DType codes, const void* data, int64_t i);
 // The zero point of block (br, bc) of a row-major quantized weight (8 for U4 without zero points,
@@ -48,8 +50,9 @@ struct QuantizedStorage {
 // to size its prepared copy (`w` itself when the scheme does not apply).
 Tensor QuantizedLayout(const Tensor& w, QuantScheme scheme);
 // Quantizes row-major float weight `w` (F32, BF16 or F16) into `storage` and returns its view;
-// scales are computed in float32 from the stored values.
-Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage);
+// scales are computed in float32 from the stored values. With a pool, rows (FP8: rows of blocks)
+// are quantized side by side, to the same bytes.
+Tensor Quantize(const Tensor& w, QuantScheme scheme, QuantizedStorage* storage, ThreadPool* pool = nullptr);
 
 // Nearest FP8 e4m3fn code of a float (round to nearest even, saturating at ±448; NaN to 0x7f).
 uint8_t F32ToF8E4M3(float f);

@@ -28,6 +28,14 @@ class ThreadPool {
   // Calls fn(i) for every i in [0, n), spread over the threads; returns when all are done.
   // Tasks are handed out dynamically, so uneven task sizes balance themselves.
   void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn);
+  // The same on `pool`, or inline in order where it is null (callers whose pool is optional).
+  static void ParallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t)>& fn) {
+    if (pool) {
+      pool->ParallelFor(n, fn);
+    } else {
+      for (int64_t i = 0; i < n; ++i) fn(i);
+    }
+  }
 
   // Calls fn(begin, end) over consecutive ranges that cover [0, n), spread over the threads: each
   // range holds task_cost / item_cost items (at least one; the last range may hold fewer), for

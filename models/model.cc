@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <thread>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/thread_pool.h"
 #include "models/loader/weight_binder.h"
 
 namespace ls {
@@ -158,12 +161,18 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
   auto* next = static_cast<unsigned char*>(weight_storage_.data());
   std::vector<Tensor> copied;
   QuantizedStorage scratch;  // one weight's quantized copy at a time, until the backend has its own
+  // Online quantization runs on the backend's host threads, or on threads of its own for a device
+  // backend (one per hardware thread: nothing else runs during the load).
+  std::optional<ThreadPool> own_threads;
+  ThreadPool* threads = backend_->HostThreads();
+  if (!threads && online != QuantScheme::kNone)
+    threads = &own_threads.emplace(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   for_each([&](Tensor& t, WeightUse use) {
     if (t.empty() || on_host.count(&t)) return;
     const QuantScheme scheme = OnlineScheme(online, use);
     const size_t bytes = backend_->PreparedWeightBytes(QuantizedLayout(t, scheme), use);
     if (bytes && IsMatmul(use)) copied.push_back(t);
-    if (bytes && Quantizable(t, scheme)) t = Quantize(t, scheme, &scratch);
+    if (bytes && Quantizable(t, scheme)) t = Quantize(t, scheme, &scratch, threads);
     t = backend_->PrepareWeight(t, use, bytes ? next : nullptr);
     next += Align64(bytes);
   });

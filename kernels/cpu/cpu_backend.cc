@@ -38,7 +38,7 @@ size_t CpuBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
 }
 Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   if (PreparedWeightBytes(w, use) == 0) return w;
-  return TakesBf16Rows(w, activation_dtype_) ? cpu::PackBf16DotWeight(w, dst) : cpu::PackWeight(w, dst);
+  return TakesBf16Rows(w, activation_dtype_) ? cpu::PackBf16DotWeight(w, dst) : cpu::PackWeight(w, dst, &pool_);
 }
 
 // Each op of kernels/ops.def calls its kernels/cpu function with the pool first.

@@ -28,6 +28,7 @@ class CpuBackend : public Backend {
   // GEMM weights are packed (kernels/cpu/packed_gemm.h); other weights are read in place.
   size_t PreparedWeightBytes(const Tensor& w, WeightUse use) const override;
   Tensor PrepareWeight(const Tensor& w, WeightUse use, void* dst) override;
+  ThreadPool* HostThreads() override { return &pool_; }
 
   void BeginStep() override { pool_.Wake(); }
   bool SupportsKvCacheDType(DType dtype) const override { return dtype == DType::kF32 || dtype == DType::kBF16; }

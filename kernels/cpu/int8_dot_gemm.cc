@@ -11,6 +11,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd/kernel_table.h"
 #include "kernels/quantized_weight.h"
+#include "kernels/thread_pool.h"
 
 namespace ls::cpu {
 namespace {
@@ -51,7 +52,7 @@ size_t Int8DotPackedBytes(const Tensor& w) {
   return Align64(v.bytes()) + v.scale_bytes();
 }
 
-Tensor PackInt8DotWeight(const Tensor& w, void* dst) {
+Tensor PackInt8DotWeight(const Tensor& w, void* dst, ThreadPool* pool) {
   assert(UsesInt8Dot(w));
   Tensor out = PackedView(w, dst);
   std::memset(dst, 0, Int8DotPackedBytes(w));
@@ -59,7 +60,7 @@ Tensor PackInt8DotWeight(const Tensor& w, void* dst) {
   auto* codes = static_cast<uint8_t*>(dst);
   auto* scales = static_cast<uint8_t*>(const_cast<void*>(out.quant.scale));
   auto* sums = reinterpret_cast<int32_t*>(scales + DTypeBytes(out.quant.scale_dtype, out.stored_rows() * G));
-  for (int64_t p = 0; p < panels; ++p) {
+  ThreadPool::ParallelFor(pool, panels, [&](int64_t p) {
     for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
       const int64_t row = p * P + j;
       int32_t sum = 0;
@@ -84,7 +85,7 @@ Tensor PackInt8DotWeight(const Tensor& w, void* dst) {
         }
       }
     }
-  }
+  });
   return out;
 }
 

@@ -21,12 +21,17 @@
 
 #include "kernels/tensor.h"
 
+namespace ls {
+class ThreadPool;
+}  // namespace ls
+
 namespace ls::cpu {
 
 // Whether `w` (row-major, quantized) is packed for the int8-activation kernels.
 bool UsesInt8Dot(const Tensor& w);
 size_t Int8DotPackedBytes(const Tensor& w);
-Tensor PackInt8DotWeight(const Tensor& w, void* dst);
+// With a pool, panels are packed side by side.
+Tensor PackInt8DotWeight(const Tensor& w, void* dst, ThreadPool* pool = nullptr);
 
 // Activation rows rounded to int8: q [M, Kp] (Kp = K rounded up to 4, the padding zero), as
 // unsigned q + 128 too, their scales [M] and per-group sums [M, groups].

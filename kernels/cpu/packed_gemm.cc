@@ -8,6 +8,7 @@
 #include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/quantized_gemm.h"
 #include "kernels/cpu/simd/kernel_table.h"
+#include "kernels/thread_pool.h"
 
 namespace ls::cpu {
 namespace {
@@ -30,9 +31,9 @@ size_t PackedWeightBytes(const Tensor& w) {
   return packed.bytes();
 }
 
-Tensor PackWeight(const Tensor& w, void* dst) {
+Tensor PackWeight(const Tensor& w, void* dst, ThreadPool* pool) {
   assert(w.layout == Layout::kRowMajor);
-  if (UsesInt8Dot(w)) return PackInt8DotWeight(w, dst);
+  if (UsesInt8Dot(w)) return PackInt8DotWeight(w, dst, pool);
   if (w.quantized()) return PackQuantizedWeight(w, dst);
   Tensor out = w;
   out.data = dst;
@@ -43,12 +44,12 @@ Tensor PackWeight(const Tensor& w, void* dst) {
   const auto* s = static_cast<const unsigned char*>(w.data);
   std::memset(d, 0, out.bytes());
   auto pack = [&](auto* dst, const auto* src) {
-    for (int64_t p = 0; p < panels; ++p) {
+    ThreadPool::ParallelFor(pool, panels, [&](int64_t p) {
       for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
         const int64_t row = p * P + j, pos = PackedPosition(w.dtype, j);
         for (int64_t k = 0; k < K; ++k) dst[(p * K + k) * P + pos] = src[row * K + k];
       }
-    }
+    });
   };
   if (es == 4) {
     pack(reinterpret_cast<uint32_t*>(d), reinterpret_cast<const uint32_t*>(s));

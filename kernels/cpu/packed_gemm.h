@@ -14,6 +14,10 @@
 
 #include "kernels/tensor.h"
 
+namespace ls {
+class ThreadPool;
+}  // namespace ls
+
 namespace ls::cpu {
 
 // Bytes of the packed copy of a row-major weight.
@@ -22,8 +26,9 @@ size_t PackedWeightBytes(const Tensor& w);
 // BF16 panels interleave their rows (position 2j holds row j, 2j+1 row 16+j) so that two shifts
 // and masks widen a 32-value run into rows 0-15 and 16-31; F32 and F16 panels keep row order.
 // Quantized weights keep their codes and scales (kernels/cpu/quantized_gemm.h; with int8
-// activations kernels/cpu/int8_dot_gemm.h, Layout::kPanelsInt8Dot).
-Tensor PackWeight(const Tensor& w, void* dst);
+// activations kernels/cpu/int8_dot_gemm.h, Layout::kPanelsInt8Dot). With a pool, float and int8-
+// activation panels are packed side by side.
+Tensor PackWeight(const Tensor& w, void* dst, ThreadPool* pool = nullptr);
 
 // The GemmRange contract (kernels/cpu/gemm.h) for a packed weight; n_begin is a panel boundary.
 void PackedGemmRange(const float* x, int64_t ldx, int64_t M, const Tensor& w, int64_t n_begin,

@@ -9,8 +9,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
+
+#include "kernels/thread_pool.h"
 
 namespace ls {
 namespace {
@@ -178,6 +181,11 @@ TEST_P(OnlineQuantization, RoundTripIsWithinHalfAStep) {
   std::vector<float> w(rows * cols);
   for (auto& v : w) v = nd(rng);
   w[5] = 0.f;
+  // Row 3: ties for the integer schemes. Its largest magnitude 127 (int8: scale 1) and, in the first
+  // group of 32, 7.5 (int4: scale 1), the rest halves: rounding goes to the even neighbour.
+  const bool int4_scheme = GetParam() == QuantScheme::kInt4 || GetParam() == QuantScheme::kInt4A8;
+  for (int64_t k = 0; k < cols; ++k) w[3 * cols + k] = 0.5f + static_cast<float>(k % 6) - 3.f;  // -2.5 .. 2.5
+  w[3 * cols + 7] = int4_scheme ? 7.5f : 127.f;
   const Tensor src{w.data(), DType::kF32, rows, cols};
   QuantizedStorage storage;
   const Tensor q = Quantize(src, GetParam(), &storage);
@@ -196,12 +204,40 @@ TEST_P(OnlineQuantization, RoundTripIsWithinHalfAStep) {
       // Half an integer step, or for FP8 half a mantissa step of the value (2^-4 relative) or of the
       // smallest normal.
       // (int4: the scale is rounded to BF16, which can stretch the largest value past 7.5 steps.)
-      const bool int4 = GetParam() == QuantScheme::kInt4 || GetParam() == QuantScheme::kInt4A8;
       const float tol = GetParam() == QuantScheme::kFp8 ? std::max(std::fabs(v) / 16, s * 0x1p-10f) * 1.0001f
-                        : int4                          ? s * 0.53f
+                        : int4_scheme                   ? s * 0.53f
                                                         : s * 0.5001f;
       ASSERT_LE(std::fabs(got - v), tol) << n << "," << k;
+      // The integer schemes' codes are their definition: clamp(round-half-even(v / scale)).
+      if (GetParam() != QuantScheme::kFp8) {
+        const float lo = int4_scheme ? -8.f : -127.f, hi = int4_scheme ? 7.f : 127.f;
+        ASSERT_EQ(got, std::clamp(std::nearbyint(v / s), lo, hi) * s) << n << "," << k;
+      }
     }
+  }
+}
+
+// On a pool the rows (FP8: rows of 128 × 128 blocks) are quantized side by side: the same codes and
+// scales as one thread, for every source type, partial blocks, and rows of zeros, NaNs and infinities.
+TEST_P(OnlineQuantization, ThreadsGiveTheSameBytes) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  const int64_t rows = 300, cols = 300;  // three rows of FP8 blocks, the last partial
+  std::vector<float> w(rows * cols);
+  for (auto& v : w) v = nd(rng) * 3;
+  std::fill_n(w.begin() + 7 * cols, cols, 0.f);                // a row of zeros
+  w[9 * cols + 11] = std::nanf("");                            // a NaN among values
+  w[200 * cols + 3] = std::numeric_limits<float>::infinity();  // an infinity in the third block row
+  ThreadPool pool(3);
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    std::vector<uint16_t> half(w.size());
+    for (size_t i = 0; i < w.size(); ++i) half[i] = dt == DType::kBF16 ? F32ToBf16(w[i]) : F32ToF16(w[i]);
+    const Tensor src{dt == DType::kF32 ? static_cast<const void*>(w.data()) : half.data(), dt, rows, cols};
+    QuantizedStorage one, many;
+    const Tensor a = Quantize(src, GetParam(), &one), b = Quantize(src, GetParam(), &many, &pool);
+    ASSERT_TRUE(a.quantized() && b.quantized());
+    EXPECT_EQ(one.codes, many.codes) << DTypeName(dt);
+    EXPECT_EQ(one.scales, many.scales) << DTypeName(dt);
   }
 }
 
