@@ -21,7 +21,7 @@ using ojson = nlohmann::ordered_json;
 using structured::IsPrefix;
 using structured::Matches;
 
-ojson Goldens() {
+ojson ReplyGoldens() {
   std::ifstream in(std::string(LS_TEST_DATA_DIR) + "/chat/tool_call_goldens.json");
   std::stringstream ss;
   ss << in.rdbuf();
@@ -52,7 +52,7 @@ std::vector<ToolSpec> AnyArgumentTools(const ojson& calls) {
 
 TEST(ReplyGrammar, TheCallsTemplatesWriteAreWholeMatchesAndMalformedOnesAreRefused) {
   int checked = 0;
-  for (const ojson& c : Goldens()) {
+  for (const ojson& c : ReplyGoldens()) {
     const std::string format = c["format"], name = c["name"], output = c["output"];
     const auto tools = AnyArgumentTools(c["tool_calls"]);
     const auto autog = Build(Spec(format, tools, ToolChoice::Mode::kAuto));

@@ -17,7 +17,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-ojson Goldens() {
+ojson ToolCallGoldens() {
   std::ifstream in(std::string(LS_TEST_DATA_DIR) + "/chat/tool_call_goldens.json");
   std::stringstream ss;
   ss << in.rdbuf();
@@ -45,7 +45,7 @@ void CheckReply(const ojson& c, const Reply& r, const std::string& how) {
 }
 
 TEST(ToolCallParserTest, GoldensReadTheSameWholeByteByByteAndInRandomPieces) {
-  const ojson cases = Goldens();
+  const ojson cases = ToolCallGoldens();
   ASSERT_GE(cases.size(), 40u);
   std::mt19937 rng(7);
   for (const ojson& c : cases) {

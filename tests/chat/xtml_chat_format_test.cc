@@ -16,7 +16,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 const std::string kK3 = std::string(LS_TEST_DATA_DIR) + "/k3/k3_tiny_bf16";
-const std::string kTiny = std::string(LS_TEST_DATA_DIR) + "/../../models/tiny";
+const std::string kTinyModel = std::string(LS_TEST_DATA_DIR) + "/../../models/tiny";
 
 class XtmlChatFormatTest : public ::testing::Test {
  protected:
@@ -127,10 +127,10 @@ TEST_F(XtmlChatFormatTest, FlagsThatCannotGoWithXtmlAreRefusedByName) {
   o.chat_template_file = std::string(LS_TEST_DATA_DIR) + "/chat_templates/templates/hermes_style.jinja";
   EXPECT_NE(NewChatFormat(o).status().message().find("--chat_template"), std::string::npos);
   // A tokenizer without XTML's control tokens cannot serve it.
-  auto tiny = tok::LoadTokenizer(kTiny);
+  auto tiny = tok::LoadTokenizer(kTinyModel);
   ASSERT_TRUE(tiny.ok());
   ChatFormatOptions t;
-  t.model_dir = kTiny;
+  t.model_dir = kTinyModel;
   t.tokenizer = tiny->get();
   t.tool_call_parser = "xtml";
   EXPECT_NE(NewChatFormat(t).status().message().find("<|open|>"), std::string::npos);

@@ -9,23 +9,13 @@
 #include "engine/block_manager.h"
 #include "engine/scheduler.h"
 #include "engine/state_slots.h"
+#include "tests/engine/scheduler_test_util.h"
 
 namespace ls {
 namespace {
 
-std::unique_ptr<Sequence> Seq(int32_t prompt_len, uint64_t arrival, int32_t token_base = 0) {
-  auto s = std::make_unique<Sequence>();
-  s->arrival = arrival;
-  for (int32_t i = 0; i < prompt_len; ++i) s->tokens.push_back(token_base + i);
-  s->num_prompt_tokens = prompt_len;
-  return s;
-}
-
-void Complete(Scheduler& sch, const SchedulerPlan& plan) {
-  sch.OnStepDone(plan);
-  for (const auto& it : plan.items)
-    if (it.sample) it.seq->tokens.push_back(7);
-}
+using test::Complete;
+using test::Seq;
 
 TEST(RankPools, BlockTablesTakeBlocksFromTheirOwnPoolOnly) {
   BlockManager bm(8, 4, false, /*num_pools=*/2);  // pool 0: blocks 0-3, pool 1: blocks 4-7

@@ -10,24 +10,13 @@
 #include <memory>
 #include <random>
 
+#include "tests/engine/scheduler_test_util.h"
+
 namespace ls {
 namespace {
 
-std::unique_ptr<Sequence> Seq(int32_t prompt_len, uint64_t arrival, int32_t priority = 0, int32_t token_base = 0) {
-  auto s = std::make_unique<Sequence>();
-  s->arrival = arrival;
-  s->priority = priority;
-  for (int32_t i = 0; i < prompt_len; ++i) s->tokens.push_back(token_base + i);
-  s->num_prompt_tokens = prompt_len;
-  return s;
-}
-
-// Runs the plan's bookkeeping as the engine would: computed counts, then a token for samplers.
-void Complete(Scheduler& sch, const SchedulerPlan& plan, int32_t next_token = 7) {
-  sch.OnStepDone(plan);
-  for (const auto& it : plan.items)
-    if (it.sample) it.seq->tokens.push_back(next_token);
-}
+using test::Complete;
+using test::Seq;
 
 TEST(Scheduler, ChunksPrefillWithinTheBudgetAndDecodesFirst) {
   BlockManager bm(64, 4, false);

@@ -17,7 +17,7 @@ namespace {
 constexpr int32_t kBlock = 4;
 
 // A prompt: `shared` tokens of a common text, then tokens of its own (base distinguishes them).
-std::unique_ptr<Sequence> Seq(int32_t shared, int32_t len, uint64_t arrival, int32_t base) {
+std::unique_ptr<Sequence> SharedPrefixPrompt(int32_t shared, int32_t len, uint64_t arrival, int32_t base) {
   auto s = std::make_unique<Sequence>();
   s->arrival = arrival;
   for (int32_t i = 0; i < len; ++i) s->tokens.push_back(i < shared ? 1000 + i : base + i);
@@ -51,7 +51,7 @@ struct Rig {
 
 TEST(StateSnapshots, PrefillStopsWhereSnapshotsAreDueAndTakesThem) {
   Rig rig(8);
-  auto a = Seq(0, 30, 0, 0);
+  auto a = SharedPrefixPrompt(0, 30, 0, 0);
   std::vector<SchedulerPlan> plans;
   EXPECT_EQ(rig.Prefill(a.get(), &plans), (std::vector<int32_t>{8, 8, 8, 6})) << "interval 8, then the prompt's end";
   EXPECT_TRUE(plans[0].copies.empty());
@@ -62,7 +62,7 @@ TEST(StateSnapshots, PrefillStopsWhereSnapshotsAreDueAndTakesThem) {
   EXPECT_EQ(plans[2].copies[0].copy, (CacheCopy{CacheCopy::kState, local, 5}));
   EXPECT_EQ(rig.snaps.num_held(), 4);  // 8, 16, 24 and 30 (its end)
   // The last one rides on the next plan, whatever it holds.
-  auto other = Seq(0, 3, 1, 5000);
+  auto other = SharedPrefixPrompt(0, 3, 1, 5000);
   rig.sch.Add(other.get());
   SchedulerPlan next = rig.sch.Schedule();
   ASSERT_EQ(next.copies.size(), 1u);
@@ -71,11 +71,11 @@ TEST(StateSnapshots, PrefillStopsWhereSnapshotsAreDueAndTakesThem) {
 
 TEST(StateSnapshots, LaterPromptsResumeFromTheDeepestSnapshotAndLeaveOneAtTheirBranchPoint) {
   Rig rig(8);
-  auto a = Seq(0, 30, 0, 0);
+  auto a = SharedPrefixPrompt(0, 30, 0, 0);
   rig.Prefill(a.get());
   rig.sch.Remove(a.get());
   // B shares 21 tokens with A: the snapshot at 16 is the deepest of its prefix.
-  auto b = Seq(21, 40, 1, 2000);
+  auto b = SharedPrefixPrompt(21, 40, 1, 2000);
   for (int i = 0; i < 21; ++i) b->tokens[i] = a->tokens[i];
   std::vector<SchedulerPlan> plans;
   const std::vector<int32_t> chunks = rig.Prefill(b.get(), &plans);
@@ -89,7 +89,7 @@ TEST(StateSnapshots, LaterPromptsResumeFromTheDeepestSnapshotAndLeaveOneAtTheirB
   const int32_t b_block5 = b->table.blocks[5];
   rig.sch.Remove(b.get());
   // C shares 23 tokens with B: it resumes at B's branch point 21, inside block 5, which is copied.
-  auto c = Seq(23, 26, 2, 4000);
+  auto c = SharedPrefixPrompt(23, 26, 2, 4000);
   for (int i = 0; i < 23; ++i) c->tokens[i] = b->tokens[i];
   plans.clear();
   rig.Prefill(c.get(), &plans);
@@ -106,10 +106,10 @@ TEST(StateSnapshots, LaterPromptsResumeFromTheDeepestSnapshotAndLeaveOneAtTheirB
 
 TEST(StateSnapshots, ThePromptItselfIsNeverFullyCached) {
   Rig rig(8);
-  auto a = Seq(0, 16, 0, 0);
+  auto a = SharedPrefixPrompt(0, 16, 0, 0);
   rig.Prefill(a.get());
   rig.sch.Remove(a.get());
-  auto again = Seq(0, 16, 1, 0);
+  auto again = SharedPrefixPrompt(0, 16, 1, 0);
   rig.Prefill(again.get());
   EXPECT_EQ(again->prefix_cached_tokens, 8) << "the snapshot at 16 would leave no token to compute";
 }
@@ -118,7 +118,7 @@ TEST(StateSnapshots, LeastRecentlyUsedAreEvictedAndGiveBackTheirBlocks) {
   Rig rig(2, /*interval=*/0);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 3; ++i) {
-    seqs.push_back(Seq(0, 10, i, 100 * i));
+    seqs.push_back(SharedPrefixPrompt(0, 10, i, 100 * i));
     rig.Prefill(seqs.back().get());
     rig.sch.Remove(seqs.back().get());
   }
@@ -128,7 +128,7 @@ TEST(StateSnapshots, LeastRecentlyUsedAreEvictedAndGiveBackTheirBlocks) {
   EXPECT_EQ(rig.bm.num_held_only(), 2) << "each holds the block its position 10 falls in";
   // The first prompt's snapshot is gone: a prompt extending it starts over, and leaves snapshots at
   // its branch point 8 (the first prompt's cached blocks end there) and its end, 14.
-  auto again = Seq(0, 14, 9, 0);
+  auto again = SharedPrefixPrompt(0, 14, 9, 0);
   rig.Prefill(again.get());
   EXPECT_EQ(again->prefix_cached_tokens, 0);
   EXPECT_EQ(again->branch_point, 8);
@@ -146,13 +146,13 @@ TEST(StateSnapshots, ASequenceShortOfBlocksTakesThemFromSnapshots) {
   Rig rig(8, /*interval=*/0, /*blocks=*/8);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 4; ++i) {
-    seqs.push_back(Seq(0, 6, i, 100 * i));  // each leaves a snapshot holding its second block
+    seqs.push_back(SharedPrefixPrompt(0, 6, i, 100 * i));  // each leaves a snapshot holding its second block
     rig.Prefill(seqs.back().get());
     rig.sch.Remove(seqs.back().get());
   }
   EXPECT_EQ(rig.bm.num_held_only(), 4);
   EXPECT_EQ(rig.bm.num_available(0), 4);
-  auto big = Seq(0, 28, 9, 7000);  // 7 blocks
+  auto big = SharedPrefixPrompt(0, 28, 9, 7000);  // 7 blocks
   rig.Prefill(big.get());
   EXPECT_EQ(big->num_computed, 28);
   EXPECT_GE(rig.snaps.num_evicted(), 3);

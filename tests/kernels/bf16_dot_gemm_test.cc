@@ -17,15 +17,15 @@
 namespace ls::cpu {
 namespace {
 
-struct Packed {
+struct PackedBf16Weight {
   std::vector<uint16_t> src;
   std::vector<unsigned char> buf;
   Tensor t;
 };
 
-Packed MakePacked(int64_t n, int64_t k, std::mt19937& rng) {
+PackedBf16Weight MakePacked(int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> nd;
-  Packed p;
+  PackedBf16Weight p;
   p.src.resize(n * k);
   for (auto& v : p.src) v = F32ToBf16(nd(rng));
   const Tensor w{p.src.data(), DType::kBF16, n, k};
@@ -44,7 +44,7 @@ std::vector<float> RandomRows(int64_t m, int64_t k, std::mt19937& rng) {
 TEST(Bf16DotGemm, PackingPlacesEachRowsPairTogetherInPanelHalves) {
   std::mt19937 rng(1);
   const int64_t N = 45, K = 7;  // a partial panel and an odd k (padded to 8)
-  Packed p = MakePacked(N, K, rng);
+  PackedBf16Weight p = MakePacked(N, K, rng);
   EXPECT_EQ(p.t.layout, Layout::kPanelsBf16Dot);
   EXPECT_EQ(p.t.stored_cols(), 8);
   EXPECT_EQ(p.t.bytes(), size_t{64} * 8 * 2);
@@ -76,7 +76,7 @@ class Bf16DotShapes : public ::testing::TestWithParam<std::tuple<int, int, int>>
 TEST_P(Bf16DotShapes, IsNearTheRoundedProductAndAccumulates) {
   const auto [M, N, K] = GetParam();
   std::mt19937 rng(M * 1000 + N * 10 + K);
-  Packed w = MakePacked(N, K, rng);
+  PackedBf16Weight w = MakePacked(N, K, rng);
   const std::vector<float> x = RandomRows(M, K, rng);
   std::vector<uint16_t> st;
   const Bf16Rows r = RoundRowsToBf16(x.data(), K, M, K, &st);
@@ -135,7 +135,7 @@ TEST(Bf16DotGemm, SubnormalInputsAndSumsAreFlushedAsTheInstructionDoes) {
 TEST(Bf16DotGemm, ARowsResultDoesNotDependOnTheRowsBesideItOrTheThreads) {
   std::mt19937 rng(7);
   const int64_t N = 300, K = 200, M = 37;
-  Packed w = MakePacked(N, K, rng);
+  PackedBf16Weight w = MakePacked(N, K, rng);
   const std::vector<float> x = RandomRows(M, K, rng);
   ThreadPool one(1), two(2);
   std::vector<float> all(M * N);
@@ -150,7 +150,7 @@ TEST(Bf16DotGemm, ARowsResultDoesNotDependOnTheRowsBesideItOrTheThreads) {
 TEST(Bf16DotGemm, GemmManyAndPreparedRowsGiveGemmsResult) {
   std::mt19937 rng(9);
   const int64_t K = 96, M = 6;
-  Packed a = MakePacked(64, K, rng), b = MakePacked(40, K, rng);
+  PackedBf16Weight a = MakePacked(64, K, rng), b = MakePacked(40, K, rng);
   const std::vector<float> x = RandomRows(M, K, rng);
   ThreadPool pool(2);
   std::vector<float> ya(M * 64), yb(M * 40), ma(M * 64), mb(M * 40, 1.f);

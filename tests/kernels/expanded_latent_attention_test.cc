@@ -17,16 +17,12 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/latent_attention_core.h"
 #include "kernels/dtype.h"
+#include "tests/kernels/normal_values.h"
 
 namespace ls {
 namespace {
 
-std::vector<float> Random(size_t n, std::mt19937& rng, float scale = 1.f) {
-  std::normal_distribution<float> nd(0.f, scale);
-  std::vector<float> x(n);
-  for (auto& e : x) e = nd(rng);
-  return x;
-}
+using test::NormalValues;
 
 struct Expanded {
   int32_t H = 12, nope = 24, R = 16, v = 40, rope_stride = 20;
@@ -35,10 +31,10 @@ struct Expanded {
   float scale = 0.15f;
 
   explicit Expanded(std::mt19937& rng)
-      : q(Random(static_cast<size_t>(context) * H * (nope + R), rng)),
-        k_nope(Random(static_cast<size_t>(context) * H * nope, rng)),
-        k_rope(Random(static_cast<size_t>(context) * rope_stride, rng)),
-        values(Random(static_cast<size_t>(context) * H * v, rng)) {}
+      : q(NormalValues(static_cast<size_t>(context) * H * (nope + R), rng)),
+        k_nope(NormalValues(static_cast<size_t>(context) * H * nope, rng)),
+        k_rope(NormalValues(static_cast<size_t>(context) * rope_stride, rng)),
+        values(NormalValues(static_cast<size_t>(context) * H * v, rng)) {}
 
   // Tokens start .. start + n − 1 of the context as one chunk, the keys in tiles of `tile`
   // positions: out [n, H, v].
@@ -133,9 +129,10 @@ TEST(LatentRows, StoreWritesWhatAttentionWritesAndLoadReadsItBack) {
     std::shuffle(table.begin(), table.end(), rng);
     const std::vector<AttentionSeq> seqs = {{0, 30, 5, table.data(), 6}, {30, 2, 80, table.data() + 6, 6}};
     const int32_t T = 32;
-    const std::vector<float> c = Random(static_cast<size_t>(T) * L, rng), k = Random(static_cast<size_t>(T) * R, rng);
-    const std::vector<float> ql = Random(static_cast<size_t>(T) * H * L, rng),
-                             qr = Random(static_cast<size_t>(T) * H * R, rng);
+    const std::vector<float> c = NormalValues(static_cast<size_t>(T) * L, rng),
+                             k = NormalValues(static_cast<size_t>(T) * R, rng);
+    const std::vector<float> ql = NormalValues(static_cast<size_t>(T) * H * L, rng),
+                             qr = NormalValues(static_cast<size_t>(T) * H * R, rng);
     const size_t bytes = static_cast<size_t>(blocks) * block * W * DTypeSize(dtype);
     std::vector<unsigned char> stored(bytes, 0), attended(bytes, 0);
     std::vector<float> out(static_cast<size_t>(T) * H * L);

@@ -91,12 +91,12 @@ TEST(Gemm, RowResultIndependentOfBatch) {
 }
 
 // A packed copy of a weight, owning its storage.
-struct Packed {
+struct PackedF32Weight {
   std::vector<unsigned char> bytes;
   Tensor t;
 };
-Packed Pack(const Tensor& w) {
-  Packed p;
+PackedF32Weight PackF32(const Tensor& w) {
+  PackedF32Weight p;
   p.bytes.resize(PackedWeightBytes(w));
   p.t = PackWeight(w, p.bytes.data());
   return p;
@@ -108,7 +108,7 @@ TEST_P(PackedGemmShapes, MatchesDoubleReference) {
   auto [dt, M, N, K] = GetParam();
   std::mt19937 rng(M * 31 + N * 17 + K);
   Weights w = MakeWeights(dt, N, K, rng);
-  Packed p = Pack(w.t);
+  PackedF32Weight p = PackF32(w.t);
   ASSERT_EQ(p.t.layout, Layout::kPanels);
   ASSERT_EQ(p.t.stored_rows() % kPanelRows, 0);
   ExpectMatchesDoubleReference(w, p.t, M, N, K, rng);
@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PackedGemm, RowResultIndependentOfBatchAndThreads) {
   std::mt19937 rng(23);
   Weights w = MakeWeights(DType::kBF16, 300, 256, rng);
-  Packed p = Pack(w.t);
+  PackedF32Weight p = PackF32(w.t);
   const int M = 37;
   std::vector<float> x(M * 256);
   std::normal_distribution<float> nd;
@@ -143,7 +143,7 @@ TEST(PackedGemm, RowResultIndependentOfBatchAndThreads) {
 TEST(PackedGemm, RowSliceOfPanelsIsTheSameRows) {
   std::mt19937 rng(29);
   Weights w = MakeWeights(DType::kBF16, 96, 40, rng);
-  Packed p = Pack(w.t);
+  PackedF32Weight p = PackF32(w.t);
   const Tensor mid = p.t.RowSlice(32, 64);
   std::vector<float> x(2 * 40);
   std::normal_distribution<float> nd;
@@ -165,13 +165,13 @@ TEST(GemmMany, EachOutputEqualsItsOwnGemm) {
   std::normal_distribution<float> nd;
   for (auto& v : x) v = nd(rng);
   std::vector<Weights> ws;
-  std::vector<Packed> packed;
+  std::vector<PackedF32Weight> packed;
   ws.reserve(kOutputs);
   packed.reserve(kOutputs);
   std::vector<Tensor> tensors;
   for (int i = 0; i < kOutputs; ++i) {
     ws.push_back(MakeWeights(i % 2 ? DType::kBF16 : DType::kF32, 20 + 17 * i, K, rng));
-    packed.push_back(Pack(ws.back().t));
+    packed.push_back(PackF32(ws.back().t));
     tensors.push_back(i % 3 ? packed.back().t : ws.back().t);
   }
   ThreadPool pool(2);

@@ -16,20 +16,16 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/dtype.h"
+#include "tests/kernels/normal_values.h"
 
 namespace ls {
 namespace {
 
+using test::NormalValues;
+
 struct Sizes {
   int32_t H = 12, L = 64, R = 16, nope = 24, v = 32, block = 16;  // heads: a group of 8 and one of 4
 };
-
-std::vector<float> Random(size_t n, std::mt19937& rng, float scale = 1.f) {
-  std::normal_distribution<float> nd(0.f, scale);
-  std::vector<float> x(n);
-  for (auto& e : x) e = nd(rng);
-  return x;
-}
 
 void CheckAbsorbedEqualsExpanded(DType cache_dtype) {
   const Sizes z;
@@ -61,7 +57,7 @@ void CheckAbsorbedEqualsExpanded(DType cache_dtype) {
     const int32_t n = (s.start + s.tokens + z.block - 1) / z.block;
     tables.emplace_back(pool.begin() + next, pool.begin() + next + n);
     next += n;
-    std::vector<float> r = Random(static_cast<size_t>(s.start + s.tokens) * W, rng);
+    std::vector<float> r = NormalValues(static_cast<size_t>(s.start + s.tokens) * W, rng);
     if (cache_dtype == DType::kBF16)
       for (float& e : r) e = Bf16ToF32(F32ToBf16(e));
     for (int32_t pos = 0; pos < s.start; ++pos) {
@@ -87,9 +83,9 @@ void CheckAbsorbedEqualsExpanded(DType cache_dtype) {
   }
   for (size_t i = 0; i < seqs.size(); ++i) seqs[i].block_table = tables[i].data();
 
-  const std::vector<float> q = Random(static_cast<size_t>(T) * z.H * qh, rng);
-  const std::vector<float> w_uk = Random(static_cast<size_t>(z.H) * z.nope * z.L, rng, 0.2f);  // [H][nope, L]
-  const std::vector<float> w_uv = Random(static_cast<size_t>(z.H) * z.v * z.L, rng, 0.2f);    // [H][v, L]
+  const std::vector<float> q = NormalValues(static_cast<size_t>(T) * z.H * qh, rng);
+  const std::vector<float> w_uk = NormalValues(static_cast<size_t>(z.H) * z.nope * z.L, rng, 0.2f);  // [H][nope, L]
+  const std::vector<float> w_uv = NormalValues(static_cast<size_t>(z.H) * z.v * z.L, rng, 0.2f);     // [H][v, L]
   std::vector<float> w_uk_t(w_uk.size());                                                       // [H][L, nope]
   for (int32_t h = 0; h < z.H; ++h)
     for (int32_t i = 0; i < z.nope; ++i)

@@ -92,12 +92,12 @@ Weight MakeWeight(const Format& f, int64_t rows, int64_t cols, std::mt19937& rng
   return w;
 }
 
-struct Packed {
+struct PackedQuantizedWeight {
   std::vector<uint8_t> storage;
   Tensor t;
 };
-Packed Pack(const Tensor& w) {
-  Packed p;
+PackedQuantizedWeight PackQuantized(const Tensor& w) {
+  PackedQuantizedWeight p;
   p.storage.resize(PackedWeightBytes(w) + 64);
   void* dst = p.storage.data() + (64 - reinterpret_cast<uintptr_t>(p.storage.data()) % 64) % 64;
   p.t = PackWeight(w, dst);
@@ -112,7 +112,7 @@ TEST_P(QuantizedGemm, MatchesDoubleReferenceAndPortableKernelBitForBit) {
   if (DTypeBits(f.codes) == 4 && K % 2 != 0) GTEST_SKIP() << "4-bit rows hold whole bytes";
   std::mt19937 rng(fi * 1000 + M * 131 + N * 7 + K);
   const Weight w = MakeWeight(f, N, K, rng);
-  const Packed p = Pack(w.t);
+  const PackedQuantizedWeight p = PackQuantized(w.t);
   ASSERT_EQ(p.t.layout, Layout::kPanels);
   std::vector<float> x(M * K);
   std::normal_distribution<float> nd;
@@ -153,7 +153,7 @@ TEST(QuantizedGemmBatch, RowResultIndependentOfBatch) {
   std::mt19937 rng(9);
   for (const Format& f : kFormats) {
     const Weight w = MakeWeight(f, 97, 200, rng);
-    const Packed p = Pack(w.t);
+    const PackedQuantizedWeight p = PackQuantized(w.t);
     const int M = 25;
     std::vector<float> x(M * 200);
     std::normal_distribution<float> nd;
@@ -169,7 +169,7 @@ TEST(QuantizedGemmBatch, RowResultIndependentOfBatch) {
   }
 }
 
-TEST(QuantizedGemmBatch, MoeExpertsReadPackedQuantizedWeights) {
+TEST(QuantizedGemmBatch, MoeExpertsReadPackedWeights) {
   // Two int4 experts through the backend: each token's output equals its expert's GLU computed
   // with the dense GEMM over the same packed weights.
   std::mt19937 rng(10);
@@ -238,7 +238,7 @@ TEST_P(Int8ActivationGemm, MatchesRoundedActivationsReference) {
   Weight w = MakeWeight(f, N, K, rng);
   w.t.quant.int8_activations = true;
   ASSERT_TRUE(UsesInt8Dot(w.t));
-  const Packed p = Pack(w.t);
+  const PackedQuantizedWeight p = PackQuantized(w.t);
   ASSERT_EQ(p.t.layout, Layout::kPanelsInt8Dot);
   std::vector<float> x(M * K);
   std::normal_distribution<float> nd;
@@ -330,7 +330,7 @@ TEST(Int8ActivationGemmBounds, ExtremeCodesAndActivationsSumExactly) {
         Weight w = MakeWeight(Format{"w4a8", DType::kU4, DType::kBF16, 1, group, false}, N, K, rng);
         std::fill(w.codes.begin(), w.codes.end(), code);
         w.t.quant.int8_activations = true;
-        const Packed p = Pack(w.t);
+        const PackedQuantizedWeight p = PackQuantized(w.t);
         ASSERT_EQ(p.t.layout, Layout::kPanelsInt8Dot);
         const std::vector<float> x(2 * K, sign);  // every activation code ±127
         std::vector<float> y(2 * N);

@@ -30,7 +30,7 @@ bool Quantized(const std::string& name) {
     if (name.find(f) != std::string::npos) return true;
   return false;
 }
-double Tolerance(const std::string& name) {
+double FixtureTolerance(const std::string& name) {
   if (Quantized(name)) return 1e-3;
   return name.find("_f32") != std::string::npos ? 1e-4 : 2e-2;
 }
@@ -51,7 +51,7 @@ TEST_P(HfFixtures, LoadAsSavedAndMatchTransformers) {
       << "unrecognized config key: " << (*model)->config().unrecognized_keys[0];
   testing::Golden g = testing::LoadGolden(dir);
   ASSERT_EQ(g.vocab, (*model)->config().vocab_size);
-  const double tol = Tolerance(GetParam());
+  const double tol = FixtureTolerance(GetParam());
   for (const auto& chunks : {std::vector<int>{32}, std::vector<int>{5, 11, 16}}) {
     const std::vector<float> got = testing::RunGolden(**model, g, chunks);
     ASSERT_EQ(got.size(), g.logits.size());

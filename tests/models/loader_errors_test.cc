@@ -16,7 +16,7 @@ namespace {
 using json = nlohmann::json;
 constexpr const char* kFixture = "latent_sigmoid_silu_norm_f32";
 
-std::string ReadFile(const std::string& p) {
+std::string FileText(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -57,12 +57,12 @@ class LoaderErrors : public ::testing::Test {
     return m.ok() ? "" : std::string(m.status().message());
   }
   void EditHeader(const std::function<void(json&)>& edit) {
-    Parts p = Split(ReadFile(weights()));
+    Parts p = Split(FileText(weights()));
     edit(p.header);
     WriteFile(weights(), Join(p));
   }
   void EditConfig(const std::function<void(json&)>& edit) {
-    json c = json::parse(ReadFile(config()));
+    json c = json::parse(FileText(config()));
     edit(c);
     WriteFile(config(), c.dump());
   }
@@ -70,7 +70,7 @@ class LoaderErrors : public ::testing::Test {
 };
 
 TEST_F(LoaderErrors, TruncatedFileNamesFileAndRange) {
-  std::string f = ReadFile(weights());
+  std::string f = FileText(weights());
   WriteFile(weights(), f.substr(0, f.size() - 100));
   std::string msg = LoadError();
   EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
@@ -78,7 +78,7 @@ TEST_F(LoaderErrors, TruncatedFileNamesFileAndRange) {
 }
 
 TEST_F(LoaderErrors, TruncatedInsideHeader) {
-  WriteFile(weights(), ReadFile(weights()).substr(0, 50));
+  WriteFile(weights(), FileText(weights()).substr(0, 50));
   std::string msg = LoadError();
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
 }
@@ -130,7 +130,7 @@ TEST_F(LoaderErrors, InvalidConfigJson) {
 }
 
 TEST_F(LoaderErrors, InvalidHeaderJson) {
-  std::string f = ReadFile(weights());
+  std::string f = FileText(weights());
   f[9] = '#';
   WriteFile(weights(), f);
   std::string msg = LoadError();
@@ -160,7 +160,7 @@ TEST_F(LoaderErrors, OverlappingTensors) {
 
 TEST(LoaderErrorsSharded, ShardMissingListedTensor) {
   const std::string dir = testing::CopyToTempDir(testing::FixtureDir("plain_sigmoid_silu_shared_hd24_bf16_sharded"), "shard");
-  json index = json::parse(ReadFile(dir + "/model.safetensors.index.json"));
+  json index = json::parse(FileText(dir + "/model.safetensors.index.json"));
   index["weight_map"]["model.layers.0.mlp.extra.weight"] = index["weight_map"]["model.norm.weight"];
   WriteFile(dir + "/model.safetensors.index.json", index.dump());
   CpuBackend backend(1);

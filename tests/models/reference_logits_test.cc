@@ -9,7 +9,7 @@ namespace ls {
 namespace {
 
 // Tolerance by weight dtype, as the engine-core acceptance states.
-float Tolerance(const std::string& name) { return name.find("f32") != std::string::npos ? 1e-3f : 2e-2f; }
+float LogitTolerance(const std::string& name) { return name.find("f32") != std::string::npos ? 1e-3f : 2e-2f; }
 
 class ReferenceLogits : public ::testing::TestWithParam<std::string> {};
 
@@ -22,7 +22,7 @@ TEST_P(ReferenceLogits, MatchesPyTorchOverPrefillAndDecode) {
   ASSERT_EQ(g.prompt_ids.size(), 32u);
   ASSERT_EQ(g.decode_ids.size(), 16u);
   ASSERT_EQ(g.vocab, (*model)->config().vocab_size);
-  const float tol = Tolerance(GetParam());
+  const float tol = LogitTolerance(GetParam());
   for (const auto& chunks : {std::vector<int>{32}, std::vector<int>{5, 11, 16}}) {
     std::vector<float> got = testing::RunGolden(**model, g, chunks);
     ASSERT_EQ(got.size(), g.logits.size());

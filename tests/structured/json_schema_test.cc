@@ -9,13 +9,13 @@
 namespace ls::structured {
 namespace {
 
-struct Case {
+struct SchemaCase {
   const char* schema;
   std::vector<std::string> valid, invalid;
 };
 
-void Check(const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
+void Check(const std::vector<SchemaCase>& cases) {
+  for (const SchemaCase& c : cases) {
     auto g = JsonSchemaGrammar(nlohmann::ordered_json::parse(c.schema));
     ASSERT_TRUE(g.ok()) << c.schema << ": " << g.status();
     for (const auto& v : c.valid) EXPECT_TRUE(Matches(*g, v)) << c.schema << "\n  should accept " << v;

@@ -13,6 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
+#include "tests/tokenizer/tokenizer_test_data.h"
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/load_tokenizer.h"
@@ -26,20 +27,8 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Dir(const std::string& name) { return std::string(LS_TEST_DATA_DIR) + "/tokenizer/" + name; }
-
-// Records of a .jsonl file, split on '\n' only (texts may hold U+2028 and U+0085).
-std::vector<json> ReadJsonl(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<json> out;
-  std::string line;
-  std::istringstream lines(ss.str());
-  while (std::getline(lines, line, '\n'))
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
+using test::Dir;
+using test::ReadJsonl;
 
 std::string Show(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 

@@ -1,35 +1,25 @@
 // The tokenizer against the Hugging Face `tokenizers` oracle: ids equal HF's for every committed
 // vector, decode round-trips, streaming detokenization equals the full decode, and bad input
 // gets clear errors.
+#include "tokenizer/tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "nlohmann/json.hpp"
+#include "tests/tokenizer/tokenizer_test_data.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/load_tokenizer.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ls::tok {
 namespace {
 
 using json = nlohmann::json;
 
-std::string Dir(const std::string& name) { return std::string(LS_TEST_DATA_DIR) + "/tokenizer/" + name; }
-
-// Records of a .jsonl file, split on '\n' only (texts may hold U+2028 and U+0085).
-std::vector<json> ReadJsonl(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<json> out;
-  std::string line;
-  std::istringstream lines(ss.str());
-  while (std::getline(lines, line, '\n'))
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
+using test::Dir;
+using test::ReadJsonl;
 
 class HfVectors : public ::testing::TestWithParam<std::string> {
  protected:
