@@ -8,7 +8,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::optional<ResponsesRequest> Fail(ApiError* error, const std::string& param, std::string message) {
+std::optional<ResponsesRequest> RequestError(ApiError* error, const std::string& param, std::string message) {
   *error = ApiError{400, std::move(message), param};
   return std::nullopt;
 }
@@ -124,7 +124,7 @@ bool Messages(const ojson& input, ojson* messages, ApiError* error) {
   return true;
 }
 
-ojson UsageJson(const Usage& u) {
+ojson ResponsesUsageJson(const Usage& u) {
   return {{"input_tokens", u.prompt_tokens},
           {"input_tokens_details", {{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}}},
           {"output_tokens", u.completion_tokens},
@@ -166,7 +166,7 @@ ojson Response(const ResponsesRequest& req, const std::string& id, int64_t creat
   r["error"] = nullptr;
   r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson(nullptr);
   for (auto it = req.echo.begin(); it != req.echo.end(); ++it) r[it.key()] = it.value();
-  r["usage"] = usage ? UsageJson(*usage) : ojson(nullptr);
+  r["usage"] = usage ? ResponsesUsageJson(*usage) : ojson(nullptr);
   return r;
 }
 
@@ -174,8 +174,8 @@ ojson Response(const ResponsesRequest& req, const std::string& id, int64_t creat
 
 std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ApiError* error) {
   const ojson j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Fail(error, "", "request body is not valid JSON");
-  if (!j.is_object()) return Fail(error, "", "request body must be a JSON object");
+  if (j.is_discarded()) return RequestError(error, "", "request body is not valid JSON");
+  if (!j.is_object()) return RequestError(error, "", "request body must be a JSON object");
   ResponsesRequest out;
   ojson chat = {{"messages", ojson::array()}};
   ojson echo = {{"instructions", nullptr}, {"max_output_tokens", nullptr}, {"parallel_tool_calls", true},
@@ -196,16 +196,21 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
       {"context_management", "server-side context management"}};
   for (const auto& [k, what] : refused)
     if (!null_or(k, ojson()))
-      return Fail(error, k, absl::StrCat("'", k, "' is not supported yet (it asks for ", what, ")"));
+      return RequestError(error, k, absl::StrCat("'", k, "' is not supported yet (it asks for ", what, ")"));
   if (!null_or("store", false))
-    return Fail(error, "store", "'store' is not supported yet (it asks for the response to be kept; send store: false)");
-  if (!null_or("background", false)) return Fail(error, "background", "'background' is not supported yet (it asks for a background response)");
+    return RequestError(error, "store",
+                        "'store' is not supported yet (it asks for the response to be kept; send store: false)");
+  if (!null_or("background", false))
+    return RequestError(error, "background", "'background' is not supported yet (it asks for a background response)");
   if (!null_or("truncation", "disabled"))
-    return Fail(error, "truncation", "'truncation' is not supported yet (only \"disabled\": a prompt too long is an error)");
+    return RequestError(error, "truncation",
+                        "'truncation' is not supported yet (only \"disabled\": a prompt too long is an error)");
   if (j.contains("reasoning") && !j["reasoning"].is_null()) {
     const ojson& r = j["reasoning"];
     if (!r.is_object() || (r.contains("effort") && !r["effort"].is_null()))
-      return Fail(error, "reasoning", "'reasoning.effort' is not supported yet (it asks for reasoning effort, which no template served here reads)");
+      return RequestError(error, "reasoning",
+                          "'reasoning.effort' is not supported yet (it asks for reasoning effort, which no template "
+                          "served here reads)");
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
@@ -215,18 +220,19 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
     } else if (k == "input") {
       if (!Messages(v, &chat["messages"], error)) return std::nullopt;
     } else if (k == "instructions") {
-      if (!v.is_null() && !v.is_string()) return Fail(error, k, "'instructions' must be a string");
+      if (!v.is_null() && !v.is_string()) return RequestError(error, k, "'instructions' must be a string");
       echo[k] = v;
     } else if (k == "tools") {
-      if (!v.is_array()) return Fail(error, k, "'tools' must be a list");
+      if (!v.is_array()) return RequestError(error, k, "'tools' must be a list");
       ojson tools = ojson::array();
       for (size_t i = 0; i < v.size(); ++i) {
         const ojson& t = v[i];
         const std::string type = t.is_object() ? t.value("type", "") : "";
         if (type != "function")
-          return Fail(error, k, absl::StrCat("'tools[", i, "]' is a '", type, "' tool; this server serves function tools"));
+          return RequestError(
+              error, k, absl::StrCat("'tools[", i, "]' is a '", type, "' tool; this server serves function tools"));
         if (!t.contains("name") || !t["name"].is_string())
-          return Fail(error, k, absl::StrCat("'tools[", i, "].name' must be a string"));
+          return RequestError(error, k, absl::StrCat("'tools[", i, "].name' must be a string"));
         ojson f = {{"name", t["name"]}};
         for (const char* field : {"description", "parameters", "strict"})
           if (t.contains(field) && !t[field].is_null()) f[field] = t[field];
@@ -240,14 +246,15 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
       } else if (v.is_object() && v.value("type", "") == "function" && v.contains("name")) {
         chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", v["name"]}}}};
       } else if (!v.is_null()) {
-        return Fail(error, k, "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"name\": ...}");
+        return RequestError(error, k,
+                            "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"name\": ...}");
       }
       echo[k] = v.is_null() ? ojson("auto") : v;
     } else if (k == "text") {
       if (v.is_null()) continue;
-      if (!v.is_object()) return Fail(error, k, "'text' must be an object");
+      if (!v.is_object()) return RequestError(error, k, "'text' must be an object");
       if (v.contains("verbosity") && !v["verbosity"].is_null())
-        return Fail(error, k, "'text.verbosity' is not supported yet (it asks for verbosity control)");
+        return RequestError(error, k, "'text.verbosity' is not supported yet (it asks for verbosity control)");
       if (v.contains("format") && !v["format"].is_null()) {
         const ojson& f = v["format"];
         const std::string type = f.is_object() ? f.value("type", "") : "";
@@ -259,7 +266,7 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
         } else if (type == "json_object" || type == "text") {
           chat["response_format"] = {{"type", type}};
         } else {
-          return Fail(error, k, "'text.format.type' must be text, json_object or json_schema");
+          return RequestError(error, k, "'text.format.type' must be text, json_object or json_schema");
         }
       }
       echo[k] = v;
@@ -276,7 +283,7 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
       if (!v.is_null()) chat[k] = v;
       if (v.is_boolean()) echo[k] = v;
     } else if (k == "stream") {
-      if (!v.is_null() && !v.is_boolean()) return Fail(error, k, "'stream' must be true or false");
+      if (!v.is_null() && !v.is_boolean()) return RequestError(error, k, "'stream' must be true or false");
       out.stream = v.is_boolean() && v.get<bool>();
       chat[k] = out.stream;
     } else if (k == "metadata") {
@@ -287,10 +294,10 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
                std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return k == r.first; }) != refused.end()) {
       // Ignored (they label the request or tune delivery), or checked above as asking for nothing.
     } else {
-      return Fail(error, k, absl::StrCat("'", k, "' is not a request field of /v1/responses"));
+      return RequestError(error, k, absl::StrCat("'", k, "' is not a request field of /v1/responses"));
     }
   }
-  if (!j.contains("input")) return Fail(error, "input", "'input' is required");
+  if (!j.contains("input")) return RequestError(error, "input", "'input' is required");
   if (!echo["instructions"].is_null())
     chat["messages"].insert(chat["messages"].begin(), ojson{{"role", "system"}, {"content", echo["instructions"]}});
   out.chat_body = chat.dump();

@@ -7,7 +7,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadDeepseekV2Config(ConfigReader& r, ModelConfig* c) {
   ReadDecoderKeys(r, c, DecoderDefaults{.max_position_embeddings = 2048});
   ReadActivation(r, c, /*allow_situ=*/false);
   ReadDeepseekMoeKeys(r, c, MoeDefaults{.n_shared_experts = 2, .first_k_dense_replace = 0});
@@ -36,7 +36,7 @@ const Family kDeepseekV2 = {
     .name = "DeepSeek-V2",
     .architectures = {"DeepseekV2ForCausalLM"},
     .model_types = {"deepseek_v2"},
-    .read_config = ReadConfig,
+    .read_config = ReadDeepseekV2Config,
     .unused_ok = IsMtpLayerTensor,
     .tool_call_format = "deepseek_v3",
 };

@@ -9,7 +9,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadGlm4MoeConfig(ConfigReader& r, ModelConfig* c) {
   ReadDecoderKeys(r, c, DecoderDefaults{.rms_norm_eps = 1e-5, .max_position_embeddings = 131072});
   ReadGqaKeys(r, c);
   GqaConfig& a = c->attention;
@@ -31,7 +31,7 @@ const Family kGlm4Moe = {
     .name = "GLM-4-MoE",
     .architectures = {"Glm4MoeForCausalLM"},
     .model_types = {"glm4_moe"},
-    .read_config = ReadConfig,
+    .read_config = ReadGlm4MoeConfig,
     .unused_ok = UnusedOk,
     .tool_call_format = "glm45",
 };

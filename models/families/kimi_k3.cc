@@ -31,7 +31,7 @@ void ReadTextConfig(ConfigReader& r, ModelConfig* c) {
   c->attn_res_block_size = static_cast<int32_t>(block);
 }
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadKimiK3Config(ConfigReader& r, ModelConfig* c) {
   std::optional<ConfigReader> text = r.Object("text_config");
   if (!text) {
     r.Fail("key 'text_config' is missing: a KimiK3ForConditionalGeneration config nests its language model there");
@@ -68,7 +68,7 @@ const Family kKimiK3 = {
     .name = "Kimi-K3",
     .architectures = {"KimiK3ForConditionalGeneration"},
     .model_types = {"kimi_k3"},
-    .read_config = ReadConfig,
+    .read_config = ReadKimiK3Config,
     .names = {.prefix = "language_model.",
               .moe = {.block = "block_sparse_moe.",
                       .expert = {.gate = "w1", .up = "w3", .down = "w2"},

@@ -8,7 +8,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadKimiLinearConfig(ConfigReader& r, ModelConfig* c) {
   ReadKimiKeys(r, c, MoeDefaults{.routed_scaling_factor = 2.446});
   ReadActivation(r, c, /*allow_situ=*/false);
   r.Ignore({"use_grouped_topk"});
@@ -23,7 +23,7 @@ const Family kKimiLinear = {
     .name = "Kimi-Linear",
     .architectures = {"KimiLinearForCausalLM"},
     .model_types = {"kimi_linear"},
-    .read_config = ReadConfig,
+    .read_config = ReadKimiLinearConfig,
     // transformers 5 saves the dense layers' MLP under the MoE block's name.
     .names = {.dense_mlp_alt = "block_sparse_moe.",
               .moe = {.block = "block_sparse_moe.", .expert = {.gate = "w1", .up = "w3", .down = "w2"}}},

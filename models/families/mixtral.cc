@@ -7,7 +7,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadMixtralConfig(ConfigReader& r, ModelConfig* c) {
   ReadDecoderKeys(r, c, DecoderDefaults{.rms_norm_eps = 1e-5, .max_position_embeddings = 131072});
   ReadGqaKeys(r, c);
   ReadRopeKeys(r, c, RopeDefaults{.theta = 1e6f}, c->attention.head_dim, &c->attention.rope);
@@ -28,7 +28,7 @@ const Family kMixtral = {
     .name = "Mixtral",
     .architectures = {"MixtralForCausalLM"},
     .model_types = {"mixtral"},
-    .read_config = ReadConfig,
+    .read_config = ReadMixtralConfig,
     .names = {.moe = {.block = "block_sparse_moe.", .expert = {.gate = "w1", .up = "w3", .down = "w2"}}},
     // No tool_call_format: Mixtral's [TOOL_CALLS] format is not read here.
 };

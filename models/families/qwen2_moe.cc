@@ -7,7 +7,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadQwen2MoeConfig(ConfigReader& r, ModelConfig* c) {
   ReadDecoderKeys(r, c, DecoderDefaults{.max_position_embeddings = 32768});
   ReadGqaKeys(r, c);
   GqaConfig& a = c->attention;
@@ -32,7 +32,7 @@ const Family kQwen2Moe = {
     .name = "Qwen2-MoE",
     .architectures = {"Qwen2MoeForCausalLM"},
     .model_types = {"qwen2_moe"},
-    .read_config = ReadConfig,
+    .read_config = ReadQwen2MoeConfig,
     .names = {.moe = {.shared = "shared_expert."}},
     .tool_call_format = "hermes",
 };

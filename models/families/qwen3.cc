@@ -7,7 +7,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadQwen3Config(ConfigReader& r, ModelConfig* c) {
   ReadQwen3AttentionKeys(r, c);
   c->intermediate_size = r.Int("intermediate_size", true);
   PlanLayers(c, c->num_hidden_layers);  // every layer dense
@@ -20,7 +20,7 @@ const Family kQwen3 = {
     .name = "Qwen3",
     .architectures = {"Qwen3ForCausalLM"},
     .model_types = {"qwen3"},
-    .read_config = ReadConfig,
+    .read_config = ReadQwen3Config,
     .tool_call_format = "hermes",
 };
 

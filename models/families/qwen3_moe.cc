@@ -7,7 +7,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadQwen3MoeConfig(ConfigReader& r, ModelConfig* c) {
   ReadQwen3AttentionKeys(r, c);
   c->intermediate_size = r.Int("intermediate_size", false, 0);
   MoeConfig& m = c->moe;
@@ -30,7 +30,7 @@ const Family kQwen3Moe = {
     .name = "Qwen3-MoE",
     .architectures = {"Qwen3MoeForCausalLM"},
     .model_types = {"qwen3_moe"},
-    .read_config = ReadConfig,
+    .read_config = ReadQwen3MoeConfig,
     .tool_call_format = "hermes",
 };
 

@@ -8,7 +8,7 @@
 namespace ls {
 namespace {
 
-void ReadConfig(ConfigReader& r, ModelConfig* c) {
+void ReadStableLatentMoeConfig(ConfigReader& r, ModelConfig* c) {
   ReadDecoderKeys(r, c, DecoderDefaults{});
   ReadGqaKeys(r, c);
   c->attention.qk_norm = r.Bool("qk_norm", false);
@@ -47,7 +47,7 @@ const Family kStableLatentMoe = {
     .name = "StableLatentMoE",
     .architectures = {"StableLatentMoeForCausalLM"},
     .model_types = {"stable_latent_moe"},
-    .read_config = ReadConfig,
+    .read_config = ReadStableLatentMoeConfig,
     // The tiny model speaks ChatML, calling tools as Qwen does.
     .tool_call_format = "hermes",
 };
