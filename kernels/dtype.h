@@ -91,6 +91,11 @@ inline std::optional<DType> ParseDType(std::string_view s) {
 // Whether values of this type are floating-point numbers that the float ops read (F32, BF16, F16).
 inline constexpr bool IsFloatDType(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 
+// A float rounded to an integer, ties to even (std::nearbyint in the default rounding mode), without a
+// libm call: for |v| < 2^22 adding and subtracting 1.5 · 2^23 leaves v rounded; larger values are
+// integers already, and infinities and NaN come back as they are.
+inline float RoundToEven(float v) { return std::fabs(v) < 0x1p22f ? (v + 0x1.8p23f) - 0x1.8p23f : v; }
+
 inline float Bf16ToF32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;
   float f;

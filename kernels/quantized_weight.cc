@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/dtype.h"
 #include "kernels/thread_pool.h"
 
 namespace ls {
@@ -102,14 +103,6 @@ bool Quantizable(const Tensor& w, QuantScheme scheme) {
 
 namespace {
 
-// std::nearbyint in the default rounding mode (to nearest, ties to even), without a libm call: for
-// |v| < 2^22 adding and subtracting 1.5 · 2^23 leaves v rounded to an integer; larger values,
-// infinities and NaN come out as values the callers' clamps treat as nearbyint's.
-inline float RoundEven(float v) {
-  constexpr float kMagic = 0x1.8p23f;
-  return std::fabs(v) < 0x1p22f ? (v + kMagic) - kMagic : v;
-}
-
 // Quantizes grid row g of `w` (rows [g · br, (g + 1) · br)) into q's codes and scales: each grid row
 // owns its scales and its rows' code bytes (int4 rows hold an even number of codes), so grid rows
 // may be quantized side by side.
@@ -163,7 +156,7 @@ void QuantizeGridRow(const Tensor& w, QuantScheme scheme, const Tensor& q, int64
     }
   }
   for (int64_t n = n0; n < n1; ++n) {
-    load_row(n);
+    if (n1 - n0 > 1) load_row(n);  // a grid row of one row (int8, int4) is in the buffer already
     for (int64_t j = 0; j < grid_cols; ++j) {
       const float s = scale[j];
       const int64_t k0 = j * bc, k1 = std::min(K, (j + 1) * bc);
@@ -171,7 +164,7 @@ void QuantizeGridRow(const Tensor& w, QuantScheme scheme, const Tensor& q, int64
         case QuantScheme::kInt8:
           for (int64_t k = k0; k < k1; ++k)
             codes[n * K + k] =
-                static_cast<uint8_t>(static_cast<int8_t>(std::clamp(RoundEven(row[k] / s), -127.f, 127.f)));
+                static_cast<uint8_t>(static_cast<int8_t>(std::clamp(RoundToEven(row[k] / s), -127.f, 127.f)));
           break;
         case QuantScheme::kFp8:
           for (int64_t k = k0; k < k1; ++k) codes[n * K + k] = F32ToF8E4M3(row[k] / s);
@@ -179,7 +172,7 @@ void QuantizeGridRow(const Tensor& w, QuantScheme scheme, const Tensor& q, int64
         case QuantScheme::kInt4:  // groups of an even size, rows of an even length: whole bytes
           for (int64_t k = k0; k < k1; k += 2) {
             const auto code = [&](int64_t c) {
-              return static_cast<uint8_t>(std::clamp(RoundEven(row[c] / s), -8.f, 7.f) + 8.f);
+              return static_cast<uint8_t>(std::clamp(RoundToEven(row[c] / s), -8.f, 7.f) + 8.f);
             };
             codes[(n * K + k) >> 1] = static_cast<uint8_t>(code(k) | code(k + 1) << 4);
           }

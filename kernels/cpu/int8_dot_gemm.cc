@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd/kernel_table.h"
+#include "kernels/dtype.h"
 #include "kernels/quantized_weight.h"
 #include "kernels/thread_pool.h"
 
@@ -115,10 +116,8 @@ Int8Rows QuantizeRows(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t
       continue;
     }
     for (int64_t i = 0; i < K; ++i) {
-      // Round to nearest even: |x · inv| <= 127 (plus rounding), far below 2^22, where adding and
-      // subtracting 1.5 · 2^23 leaves the nearest integer. A NaN (or an infinite row's 0 · inf)
-      // becomes -127, as the vector rounding makes it.
-      const float v = std::min(127.f, std::max(-127.f, (xr[i] * inv + 12582912.f) - 12582912.f));
+      // A NaN (or an infinite row's 0 · inf) becomes -127, as the vector rounding makes it.
+      const float v = std::min(127.f, std::max(-127.f, RoundToEven(xr[i] * inv)));
       q[i] = static_cast<int8_t>(v);
       u[i] = static_cast<uint8_t>(q[i] + 128);
       sums[i / group] += q[i];
