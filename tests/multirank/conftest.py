@@ -47,8 +47,9 @@ class RankGroupServer(Server):
     the workers' pids). Stopped the way an orchestrator's launcher does: SIGTERM to rank 0, which
     drains, stops the workers and exits; mpirun then ends."""
 
-    def __init__(self, ranks, *extra, model=None):
-        super().__init__("--threads", "1", *extra, launcher=launcher(ranks), env=mpi_env(), model=model)
+    def __init__(self, ranks, *extra, model=None, env=None):
+        # env: variables to add to mpi_env()'s.
+        super().__init__("--threads", "1", *extra, launcher=launcher(ranks), env=mpi_env(env), model=model)
         self.ranks = ranks
         self.leader_pid = self.ready["pid"]
         self.worker_pids = {int(r): w["pid"] for r, w in self.ready["workers"].items()}

@@ -16,15 +16,19 @@ def greedy(s):
     return r.json()["choices"][0]["text"]
 
 
-def test_warmup_runs_by_default_and_can_be_skipped(server):
-    fields = server.ready
-    assert fields["backend"] == "cpu"
-    # The default step budget, 2048 tokens over at most 64 sequences: 64 sequences of 32 tokens,
-    # which the 64 MiB cache holds.
-    assert fields["warmup_tokens"] == 2048, fields
-    cold = Server(env={**os.environ, "LATENTSERVE_WARMUP": "false"})
+def test_warmup_runs_by_default_and_can_be_skipped():
+    server = Server(warmup=True)  # no flag: the binary's default
+    cold = None
     try:
+        fields = server.ready
+        assert fields["backend"] == "cpu"
+        # The default step budget, 2048 tokens over at most 64 sequences: 64 sequences of 32 tokens,
+        # which the 64 MiB cache holds.
+        assert fields["warmup_tokens"] == 2048, fields
+        cold = Server(env={**os.environ, "LATENTSERVE_WARMUP": "false"})
         assert cold.ready["warmup_tokens"] == 0
         assert greedy(cold) == greedy(server)
     finally:
-        cold.stop()
+        server.stop()
+        if cold:
+            cold.stop()
