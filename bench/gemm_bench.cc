@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   ls::ThreadPool one(1), all(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   std::printf("{\n  \"benchmark\": \"gemm_bf16\",\n  \"N\": %d, \"K\": %d,\n  \"cpu_isa\": \"%s\",\n  \"shapes\": [\n", N, K,
               ls::cpu::ActiveIsaName().c_str());
-  const int Ms[] = {1, 4, 16, 64, 256};
+  const int Ms[] = {1, 4, 16, 32, 64, 256};
   for (size_t i = 0; i < std::size(Ms); ++i) {
     const int M = Ms[i];
     std::vector<float> x(static_cast<size_t>(M) * K), y(static_cast<size_t>(M) * N);
