@@ -17,10 +17,11 @@ function(ls_test name)
   # A binary of several sources compiles them in batches: GoogleTest's and the project's headers
   # are parsed once per batch, not once per source (about half the suite's compile time).
   ls_batch_sources(${name} 8)
-  if(LATENTSERVE_SANITIZE)
-    # Under a sanitizer a process takes ~0.07 s to start and end (the runtime's set-up, the leak
-    # check at exit), over two thousand tests: there each binary runs whole, in two shards
-    # (GoogleTest's own sharding), and its log names any failing test.
+  if(LATENTSERVE_SANITIZE OR CMAKE_CROSSCOMPILING)
+    # Where a process is costly to start and end — under a sanitizer (~0.07 s: the runtime's set-up,
+    # the leak check at exit) or an emulator (~0.25 s under qemu), over a thousand tests — each
+    # binary runs whole, in two shards (GoogleTest's own sharding), and its log names any failing
+    # test. Elsewhere ctest runs each GoogleTest test as a test of its own.
     foreach(shard 0 1)
       add_test(NAME ${name}_shard${shard} COMMAND ${name})
       set_tests_properties(${name}_shard${shard} PROPERTIES LABELS "${T_LABELS}"

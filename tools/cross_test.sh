@@ -10,5 +10,5 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 dir=${CROSS_BUILD_DIR:-build-aarch64}
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DLATENTSERVE_KERNELS_ONLY=ON -DLATENTSERVE_CUDA=OFF -DLS_GTEST_SOURCE_DIR=/usr/src/googletest >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target kernels_test simd_targets_test thread_pool_test
+cmake --build "$dir" -j "$(nproc)" --target kernels_test simd_targets_test thread_pool_test backend_ops_test
 ctest --test-dir "$dir" -j "$(nproc)" --no-tests=error --output-on-failure -L kernels "$@"
