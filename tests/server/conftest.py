@@ -45,12 +45,15 @@ _FILE_COST = {
 def shard_of_files(files, shards):
     """Deals whole files to SHARDS shards, costliest first, each to the shard with the least so far:
     {file: shard index}. The same files give the same deal in every process."""
+    def cost(f):
+        return _FILE_COST.get(os.path.basename(f), 2)
+
     load = [0.0] * shards
     deal = {}
-    for f in sorted(files, key=lambda f: (-_FILE_COST.get(os.path.basename(f), 2), f)):
+    for f in sorted(files, key=lambda f: (-cost(f), f)):
         i = min(range(shards), key=lambda k: (load[k], k))
         deal[f] = i
-        load[i] += _FILE_COST.get(os.path.basename(f), 2)
+        load[i] += cost(f)
     return deal
 
 
