@@ -38,23 +38,23 @@ void DequantizeRow(const Tensor& w, int64_t n, float* out) {
 }
 
 uint8_t F32ToF8E4M3(float f) {
-  if (std::isnan(f)) return 0x7f;
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  const float a = std::fabs(f);
-  if (a >= 448.f) return sign | 0x7e;
-  if (a < 0x1p-6f) {  // subnormal: multiples of 2^-9 (8 · 2^-9 is the smallest normal, code 0x08)
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const auto sign = static_cast<uint8_t>(bits >> 24 & 0x80);
+  const uint32_t mag = bits & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7f;          // NaN
+  if (mag >= 0x43e00000u) return sign | 0x7e;  // |f| >= 448 (and infinity) saturates
+  // |f| < 2^-6, subnormal: multiples of 2^-9 (8 · 2^-9 is code 0x08, the smallest normal).
+  if (mag < 0x3c800000u) {
+    float a;
+    std::memcpy(&a, &mag, 4);
     return sign | static_cast<uint8_t>(std::nearbyint(a * 0x1p9f));
   }
-  int e;
-  const float mant = std::frexp(a, &e) * 2.f;  // a = mant · 2^(e − 1), mant in [1, 2)
-  int m = static_cast<int>(std::nearbyint((mant - 1.f) * 8.f));
-  int biased = e - 1 + 7;
-  if (m == 8) {
-    m = 0;
-    ++biased;
-  }
-  if (biased > 15 || (biased == 15 && m == 7)) return sign | 0x7e;
-  return sign | static_cast<uint8_t>(biased << 3 | m);
+  // A normal value: the float's exponent and top three mantissa bits, rounded half to even at
+  // bit 20 (a carry moves into the exponent), rebased from bias 127 to bias 7. Below 448 the
+  // rounding reaches 0x7e (448) at most, never 0x7f (NaN).
+  const uint32_t rounded = mag + 0x7ffffu + (mag >> 20 & 1);
+  return sign | static_cast<uint8_t>((rounded >> 20) - ((127 - 7) << 3));
 }
 
 namespace {

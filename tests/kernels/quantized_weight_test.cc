@@ -46,6 +46,36 @@ TEST(Fp8E4M3, EncoderRoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(F32ToF8E4M3(3 * 0x1p-10f), 0x02);  // halfway between 2^-9 and 2 · 2^-9 (even)
 }
 
+// The encoder against the format's definition by search: the nearest finite code, ties to the code
+// with an even mantissa, |f| beyond 448 saturating, over values at every scale and at every
+// midpoint between neighbouring codes (and one float either side of it).
+TEST(Fp8E4M3, EncoderPicksTheNearestCodeEverywhere) {
+  const auto nearest = [](float f) -> uint8_t {
+    const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+    const double a = std::fabs(static_cast<double>(f));
+    int best = 0;
+    for (int c = 1; c <= 0x7e; ++c) {
+      const double d = std::fabs(F8E4M3ToF32(static_cast<uint8_t>(c)) - a);
+      const double b = std::fabs(F8E4M3ToF32(static_cast<uint8_t>(best)) - a);
+      if (d < b || (d == b && c % 2 == 0)) best = c;
+    }
+    return sign | static_cast<uint8_t>(best);
+  };
+  std::vector<float> values;
+  for (int c = 0; c < 0x7e; ++c) {
+    const float mid = (F8E4M3ToF32(static_cast<uint8_t>(c)) + F8E4M3ToF32(static_cast<uint8_t>(c + 1))) / 2;
+    for (float v : {mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1000.f)}) values.insert(values.end(), {v, -v});
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> exponent(-12.f, 9.5f), mantissa(1.f, 2.f);
+  for (int i = 0; i < 20000; ++i) values.push_back((i % 2 ? -1.f : 1.f) * mantissa(rng) * std::exp2(exponent(rng)));
+  for (float v : values) ASSERT_EQ(F32ToF8E4M3(v), nearest(v)) << v;
+  EXPECT_EQ(F32ToF8E4M3(std::numeric_limits<float>::infinity()), 0x7e);
+  EXPECT_EQ(F32ToF8E4M3(-std::numeric_limits<float>::infinity()), 0xfe);
+  EXPECT_EQ(F32ToF8E4M3(std::numeric_limits<float>::quiet_NaN()), 0x7f);
+  EXPECT_EQ(F32ToF8E4M3(-0.f), 0x80);
+}
+
 TEST(E8M0, ExponentsDecodeToPowersOfTwo) {
   EXPECT_EQ(E8M0ToF32(127), 1.f);
   EXPECT_EQ(E8M0ToF32(128), 2.f);
