@@ -146,7 +146,7 @@ double UnixSeconds() {
 
 }  // namespace
 
-void ExpertBalancer::AfterStep() {
+void ExpertBalancer::RecordStepLoad() {
   const std::vector<int64_t>& now = model_->expert_token_counts();
   {
     MutexLock lock(&window_mu_);
@@ -155,6 +155,9 @@ void ExpertBalancer::AfterStep() {
     next_step_slot_ = (next_step_slot_ + 1) % config_.load_window;
   }
   last_counts_ = now;  // same size: copies without allocating
+}
+
+void ExpertBalancer::AfterStep() {
   if (config_.replan_interval <= 0 || planning_.load()) return;
   if (++steps_since_replan_ < config_.replan_interval) return;
   steps_since_replan_ = 0;

@@ -66,7 +66,10 @@ class ExpertBalancer {
   // Before a step: hands a placement the planner finished to the other ranks, and switches to it
   // once every rank has built it.
   void BeforeStep();
-  // After a step: records its expert load; every replan_interval steps starts a plan.
+  // Once a step has run, before its tokens are delivered: adds its expert load to the window, so
+  // that a client holding a reply already finds that reply's last step counted.
+  void RecordStepLoad();
+  // After a step: every replan_interval steps starts a plan from the window.
   void AfterStep();
   // How long the loop may wait, with nothing to run, before its next BeforeStep (`idle`: what it
   // waits otherwise): under a step budget, no wait while a placement is being copied (its chunks

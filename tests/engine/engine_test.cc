@@ -660,6 +660,46 @@ TEST_F(EngineTest, ExpertWindowSnapshotCoversTheMoeLayersOfTheLastSteps) {
   EXPECT_LE(w.first_step_unix_seconds, w.last_step_unix_seconds);
 }
 
+// A step's expert load is counted before its tokens are delivered: the final output's callback
+// (run on the engine's loop) already finds every step of its request in the window and in the
+// metrics' since-start counts.
+TEST_F(EngineTest, AReplysStepsAreCountedBeforeTheReplyIsDelivered) {
+  EngineConfig cfg;
+  cfg.experts.load_window = 64;
+  auto engine = MakeEngine(cfg);
+  std::mt19937 rng(5);
+  constexpr int kPrompt = 6, kMaxTokens = 5;
+  ExpertLoadWindowSnapshot window;
+  std::vector<int64_t> since_start;
+  OutputQueue q;
+  OutputCallback deliver = q.Callback();
+  ASSERT_TRUE(engine
+                  ->Submit(Req("a", Prompt(rng, kPrompt), kMaxTokens),
+                           [&](RequestOutput o) {
+                             if (o.finish_reason != FinishReason::kNone) {
+                               window = engine->ExpertWindow();
+                               since_start = engine->Metrics().expert_tokens;
+                             }
+                             deliver(std::move(o));
+                           })
+                  .ok());
+  ASSERT_EQ(q.WaitFinal().token_ids.size(), static_cast<size_t>(kMaxTokens));
+  // One prefill step of the prompt, then a decode step of one token per further output token.
+  const int64_t routed = (kPrompt + kMaxTokens - 1) * int64_t{model_->config().moe.top_k};
+  EXPECT_EQ(window.steps, kMaxTokens);
+  const int32_t N = model_->config().moe.num_experts;
+  ASSERT_EQ(window.tokens.size(), window.moe_layers.size() * N);
+  for (size_t i = 0; i < window.moe_layers.size(); ++i) {
+    int64_t in_window = 0, counted = 0;
+    for (int32_t e = 0; e < N; ++e) {
+      in_window += window.tokens[i * N + e];
+      counted += since_start.at(static_cast<size_t>(window.moe_layers[i]) * N + e);
+    }
+    EXPECT_EQ(in_window, routed) << "layer " << window.moe_layers[i];
+    EXPECT_EQ(counted, routed) << "layer " << window.moe_layers[i];
+  }
+}
+
 TEST_F(EngineTest, MaxModelLenBeyondTheModelOrNegativeIsRefused) {
   const int64_t model_max = model_->config().max_position_embeddings;
   EngineConfig too_long;

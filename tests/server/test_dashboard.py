@@ -42,8 +42,8 @@ def test_expert_load_is_the_grpc_twin_plus_the_window(grpc_stubs):
         deadline = time.time() + 30
         while requests.get(s.url + "/v1/expert_load").json()["replans"] == 0 and time.time() < deadline:
             complete(s, 2)
-        # A reply reaches the client before its last step is added to the load window, so the three
-        # views are compared once the engine is quiet: the window the same before and after reading.
+        # A step is counted before its tokens reach the client, so with no request running the
+        # window holds still; the three views are compared between two reads of it that agree.
         pb2, pb2_grpc = grpc_stubs
         stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
         for _ in range(50):
