@@ -1,13 +1,27 @@
 // HttpServer implementation: one coroutine per connection, routes, generation handlers.
 #include "server/http_server.h"
 
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast.hpp>
-#include <boost/beast/ssl.hpp>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <chrono>
 #include <deque>
@@ -18,9 +32,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "server/api_error.h"
+#include "server/choice_stream.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
-#include "server/choice_stream.h"
 #include "server/prometheus.h"
 #include "server/responses_api.h"
 #include "server/tokenize_api.h"
