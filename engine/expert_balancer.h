@@ -5,8 +5,8 @@
 // and the placement and load JSON. Across a rank group the devices split over the ranks: a new
 // placement goes to every rank, each builds its share in the background, and all switch at the
 // same step once all have built it. The engine loop calls BeforeStep and AfterStep around every
-// step; ExpertLoadJson and WindowSnapshot may be called from any thread, everything else from the
-// loop thread.
+// step, and RecordStepLoad once the step has run; ExpertLoadJson and WindowSnapshot may be called
+// from any thread, everything else from the loop thread.
 #pragma once
 
 #include <atomic>
