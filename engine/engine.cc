@@ -620,12 +620,9 @@ void Engine::RunStep(const SchedulerPlan& plan, Clock::time_point t0) {
     for (Stream* s : streams) Finish(s, FinishReason::kError, absl::StrCat("model step failed: ", st.message()));
     return;
   }
-  // The step's expert load, counted before any of its tokens reaches a client.
+  // The step's expert load in the window before any of its tokens reaches a client (the
+  // since-start counts reach the metrics through Finish's UpdateGauges).
   balancer_->RecordStepLoad();
-  metrics_.Update([&](MetricsSnapshot& m) {
-    m.expert_tokens = model_->expert_token_counts();
-    m.device_rows = model_->device_row_counts();
-  });
   // A proposer reading the target's hidden rows (from every rank) gets every sequence's, before
   // the verification below changes what its tokens are.
   if (want_hidden) {
