@@ -38,7 +38,11 @@ bool ApplyCpuIsa(const std::string& name, std::string* error) {
     return false;
   }
   if (!cpu::SetSimdCap(*target)) {
-    *error = "--cpu_isa " + name + " is not available on this CPU (it runs: " + supported + ")";
+    *error =
+        "--cpu_isa " + name +
+        (cpu::CpuSupports(*target) ? " is not compiled in this build (LATENTSERVE_SIMD_TARGETS left it out; it runs: "
+                                   : " is not available on this CPU (it runs: ") +
+        supported + ")";
     return false;
   }
   return true;

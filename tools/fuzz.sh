@@ -12,8 +12,9 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(safetensors_header model_config tokenizer chat_template openai_request grpc_request structured_output)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
+# The targets parse and compile text and never run a kernel: the portable CPU kernels alone.
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DLATENTSERVE_FUZZ=ON >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DLATENTSERVE_FUZZ=ON -DLATENTSERVE_SIMD_TARGETS=portable >/dev/null
 cmake --build "$build" -j "$(nproc)" --target $(printf '%s_fuzz ' "${targets[@]}")
 # One target per core at a time (a libFuzzer run is single-threaded); each writes its own log, and
 # the reports are printed in the targets' order once all have run.

@@ -45,7 +45,8 @@ trap 'report $?' EXIT
 # Every option the suite relies on is set here, whatever an earlier configure of $build chose
 # (tools/run.sh configures the same directory without tests and without CUDA).
 stage configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLATENTSERVE_BUILD_TESTS=ON \
-  -DLATENTSERVE_CUDA=AUTO -DLATENTSERVE_SANITIZE= -DLATENTSERVE_FUZZ=OFF -DLATENTSERVE_KERNELS_ONLY=OFF
+  -DLATENTSERVE_CUDA=AUTO -DLATENTSERVE_SANITIZE= -DLATENTSERVE_FUZZ=OFF -DLATENTSERVE_KERNELS_ONLY=OFF \
+  -DLATENTSERVE_SIMD_TARGETS=all
 [ "${LS_CONFIGURE_ONLY:-0}" = 1 ] && exit 0
 stage build cmake --build "$build" -j "$(nproc)"
 # The integration tests' Python environment (the build's python_env target prepares it too, but

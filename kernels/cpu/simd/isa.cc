@@ -94,11 +94,27 @@ std::optional<SimdTarget> ParseSimdTarget(std::string_view name) {
 bool CpuSupports(SimdTarget t) { return Cpu().has[static_cast<int>(t)]; }
 
 std::vector<SimdTarget> CompiledTargets() {
+  // The build names each target it compiled besides portable (kernels/CMakeLists.txt).
   std::vector<SimdTarget> out{SimdTarget::kPortable};
-#if defined(LS_SIMD_X86)
-  for (int i = 1; i <= 5; ++i) out.push_back(static_cast<SimdTarget>(i));
-#elif defined(LS_SIMD_ARM)
+#if defined(LS_SIMD_HAS_AVX2)
+  out.push_back(SimdTarget::kAvx2);
+#endif
+#if defined(LS_SIMD_HAS_AVX2_VNNI)
+  out.push_back(SimdTarget::kAvx2Vnni);
+#endif
+#if defined(LS_SIMD_HAS_AVX512)
+  out.push_back(SimdTarget::kAvx512);
+#endif
+#if defined(LS_SIMD_HAS_AVX512_VNNI)
+  out.push_back(SimdTarget::kAvx512Vnni);
+#endif
+#if defined(LS_SIMD_HAS_AVX512_BF16)
+  out.push_back(SimdTarget::kAvx512Bf16);
+#endif
+#if defined(LS_SIMD_HAS_NEON)
   out.push_back(SimdTarget::kNeon);
+#endif
+#if defined(LS_SIMD_HAS_NEON_DOT)
   out.push_back(SimdTarget::kNeonDot);
 #endif
   return out;

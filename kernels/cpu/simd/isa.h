@@ -35,7 +35,8 @@ std::optional<SimdTarget> ParseSimdTarget(std::string_view name);
 
 // Whether this CPU (and this build) runs code compiled for `t`.
 bool CpuSupports(SimdTarget t);
-// The targets this build compiled (portable and, by architecture, the x86 or the Arm ones).
+// The targets this build compiled: portable and those of the architecture that
+// LATENTSERVE_SIMD_TARGETS selected (all of them by default; cmake/SimdTargets.cmake).
 std::vector<SimdTarget> CompiledTargets();
 // Whether `t` may be chosen under `cap`, which stands for a CPU that has `cap` and what such CPUs
 // have below it: portable always; else the same architecture, at or below `cap` in the order

@@ -8,34 +8,35 @@
 
 namespace ls::cpu {
 
-// Each target's table (kernels/cpu/simd/table_simd.cc, compiled once per target).
-namespace simd_portable {
-const KernelTable& Table();
-}
-#if defined(LS_SIMD_X86)
-namespace simd_avx2 {
-const KernelTable& Table();
-}
-namespace simd_avx2_vnni {
-const KernelTable& Table();
-}
-namespace simd_avx512 {
-const KernelTable& Table();
-}
-namespace simd_avx512_vnni {
-const KernelTable& Table();
-}
-namespace simd_avx512_bf16 {
-const KernelTable& Table();
-}
-#elif defined(LS_SIMD_ARM)
-namespace simd_neon {
-const KernelTable& Table();
-}
-namespace simd_neon_dot {
-const KernelTable& Table();
-}
+// Each compiled target's table (kernels/cpu/simd/table_simd.cc, compiled once per target; the
+// build names the targets it compiled besides portable with LS_SIMD_HAS_<TARGET>).
+#define LS_TARGET_TABLE(ns)   \
+  namespace ns {              \
+  const KernelTable& Table(); \
+  }
+LS_TARGET_TABLE(simd_portable)
+#if defined(LS_SIMD_HAS_AVX2)
+LS_TARGET_TABLE(simd_avx2)
 #endif
+#if defined(LS_SIMD_HAS_AVX2_VNNI)
+LS_TARGET_TABLE(simd_avx2_vnni)
+#endif
+#if defined(LS_SIMD_HAS_AVX512)
+LS_TARGET_TABLE(simd_avx512)
+#endif
+#if defined(LS_SIMD_HAS_AVX512_VNNI)
+LS_TARGET_TABLE(simd_avx512_vnni)
+#endif
+#if defined(LS_SIMD_HAS_AVX512_BF16)
+LS_TARGET_TABLE(simd_avx512_bf16)
+#endif
+#if defined(LS_SIMD_HAS_NEON)
+LS_TARGET_TABLE(simd_neon)
+#endif
+#if defined(LS_SIMD_HAS_NEON_DOT)
+LS_TARGET_TABLE(simd_neon_dot)
+#endif
+#undef LS_TARGET_TABLE
 
 namespace {
 
@@ -77,7 +78,7 @@ SimdTarget InitialCap() {
   const char* env = std::getenv("LS_CPU_ISA");
   if (env && *env) {
     const auto t = ParseSimdTarget(env);
-    if (t && CpuSupports(*t)) return *t;
+    if (t && CpuSupports(*t) && TargetKernels(*t)) return *t;
   }
   return BestTarget();
 }
@@ -98,14 +99,25 @@ const KernelTable& ActiveKernels() { return State().table; }
 const KernelTable* TargetKernels(SimdTarget t) {
   switch (t) {
     case SimdTarget::kPortable: return &simd_portable::Table();
-#if defined(LS_SIMD_X86)
+#if defined(LS_SIMD_HAS_AVX2)
     case SimdTarget::kAvx2: return &simd_avx2::Table();
+#endif
+#if defined(LS_SIMD_HAS_AVX2_VNNI)
     case SimdTarget::kAvx2Vnni: return &simd_avx2_vnni::Table();
+#endif
+#if defined(LS_SIMD_HAS_AVX512)
     case SimdTarget::kAvx512: return &simd_avx512::Table();
+#endif
+#if defined(LS_SIMD_HAS_AVX512_VNNI)
     case SimdTarget::kAvx512Vnni: return &simd_avx512_vnni::Table();
+#endif
+#if defined(LS_SIMD_HAS_AVX512_BF16)
     case SimdTarget::kAvx512Bf16: return &simd_avx512_bf16::Table();
-#elif defined(LS_SIMD_ARM)
+#endif
+#if defined(LS_SIMD_HAS_NEON)
     case SimdTarget::kNeon: return &simd_neon::Table();
+#endif
+#if defined(LS_SIMD_HAS_NEON_DOT)
     case SimdTarget::kNeonDot: return &simd_neon_dot::Table();
 #endif
     default: return nullptr;
