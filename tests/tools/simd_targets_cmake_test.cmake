@@ -32,6 +32,8 @@ expect_native(ice_lake x86 "flags\t\t: fpu sse sse2 fma avx f16c avx2 avx512f av
 expect_native(alder_lake x86 "flags\t\t: fpu sse sse2 fma avx f16c avx2 avx_vnni" "avx2;avx2_vnni")
 # An AVX-512 foundation without BW/VL (Knights Landing): AVX2 only.
 expect_native(knights_landing x86 "flags\t\t: fpu sse sse2 fma avx f16c avx2 avx512f avx512cd avx512er avx512pf" "avx2")
+# An extension's feature without its base's (a hypervisor that masks AVX-512 BW and VL): not taken.
+expect_native(masked_base x86 "flags\t\t: fpu sse sse2 fma avx f16c avx2 avx512f avx512dq avx512_vnni avx512_bf16" "avx2")
 # Without AVX (Westmere), and AVX2 without FMA: the portable target alone.
 expect_native(westmere x86 "flags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt aes" "")
 expect_native(avx2_without_fma x86 "flags\t\t: fpu sse sse2 avx f16c avx2" "")
