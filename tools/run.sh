@@ -11,8 +11,8 @@ build=${BUILD_DIR:-build}
 [ "${LS_CONFIGURE_ONLY:-0}" = 1 ] || tools/setup.sh run
 model=models/tiny
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then model=$1; shift; fi
-# native: only the CPU kernel targets this machine runs (on an AVX2-only CPU the AVX-512 ones, a
-# quarter of the build's compile time, are left out); tools/test.sh builds every target.
+# native: only the CPU kernel targets this machine runs (on an AVX2-only CPU the AVX-512 ones, an
+# eighth of the build's compile time, are left out); tools/test.sh builds every target.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLATENTSERVE_CUDA=OFF -DLATENTSERVE_BUILD_TESTS=OFF \
   -DLATENTSERVE_SIMD_TARGETS=native
 [ "${LS_CONFIGURE_ONLY:-0}" = 1 ] && exit 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's two commands in the order a new user runs them: tools/run.sh, then tools/test.sh, in
 # one checkout and one build directory. The second must configure what the suite needs whatever the
-# first chose (tests on, CUDA when nvcc is there, every CPU kernel target), so that its ctest finds the tests instead of
-# passing on none. Configures only (LS_CONFIGURE_ONLY=1), in a scratch build directory.
+# first chose (tests on, CUDA when nvcc is there, every CPU kernel target), so that its ctest finds
+# the tests instead of passing on none. Configures only (LS_CONFIGURE_ONLY=1), in a scratch build directory.
 # Usage: two_commands_test.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?source directory}

@@ -33,7 +33,7 @@ inline constexpr int kNumSimdTargets = 8;
 std::string_view SimdTargetName(SimdTarget t);
 std::optional<SimdTarget> ParseSimdTarget(std::string_view name);
 
-// Whether this CPU (and this build) runs code compiled for `t`.
+// Whether this CPU runs code compiled for `t` (whether this build compiled it: TargetKernels).
 bool CpuSupports(SimdTarget t);
 // The targets this build compiled: portable and those of the architecture that
 // LATENTSERVE_SIMD_TARGETS selected (all of them by default; cmake/SimdTargets.cmake).
