@@ -2,8 +2,9 @@
 # The CPU kernels and their tests cross-built for aarch64 (the NEON and dot-product targets) and run
 # under qemu-user-static: the kernel tests under each Arm target, the table-driven check that
 # every target gives the portable bits, that the build compiled both Arm targets, and the
-# table-driven backend op test (each binary whole, in two shards: tests/test_functions.cmake). Used by tools/test.sh; needs Debian's g++-aarch64-linux-gnu,
-# qemu-user-static and googletest (tools/setup.sh installs them).
+# table-driven backend op test (each binary whole, in two shards: tests/test_functions.cmake).
+# Used by tools/test.sh; needs Debian's g++-aarch64-linux-gnu, qemu-user-static and googletest
+# (tools/setup.sh installs them).
 # Usage: tools/cross_test.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
