@@ -8,7 +8,7 @@
 # The portable target is always compiled: it is the fallback and the reference of every kernel.
 # Usable in script mode too (tests/cmake/simd_targets_test.cmake).
 
-set(LS_SIMD_X86_TARGETS avx2 avx2_vnni avx512 avx512_vnni avx512_bf16)
+set(LS_SIMD_X86_TARGETS avx2 avx2_vnni avx512 avx512_vnni avx512_bf16 avx512_amx)
 set(LS_SIMD_ARM_TARGETS neon neon_dot)
 
 # The base target an extension target adds its kernels to (a base target names itself).
@@ -31,6 +31,9 @@ set(LS_SIMD_NEEDS_avx2_vnni avx_vnni)
 set(LS_SIMD_NEEDS_avx512 avx2 fma f16c avx512f avx512dq avx512bw avx512vl)
 set(LS_SIMD_NEEDS_avx512_vnni avx512_vnni)
 set(LS_SIMD_NEEDS_avx512_bf16 avx512_bf16)
+# AMX: the CPU's features only; whether the OS grants this process the tile state is known at run
+# time (the probe asks the kernel), so native may compile a target the probe then refuses.
+set(LS_SIMD_NEEDS_avx512_amx avx512_vnni amx_tile amx_int8)
 set(LS_SIMD_NEEDS_neon "")
 set(LS_SIMD_NEEDS_neon_dot asimddp)
 

@@ -54,9 +54,9 @@ ABSL_FLAG(std::string, activation_dtype, "auto",
           "Hopper), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
           "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16)");
 ABSL_FLAG(std::string, cpu_isa, "auto",
-          "the widest instruction set the CPU kernels may use: auto (the best this CPU has, or the LS_CPU_ISA environment "
-          "variable), or portable, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16, neon, neon_dot; every choice gives "
-          "the same results, at different speeds");
+          "the widest instruction set the CPU kernels may use: auto (the best this CPU has, or the LS_CPU_ISA "
+          "environment variable), or portable, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16, avx512_amx, neon, "
+          "neon_dot; every choice gives the same results, at different speeds");
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");

@@ -2,8 +2,9 @@
 // w8a8 and w4a8 schemes): each activation row is rounded to int8 with one scale per row
 // (s = amax / 127, q = round-to-nearest-even(x · 127 / amax)) and multiplied with the integer
 // weight codes in int32 by dot products of four codes per lane (vpdpbusd with AVX512-VNNI or
-// AVX-VNNI, vpmaddubsw elsewhere on x86, sdot on Arm; int8_dot_gemm_simd.cc), so a weight is read
-// as its stored byte or nibble and never widened to float32.
+// AVX-VNNI, vpmaddubsw elsewhere on x86, sdot on Arm, AMX tiles for I8 codes and 16 rows or more;
+// int8_dot_gemm_simd.cc), so a weight is read as its stored byte or nibble and never widened to
+// float32.
 // Layout (Layout::kPanelsInt8Dot): panels of kPanelRows rows, k in quads, padded to a multiple of
 // four; per panel and quad, I8 codes: rows 0-15 then 16-31, each row's four codes together (two
 // 64-byte runs); U4 codes: one 64-byte run, byte 4j + i holding row j's code k + i in its low

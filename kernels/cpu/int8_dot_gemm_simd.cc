@@ -2,8 +2,11 @@
 // tiles of MR activation rows × NP panels; per k quad a panel's codes are one or two 64-byte loads
 // (4-bit codes split into two by a mask and a shift), and each activation row's four int8 values,
 // broadcast, meet them in one dot-product step per 16 output rows (DotI8 / DotU4 of the vector
-// layer: vpdpbusd, AVX-VNNI, the sign trick, or sdot). Integer sums are exact; the float steps are
-// those of int8_dot_gemm.h.
+// layer: vpdpbusd, AVX-VNNI, the sign trick, or sdot). On the avx512_amx target, I8 codes meet
+// ranges of at least kAmxMinRows rows in AMX tiles instead (AmxI8Range below). Integer sums are exact,
+// so every path gives the same int32 sums; the float steps are those of int8_dot_gemm.h.
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -187,6 +190,115 @@ struct KernelU4 {
 
 };
 
+#if LS_SIMD_TARGET == LS_SIMD_AVX512_AMX
+// I8 codes in AMX tiles: blocks of 32 rows × one panel (32 columns) as four int32 tiles C[i][j]
+// (rows 16i.., columns 16j..), summed over k in steps of 64 by tdpbusd from two tiles of unsigned
+// activation rows A[i] (x.u, 16 rows × 64 bytes) and two of codes B[j] (16 quads × 16 columns ×
+// 4 bytes: the panel layout's two 64-byte runs per quad are the rows of B[0] and B[1], 128 bytes
+// apart). The sums are KernelI8's (Σ u·w, exact), finished by the same float steps.
+// Ranges of fewer rows run the vector tiles: below 16 rows the AMX blocks were slower there when
+// their codes stream from memory (measured at 4 to 12 rows).
+constexpr int64_t kAmxMinRows = 16;
+constexpr int kAmxTileRows = 16;   // rows of an A tile
+constexpr int64_t kAmxQuads = 16;  // quads per tile step (64 bytes of a row)
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles 0-3: C[i][j] = 2i + j; 4, 5: A[0], A[1]; 6, 7: B[0], B[1]. A block's rows are r0 (≤ 16)
+// in C[0][*] and A[0] and r1 in C[1][*] and A[1] (r1 = 0: those tiles unused and unconfigured).
+void ConfigureTiles(int r0, int r1) {
+  TileConfig c;
+  for (int i = 0; i < 2; ++i) {
+    const int r = i == 0 ? r0 : r1;
+    if (r == 0) continue;
+    c.rows[2 * i] = c.rows[2 * i + 1] = c.rows[4 + i] = static_cast<uint8_t>(r);
+    c.colsb[2 * i] = c.colsb[2 * i + 1] = c.colsb[4 + i] = 64;
+  }
+  c.rows[6] = c.rows[7] = kAmxQuads;
+  c.colsb[6] = c.colsb[7] = 64;
+  _tile_loadconfig(&c);
+}
+
+// The int32 sums of rows [m0, m0 + r0 + r1) against one panel's codes into c [32][32].
+template <bool kTwo>
+void AmxBlock(const Int8Rows& x, int64_t m0, const uint8_t* panel, int64_t kq, int32_t* c) {
+  _tile_zero(0);
+  _tile_zero(1);
+  if constexpr (kTwo) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  const uint8_t* a = x.u + m0 * x.kp;
+  for (int64_t q = 0; q < kq; q += kAmxQuads) {
+    _tile_loadd(4, a + 4 * q, x.kp);
+    _tile_loadd(6, panel + q * 128, 128);
+    _tile_loadd(7, panel + q * 128 + 64, 128);
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    if constexpr (kTwo) {
+      _tile_loadd(5, a + kAmxTileRows * x.kp + 4 * q, x.kp);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, 128);
+  _tile_stored(1, c + 16, 128);
+  if constexpr (kTwo) {
+    _tile_stored(2, c + 16 * 32, 128);
+    _tile_stored(3, c + 16 * 32 + 16, 128);
+  }
+}
+
+// Int8DotRange for I8 codes with kq a multiple of kAmxQuads: panels in groups that stay in L2 (as
+// PanelRange), every block of 32 rows passing over a group.
+void AmxI8Range(const Int8Rows& x, const uint8_t* codes, const float* scales, const int32_t* sums, int64_t kq,
+                int64_t n_begin, int64_t n_end, float* y, int64_t ldy, bool accumulate) {
+  alignas(64) std::array<int32_t, 32 * 32> c;
+  const int64_t group = std::max<int64_t>(4, (int64_t{256} << 10) / (kq * 128));
+  const int64_t p_first = n_begin / P, p_last = (n_end + P - 1) / P;
+  int configured = -1;  // r0 · 32 + r1 of the tile configuration loaded
+  for (int64_t g = p_first; g < p_last; g += group) {
+    const int64_t g_end = std::min(p_last, g + group);
+    for (int64_t m0 = 0; m0 < x.rows; m0 += 2 * kAmxTileRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(2 * kAmxTileRows, x.rows - m0));
+      const int r0 = std::min(rows, kAmxTileRows), r1 = rows - r0;
+      if (r0 * 32 + r1 != configured) {
+        ConfigureTiles(r0, r1);
+        configured = r0 * 32 + r1;
+      }
+      for (int64_t p = g; p < g_end; ++p) {
+        const uint8_t* panel = codes + p * kq * 128;
+        if (r1 > 0) {
+          AmxBlock<true>(x, m0, panel, kq, c.data());
+        } else {
+          AmxBlock<false>(x, m0, panel, kq, c.data());
+        }
+        float* yp = y + m0 * ldy + (p * P - n_begin);
+        const int64_t valid = n_end - p * P;
+        for (int h = 0; h < 2; ++h) {
+          const int64_t col = h * 16;
+          if (col >= valid) continue;
+          const int64_t row = p * P + col;
+          const I16 offset = ShlI<7>(LoadI32(sums + row));  // 128 · Σ w
+          const V16 sw = Load(scales + row);
+          for (int m = 0; m < rows; ++m) {
+            const V16 v = ToFloat(SubI(LoadI32(c.data() + m * 32 + col), offset));
+            StoreColumns(yp + m * ldy + col, Mul(Mul(v, Set(x.scale[m0 + m])), sw), valid - col, accumulate);
+          }
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+#endif
+
 }  // namespace
 
 void Int8DotRange(const Int8Rows& x, const Tensor& t, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
@@ -196,6 +308,10 @@ void Int8DotRange(const Int8Rows& x, const Tensor& t, int64_t n_begin, int64_t n
   const int64_t kq = t.stored_cols() / 4, groups = t.scale_cols();
   if (t.dtype == DType::kI8) {
     const auto* sums = reinterpret_cast<const int32_t*>(scales + DTypeBytes(t.quant.scale_dtype, t.stored_rows() * groups));
+#if LS_SIMD_TARGET == LS_SIMD_AVX512_AMX
+    if (x.rows >= kAmxMinRows && kq % kAmxQuads == 0)
+      return AmxI8Range(x, codes, reinterpret_cast<const float*>(scales), sums, kq, n_begin, n_end, y, ldy, accumulate);
+#endif
     const KernelI8 k{x, codes, reinterpret_cast<const float*>(scales), sums, kq, accumulate};
     PanelRange(k, x.rows, n_begin, n_end, kq * 128, y, ldy);
   } else {

@@ -205,18 +205,27 @@ void RunRoundRowInt8(const KernelTable& k, Bytes* out) {
 
 void RunInt8DotRange(const KernelTable& k, Bytes* out) {
   std::mt19937 rng(6);
-  // U4 in groups of 32 and of 128 (whose sums some targets widen in runs along the group).
-  for (auto [codes, group] : {std::pair{DType::kI8, 1 << 20}, std::pair{DType::kU4, 32}, std::pair{DType::kU4, 128}})
-    for (int64_t M : kRows) {
-      const int64_t K = 100;
-      Weight w = QuantWeight(codes, DType::kF32, group, false, 75, K, rng);
-      w.t.quant.int8_activations = true;
-      Pack(&w);
-      const std::vector<float> x = Values(M * K, rng);
-      Int8RowsStorage st;
-      const Int8Rows rows = QuantizeRows(x.data(), K, M, w.p, &st);
-      GemmOutputs([&](float* y, int64_t ld, bool a) { k.Int8DotRange(rows, w.p, 0, 75, y, ld, a); }, M, 75, out);
-    }
+  // U4 in groups of 32 and of 128 (whose sums some targets widen in runs along the group). I8 with
+  // k a multiple of 64 too, over ranges of 16 rows and more (AMX tiles: full and partial blocks of
+  // 32 rows), from column 0 and from a panel boundary.
+  struct Shape {
+    DType codes;
+    int32_t group;
+    int64_t K;
+  };
+  for (const Shape& s : {Shape{DType::kI8, 1 << 20, 100}, Shape{DType::kI8, 1 << 20, 192}, Shape{DType::kU4, 32, 100},
+                         Shape{DType::kU4, 128, 100}})
+    for (int64_t M : {1, 2, 3, 5, 12, 13, 16, 30, 45, 64})
+      for (int64_t n_begin : {0, 32}) {
+        Weight w = QuantWeight(s.codes, DType::kF32, s.group, false, 75, s.K, rng);
+        w.t.quant.int8_activations = true;
+        Pack(&w);
+        const std::vector<float> x = Values(M * s.K, rng);
+        Int8RowsStorage st;
+        const Int8Rows rows = QuantizeRows(x.data(), s.K, M, w.p, &st);
+        GemmOutputs([&](float* y, int64_t ld, bool a) { k.Int8DotRange(rows, w.p, n_begin, 75, y, ld, a); }, M,
+                    75 - n_begin, out);
+      }
 }
 
 void RunBf16DotRange(const KernelTable& k, Bytes* out) {
@@ -505,6 +514,11 @@ TEST(SimdTables, CapsFollowTheCpusTheyStandFor) {
   EXPECT_FALSE(WithinCap(SimdTarget::kAvx512, SimdTarget::kAvx2Vnni));
   EXPECT_FALSE(WithinCap(SimdTarget::kNeon, SimdTarget::kAvx512Bf16));
   EXPECT_TRUE(WithinCap(SimdTarget::kNeon, SimdTarget::kNeonDot));
+  // avx512_amx stands for Sapphire Rapids and later: AVX512-VNNI and AVX512-BF16 below it.
+  EXPECT_TRUE(WithinCap(SimdTarget::kAvx512Vnni, SimdTarget::kAvx512Amx));
+  EXPECT_TRUE(WithinCap(SimdTarget::kAvx512Bf16, SimdTarget::kAvx512Amx));
+  EXPECT_FALSE(WithinCap(SimdTarget::kAvx512Amx, SimdTarget::kAvx512Bf16));
+  EXPECT_FALSE(WithinCap(SimdTarget::kNeonDot, SimdTarget::kAvx512Amx));
   for (int i = 0; i < kNumSimdTargets; ++i) {
     const auto t = static_cast<SimdTarget>(i);
     EXPECT_EQ(ParseSimdTarget(SimdTargetName(t)), t);

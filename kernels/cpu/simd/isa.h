@@ -19,16 +19,17 @@ namespace ls::cpu {
 // speed up: the base targets (portable, avx2, avx512, neon) all of them, the others only their
 // own family (int8 dot products, BF16 dot products).
 enum class SimdTarget : int {
-  kPortable = 0,   // any CPU: plain C++ (fused multiply-adds inlined, never a libm call)
-  kAvx2 = 1,       // x86-64 AVX2 + FMA + F16C (Haswell, Zen 1 and later)
-  kAvx2Vnni = 2,   // + AVX-VNNI (Alder Lake, Zen 5): int8 dot products
-  kAvx512 = 3,     // AVX-512 F/BW/VL/DQ (Skylake-SP, Zen 4 and later)
-  kAvx512Vnni = 4, // + AVX512-VNNI: int8 dot products
-  kAvx512Bf16 = 5, // + AVX512-BF16: BF16 dot products
-  kNeon = 6,       // AArch64 Advanced SIMD (every AArch64 CPU)
-  kNeonDot = 7,    // + the dot-product extension (Armv8.2 dotprod): int8 dot products
+  kPortable = 0,    // any CPU: plain C++ (fused multiply-adds inlined, never a libm call)
+  kAvx2 = 1,        // x86-64 AVX2 + FMA + F16C (Haswell, Zen 1 and later)
+  kAvx2Vnni = 2,    // + AVX-VNNI (Alder Lake, Zen 5): int8 dot products
+  kAvx512 = 3,      // AVX-512 F/BW/VL/DQ (Skylake-SP, Zen 4 and later)
+  kAvx512Vnni = 4,  // + AVX512-VNNI: int8 dot products
+  kAvx512Bf16 = 5,  // + AVX512-BF16: BF16 dot products
+  kAvx512Amx = 6,   // + AMX-INT8 and AVX512-VNNI (Sapphire Rapids on, tiles granted by the OS): int8 GEMMs
+  kNeon = 7,        // AArch64 Advanced SIMD (every AArch64 CPU)
+  kNeonDot = 8,     // + the dot-product extension (Armv8.2 dotprod): int8 dot products
 };
-inline constexpr int kNumSimdTargets = 8;
+inline constexpr int kNumSimdTargets = 9;
 
 std::string_view SimdTargetName(SimdTarget t);
 std::optional<SimdTarget> ParseSimdTarget(std::string_view name);

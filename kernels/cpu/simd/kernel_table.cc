@@ -30,6 +30,9 @@ LS_TARGET_TABLE(simd_avx512_vnni)
 #if defined(LS_SIMD_HAS_AVX512_BF16)
 LS_TARGET_TABLE(simd_avx512_bf16)
 #endif
+#if defined(LS_SIMD_HAS_AVX512_AMX)
+LS_TARGET_TABLE(simd_avx512_amx)
+#endif
 #if defined(LS_SIMD_HAS_NEON)
 LS_TARGET_TABLE(simd_neon)
 #endif
@@ -114,6 +117,10 @@ const KernelTable* TargetKernels(SimdTarget t) {
 #if defined(LS_SIMD_HAS_AVX512_BF16)
     case SimdTarget::kAvx512Bf16: return &simd_avx512_bf16::Table();
 #endif
+#if defined(LS_SIMD_HAS_AVX512_AMX)
+    case SimdTarget::kAvx512Amx:
+      return &simd_avx512_amx::Table();
+#endif
 #if defined(LS_SIMD_HAS_NEON)
     case SimdTarget::kNeon: return &simd_neon::Table();
 #endif
@@ -151,7 +158,7 @@ std::vector<SimdTarget> ActiveExtensionTargets() {
 
 std::string ActiveIsaName() {
   std::string name(SimdTargetName(ActiveBaseTarget()));
-  for (SimdTarget t : ActiveExtensionTargets()) name += "+" + std::string(SimdTargetName(t));
+  for (SimdTarget t : ActiveExtensionTargets()) name.append("+").append(SimdTargetName(t));
   return name;
 }
 

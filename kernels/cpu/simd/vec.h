@@ -52,8 +52,9 @@
 #define LS_SIMD_AVX512 3
 #define LS_SIMD_AVX512_VNNI 4
 #define LS_SIMD_AVX512_BF16 5
-#define LS_SIMD_NEON 6
-#define LS_SIMD_NEON_DOT 7
+#define LS_SIMD_AVX512_AMX 6
+#define LS_SIMD_NEON 7
+#define LS_SIMD_NEON_DOT 8
 
 #ifndef LS_SIMD_TARGET
 #error "LS_SIMD_TARGET names the target a kernel source is compiled for (kernels/CMakeLists.txt)"
@@ -61,7 +62,7 @@
 
 #if LS_SIMD_TARGET == LS_SIMD_AVX2 || LS_SIMD_TARGET == LS_SIMD_AVX2_VNNI
 #define LS_SIMD_X86_AVX2 1
-#elif LS_SIMD_TARGET >= LS_SIMD_AVX512 && LS_SIMD_TARGET <= LS_SIMD_AVX512_BF16
+#elif LS_SIMD_TARGET >= LS_SIMD_AVX512 && LS_SIMD_TARGET <= LS_SIMD_AVX512_AMX
 #define LS_SIMD_X86_AVX512 1
 #elif LS_SIMD_TARGET == LS_SIMD_NEON || LS_SIMD_TARGET == LS_SIMD_NEON_DOT
 #define LS_SIMD_ARM_NEON 1
@@ -94,6 +95,9 @@
 #elif LS_SIMD_TARGET == LS_SIMD_AVX512_BF16
 #define LS_SIMD_NS simd_avx512_bf16
 #define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"
+#elif LS_SIMD_TARGET == LS_SIMD_AVX512_AMX
+#define LS_SIMD_NS simd_avx512_amx
+#define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8"
 #elif LS_SIMD_TARGET == LS_SIMD_NEON
 #define LS_SIMD_NS simd_neon
 #define LS_SIMD_FLAGS ""
