@@ -42,7 +42,6 @@ struct LayerPlan {
   int32_t sliding_window = 0;  // a token attends to the last `sliding_window` positions (0: all)
 };
 
-// Grouped-query attention (query head h reads KV head h·Hkv/H), scale 1/√head_dim.
 // A process's place in a tensor-parallel group of `size` ranks: it holds part `rank` of every
 // weight tensor parallelism splits, and the group's ranks run the same tokens, summing their
 // parts' results (Backend::AllReduceSum). size 1: the whole model.
@@ -52,6 +51,7 @@ struct TensorParallel {
   bool on() const { return size > 1; }
 };
 
+// Grouped-query attention (query head h reads KV head h·Hkv/H), scale 1/√head_dim.
 struct GqaConfig {
   int32_t num_heads = 0;     // H
   int32_t num_kv_heads = 0;  // Hkv, divides H
