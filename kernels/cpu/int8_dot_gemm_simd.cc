@@ -27,6 +27,12 @@ inline int32_t Quad(const void* p) {
 
 constexpr int64_t kAheadBytes = 1024;
 
+// The float steps of I8 codes (int8_dot_gemm.h) for one row of 16 columns: the int32 sums less the
+// unsigned-activation offset, times the row's scale, times the columns' scales, stored or added.
+inline void StoreI8Sums(I16 sums, I16 offset, float sx, V16 sw, float* out, int64_t valid, bool accumulate) {
+  StoreColumns(out, Mul(Mul(ToFloat(SubI(sums, offset)), Set(sx)), sw), valid, accumulate);
+}
+
 // I8 codes, one scale per row: the whole k range in int32, scaled once.
 struct KernelI8 {
   static constexpr bool kWidens = false;
@@ -68,10 +74,8 @@ struct KernelI8 {
         const int64_t row = (panel + p) * P + h * 16;
         const I16 offset = kI8Offset ? ShlI<7>(LoadI32(sums + row)) : SetI(0);  // 128 · Σ w
         const V16 sw = Load(scales + row);
-        for (int m = 0; m < MR; ++m) {
-          const V16 c = ToFloat(SubI(acc[m][p][h], offset));
-          StoreColumns(y + m * ldy + col, Mul(Mul(c, Set(x.scale[m0 + m])), sw), valid - col, accumulate);
-        }
+        for (int m = 0; m < MR; ++m)
+          StoreI8Sums(acc[m][p][h], offset, x.scale[m0 + m], sw, y + m * ldy + col, valid - col, accumulate);
       }
   }
 
@@ -195,7 +199,7 @@ struct KernelU4 {
 // (rows 16i.., columns 16j..), summed over k in steps of 64 by tdpbusd from two tiles of unsigned
 // activation rows A[i] (x.u, 16 rows × 64 bytes) and two of codes B[j] (16 quads × 16 columns ×
 // 4 bytes: the panel layout's two 64-byte runs per quad are the rows of B[0] and B[1], 128 bytes
-// apart). The sums are KernelI8's (Σ u·w, exact), finished by the same float steps.
+// apart). The sums are KernelI8's (Σ u·w, exact), finished by the same float steps (StoreI8Sums).
 // Ranges of fewer rows run the vector tiles: below 16 rows the AMX blocks were slower there when
 // their codes stream from memory (measured at 4 to 12 rows).
 constexpr int64_t kAmxMinRows = 16;
@@ -260,7 +264,7 @@ void AmxBlock(const Int8Rows& x, int64_t m0, const uint8_t* panel, int64_t kq, i
 void AmxI8Range(const Int8Rows& x, const uint8_t* codes, const float* scales, const int32_t* sums, int64_t kq,
                 int64_t n_begin, int64_t n_end, float* y, int64_t ldy, bool accumulate) {
   alignas(64) std::array<int32_t, 32 * 32> c;
-  const int64_t group = std::max<int64_t>(4, (int64_t{256} << 10) / (kq * 128));
+  const int64_t group = PanelsPerGroup(kq * 128);
   const int64_t p_first = n_begin / P, p_last = (n_end + P - 1) / P;
   int configured = -1;  // r0 · 32 + r1 of the tile configuration loaded
   for (int64_t g = p_first; g < p_last; g += group) {
@@ -287,10 +291,9 @@ void AmxI8Range(const Int8Rows& x, const uint8_t* codes, const float* scales, co
           const int64_t row = p * P + col;
           const I16 offset = ShlI<7>(LoadI32(sums + row));  // 128 · Σ w
           const V16 sw = Load(scales + row);
-          for (int m = 0; m < rows; ++m) {
-            const V16 v = ToFloat(SubI(LoadI32(c.data() + m * 32 + col), offset));
-            StoreColumns(yp + m * ldy + col, Mul(Mul(v, Set(x.scale[m0 + m])), sw), valid - col, accumulate);
-          }
+          for (int m = 0; m < rows; ++m)
+            StoreI8Sums(LoadI32(c.data() + m * 32 + col), offset, x.scale[m0 + m], sw, yp + m * ldy + col, valid - col,
+                        accumulate);
         }
       }
     }
