@@ -8,34 +8,49 @@
 # The portable target is always compiled: it is the fallback and the reference of every kernel.
 # Usable in script mode too (tests/cmake/simd_targets_test.cmake).
 
-set(LS_SIMD_X86_TARGETS avx2 avx2_vnni avx512 avx512_vnni avx512_bf16 avx512_amx)
-set(LS_SIMD_ARM_TARGETS neon neon_dot)
+# The targets' rows, from kernels/cpu/simd/targets.def: LS_SIMD_TARGETS (every name, in order),
+# LS_SIMD_X86_TARGETS and LS_SIMD_ARM_TARGETS, and per name LS_SIMD_ID_<name> (the enum suffix),
+# LS_SIMD_BASE_<name>, LS_SIMD_FAMILIES_<name> (a list), LS_SIMD_COMPILE_<name> (the compile
+# attribute) and LS_SIMD_NEEDS_<name> (the /proc/cpuinfo feature words, a list).
+set(ls_simd_def ${CMAKE_CURRENT_LIST_DIR}/../kernels/cpu/simd/targets.def)
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ls_simd_def})
+endif()
+file(READ ${ls_simd_def} ls_simd_text)
+string(REGEX REPLACE "//[^\n]*" "" ls_simd_text "${ls_simd_text}")
+string(REGEX MATCHALL "LS_SIMD_TARGET_ROW\\([^)]*\\)" ls_simd_rows "${ls_simd_text}")
+set(LS_SIMD_TARGETS "")
+set(LS_SIMD_X86_TARGETS "")
+set(LS_SIMD_ARM_TARGETS "")
+set(ls_q "[ \t\n]*\"([^\"]*)\"")  # one quoted field
+foreach(row IN LISTS ls_simd_rows)
+  if(NOT row MATCHES "^LS_SIMD_TARGET_ROW\\([ \t\n]*([A-Za-z0-9]+),${ls_q},${ls_q},${ls_q},${ls_q},${ls_q},${ls_q}[ \t\n]*\\)$")
+    message(FATAL_ERROR "${ls_simd_def}: a row that is not Id and six quoted fields: ${row}")
+  endif()
+  set(name ${CMAKE_MATCH_2})
+  set(arch "${CMAKE_MATCH_4}")
+  set(families "${CMAKE_MATCH_5}")
+  set(needs "${CMAKE_MATCH_7}")
+  list(APPEND LS_SIMD_TARGETS ${name})
+  set(LS_SIMD_ID_${name} ${CMAKE_MATCH_1})
+  set(LS_SIMD_BASE_${name} ${CMAKE_MATCH_3})
+  set(LS_SIMD_COMPILE_${name} "${CMAKE_MATCH_6}")
+  string(REGEX REPLACE "[ \t]+" ";" LS_SIMD_FAMILIES_${name} "${families}")
+  string(REGEX REPLACE "[ \t]+" ";" LS_SIMD_NEEDS_${name} "${needs}")
+  if(arch STREQUAL "x86")
+    list(APPEND LS_SIMD_X86_TARGETS ${name})
+  elseif(arch STREQUAL "arm")
+    list(APPEND LS_SIMD_ARM_TARGETS ${name})
+  endif()
+endforeach()
+if(NOT "portable" IN_LIST LS_SIMD_TARGETS)
+  message(FATAL_ERROR "${ls_simd_def}: no portable target")
+endif()
 
 # The base target an extension target adds its kernels to (a base target names itself).
 function(ls_simd_base target out)
-  if(target MATCHES "^avx512")
-    set(${out} avx512 PARENT_SCOPE)
-  elseif(target MATCHES "^avx2")
-    set(${out} avx2 PARENT_SCOPE)
-  elseif(target MATCHES "^neon")
-    set(${out} neon PARENT_SCOPE)
-  else()
-    set(${out} ${target} PARENT_SCOPE)
-  endif()
+  set(${out} ${LS_SIMD_BASE_${target}} PARENT_SCOPE)
 endfunction()
-
-# The /proc/cpuinfo feature words each target needs (the runtime probe's rules); an extension
-# target also needs its base target. Advanced SIMD is part of AArch64: neon needs nothing.
-set(LS_SIMD_NEEDS_avx2 avx2 fma f16c)
-set(LS_SIMD_NEEDS_avx2_vnni avx_vnni)
-set(LS_SIMD_NEEDS_avx512 avx2 fma f16c avx512f avx512dq avx512bw avx512vl)
-set(LS_SIMD_NEEDS_avx512_vnni avx512_vnni)
-set(LS_SIMD_NEEDS_avx512_bf16 avx512_bf16)
-# AMX: the CPU's features only; whether the OS grants this process the tile state is known at run
-# time (the probe asks the kernel), so native may compile a target the probe then refuses.
-set(LS_SIMD_NEEDS_avx512_amx avx512_vnni amx_tile amx_int8)
-set(LS_SIMD_NEEDS_neon "")
-set(LS_SIMD_NEEDS_neon_dot asimddp)
 
 # The targets of `arch` (x86 or arm) that a CPU with the given /proc/cpuinfo text runs.
 function(ls_simd_targets_of_cpuinfo arch cpuinfo out)

@@ -20,9 +20,8 @@ struct BackendOptions {
   // dense GEMM in BF16).
   std::string activation_dtype = "auto";
   // The SIMD target the CPU kernels may use at most (--cpu_isa): "auto" (the best this CPU runs,
-  // or the LS_CPU_ISA environment variable's) or a target name (kernels/cpu/simd/isa.h: portable,
-  // avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16, avx512_amx, neon, neon_dot). The CPU kernels serve
-  // the CUDA backend's host side too.
+  // or the LS_CPU_ISA environment variable's) or a target name (kernels/cpu/simd/targets.def).
+  // The CPU kernels serve the CUDA backend's host side too.
   std::string cpu_isa = "auto";
 };
 

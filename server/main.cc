@@ -55,8 +55,9 @@ ABSL_FLAG(std::string, activation_dtype, "auto",
           "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16)");
 ABSL_FLAG(std::string, cpu_isa, "auto",
           "the widest instruction set the CPU kernels may use: auto (the best this CPU has, or the LS_CPU_ISA "
-          "environment variable), or portable, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16, avx512_amx, neon, "
-          "neon_dot; every choice gives the same results, at different speeds");
+          "environment variable), or a target of kernels/cpu/simd/targets.def (portable, avx2, avx512_vnni, neon, ...; "
+          "one this CPU lacks is refused, naming those it has); every choice gives the same results, at different "
+          "speeds");
 ABSL_FLAG(int32_t, http_threads, 2, "HTTP I/O threads");
 ABSL_FLAG(int32_t, max_num_seqs, 64, "most sequences in one batch");
 ABSL_FLAG(int32_t, max_num_batched_tokens, 2048, "most tokens computed in one step (prefill chunk budget)");

@@ -194,7 +194,7 @@ struct KernelU4 {
 
 };
 
-#if LS_SIMD_TARGET == LS_SIMD_AVX512_AMX
+#if defined(LS_SIMD_IS_AVX512_AMX)
 // I8 codes in AMX tiles: blocks of 32 rows × one panel (32 columns) as four int32 tiles C[i][j]
 // (rows 16i.., columns 16j..), summed over k in steps of 64 by tdpbusd from two tiles of unsigned
 // activation rows A[i] (x.u, 16 rows × 64 bytes) and two of codes B[j] (16 quads × 16 columns ×
@@ -311,7 +311,7 @@ void Int8DotRange(const Int8Rows& x, const Tensor& t, int64_t n_begin, int64_t n
   const int64_t kq = t.stored_cols() / 4, groups = t.scale_cols();
   if (t.dtype == DType::kI8) {
     const auto* sums = reinterpret_cast<const int32_t*>(scales + DTypeBytes(t.quant.scale_dtype, t.stored_rows() * groups));
-#if LS_SIMD_TARGET == LS_SIMD_AVX512_AMX
+#if defined(LS_SIMD_IS_AVX512_AMX)
     if (x.rows >= kAmxMinRows && kq % kAmxQuads == 0)
       return AmxI8Range(x, codes, reinterpret_cast<const float*>(scales), sums, kq, n_begin, n_end, y, ldy, accumulate);
 #endif

@@ -55,15 +55,11 @@ TEST(SimdBuild, TheDispatchSeesTheConfiguredTargets) {
 TEST(SimdBuild, TheDefaultCompilesEveryTargetOfTheArchitecture) {
   if (std::string_view(LS_TEST_SIMD_REQUEST) != "all")
     GTEST_SKIP() << "this build compiles LATENTSERVE_SIMD_TARGETS=" << LS_TEST_SIMD_REQUEST;
-#if defined(__x86_64__)
-  const std::vector<std::string> want{"portable",    "avx2",        "avx2_vnni", "avx512",
-                                      "avx512_vnni", "avx512_bf16", "avx512_amx"};
-#elif defined(__aarch64__)
-  const std::vector<std::string> want{"portable", "neon", "neon_dot"};
-#else
-  const std::vector<std::string> want{"portable"};
+  // The build's reading of targets.def (cmake/SimdTargets.cmake) agrees with the C++ rows'.
+  EXPECT_EQ(Names(CompiledTargets()), Names(ArchitectureTargets()));
+#if defined(__x86_64__) || defined(__aarch64__)
+  EXPECT_GT(CompiledTargets().size(), 2u);
 #endif
-  EXPECT_EQ(Names(CompiledTargets()), want);
 }
 
 TEST(SimdBuild, NativeNamesWhatThisCpuRuns) {

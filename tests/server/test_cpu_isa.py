@@ -4,11 +4,18 @@ every target), so a fleet of mixed CPUs answers alike: with float32 activations,
 activations (--quantization w8a8) over a prompt long enough for the AMX tiles where the CPU has
 them. A target the CPU lacks stops the start, naming it. (An unknown name is among
 test_bad_input's bad flags.)"""
+import pathlib
+import re
+
 import requests
 
 from conftest import Server
 
-TARGETS = ("portable", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16", "avx512_amx", "neon", "neon_dot")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# Every target's name, from the rows of the targets' table.
+TARGETS = tuple(re.findall(r'^LS_SIMD_TARGET_ROW\(\w+,\s*"(\w+)"',
+                           (ROOT / "kernels/cpu/simd/targets.def").read_text(), re.M))
+assert "portable" in TARGETS and len(TARGETS) > 2, TARGETS
 
 
 def complete(s, prompt):

@@ -1,7 +1,9 @@
 // CPU feature probe (CPUID and XGETBV on x86, the auxiliary vector on AArch64) and the targets'
-// names, order and caps. Compiled for the baseline instruction set. On Linux the probe also asks
-// the kernel for the AMX tile state (arch_prctl), which a process must request before its first
-// tile instruction; the grant holds for every thread of the process.
+// names, order and caps, all from the rows of targets.def. Compiled for the baseline instruction
+// set. The probe names the CPU's features as Linux's /proc/cpuinfo does (the words the rows'
+// `needs` list, which the build's native rule reads from that file), and only those the OS
+// enables. On Linux it also asks the kernel for the AMX tile state (arch_prctl), which a process
+// must request before its first tile instruction; the grant holds for every thread of the process.
 #include "kernels/cpu/simd/isa.h"
 
 #include <array>
@@ -20,27 +22,59 @@
 namespace ls::cpu {
 namespace {
 
-constexpr std::array<std::string_view, kNumSimdTargets> kNames = {
-    "portable", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16", "avx512_amx", "neon", "neon_dot"};
+struct Row {
+  std::string_view name, base, arch, needs;
+};
 
-bool IsX86(SimdTarget t) { return t >= SimdTarget::kAvx2 && t <= SimdTarget::kAvx512Amx; }
-bool IsArm(SimdTarget t) { return t == SimdTarget::kNeon || t == SimdTarget::kNeonDot; }
+constexpr std::array<Row, kNumSimdTargets> kRows = {{
+#define LS_SIMD_TARGET_ROW(id, name, base, arch, families, compile, needs) {name, base, arch, needs},
+#include "kernels/cpu/simd/targets.def"
+#undef LS_SIMD_TARGET_ROW
+}};
+
+#if defined(__x86_64__) || defined(__i386__)
+constexpr std::string_view kArch = "x86";
+#elif defined(__aarch64__)
+constexpr std::string_view kArch = "arm";
+#else
+constexpr std::string_view kArch = "none";
+#endif
+
+// Every base names a base target of the same architecture at or above its row.
+constexpr bool RowsAreWellFormed() {
+  for (int i = 0; i < kNumSimdTargets; ++i) {
+    bool found = false;
+    for (int j = 0; j <= i; ++j)
+      found |= kRows[j].name == kRows[i].base && kRows[j].base == kRows[j].name && kRows[j].arch == kRows[i].arch;
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(RowsAreWellFormed(), "targets.def: a base that is not a base target of the row's architecture above it");
+
+const Row& RowOf(SimdTarget t) { return kRows[static_cast<int>(t)]; }
 
 // The base target an extension target adds to (a base target is its own base).
-SimdTarget Base(SimdTarget t) {
-  switch (t) {
-    case SimdTarget::kAvx2Vnni: return SimdTarget::kAvx2;
-    case SimdTarget::kAvx512Vnni:
-    case SimdTarget::kAvx512Bf16:
-    case SimdTarget::kAvx512Amx:
-      return SimdTarget::kAvx512;
-    case SimdTarget::kNeonDot: return SimdTarget::kNeon;
-    default: return t;
-  }
-}
+SimdTarget Base(SimdTarget t) { return *ParseSimdTarget(RowOf(t).base); }
 
+// The CPU's features that the rows ask for, by their /proc/cpuinfo names.
 struct Features {
-  std::array<bool, kNumSimdTargets> has{};
+  std::vector<std::string_view> words;
+  bool Has(std::string_view w) const {
+    for (std::string_view x : words)
+      if (x == w) return true;
+    return false;
+  }
+  // Whether every word of the space-separated list is here.
+  bool HasAll(std::string_view list) const {
+    while (!list.empty()) {
+      const size_t space = list.find(' ');
+      const std::string_view w = list.substr(0, space);
+      if (!w.empty() && !Has(w)) return false;
+      list = space == std::string_view::npos ? std::string_view() : list.substr(space + 1);
+    }
+    return true;
+  }
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,90 +100,88 @@ bool AmxUsable(uint64_t xcr0) {
 
 Features Probe() {
   Features f;
-  f.has[static_cast<int>(SimdTarget::kPortable)] = true;
+  auto add = [&f](bool has, std::string_view w) {
+    if (has) f.words.push_back(w);
+  };
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-  const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+  const bool osxsave = c & (1u << 27), avx = c & (1u << 28);
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = Xcr0();
-  const bool ymm_state = (xcr0 & 0x6) == 0x6, zmm_state = (xcr0 & 0xe6) == 0xe6;
+  const bool ymm = (xcr0 & 0x6) == 0x6, zmm = ymm && (xcr0 & 0xe6) == 0xe6;
+  add(ymm && (c & (1u << 12)), "fma");
+  add(ymm && (c & (1u << 29)), "f16c");
   unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
   if (__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) {
     if (a >= 1) __get_cpuid_count(7, 1, &a71, &b, &c, &d);
   }
-  const bool avx2 = b7 & (1u << 5), avx512f = b7 & (1u << 16), avx512dq = b7 & (1u << 17);
-  const bool avx512bw = b7 & (1u << 30), avx512vl = b7 & (1u << 31), avx512vnni = c7 & (1u << 11);
-  const bool avxvnni = a71 & (1u << 4), avx512bf16 = a71 & (1u << 5);
-  const bool amx = (d7 & (1u << 24)) && (d7 & (1u << 25));  // AMX-TILE, AMX-INT8
-  const bool base2 = ymm_state && avx2 && fma && f16c;
-  const bool base512 = base2 && zmm_state && avx512f && avx512dq && avx512bw && avx512vl;
-  f.has[static_cast<int>(SimdTarget::kAvx2)] = base2;
-  f.has[static_cast<int>(SimdTarget::kAvx2Vnni)] = base2 && avxvnni;
-  f.has[static_cast<int>(SimdTarget::kAvx512)] = base512;
-  f.has[static_cast<int>(SimdTarget::kAvx512Vnni)] = base512 && avx512vnni;
-  f.has[static_cast<int>(SimdTarget::kAvx512Bf16)] = base512 && avx512bf16;
-  f.has[static_cast<int>(SimdTarget::kAvx512Amx)] = base512 && avx512vnni && amx && AmxUsable(xcr0);
-#elif defined(__aarch64__)
-  f.has[static_cast<int>(SimdTarget::kNeon)] = true;
-#if defined(__linux__)
-  f.has[static_cast<int>(SimdTarget::kNeonDot)] = getauxval(AT_HWCAP) & (1ul << 20);  // HWCAP_ASIMDDP
-#endif
+  add(ymm && (b7 & (1u << 5)), "avx2");
+  add(ymm && (a71 & (1u << 4)), "avx_vnni");
+  add(zmm && (b7 & (1u << 16)), "avx512f");
+  add(zmm && (b7 & (1u << 17)), "avx512dq");
+  add(zmm && (b7 & (1u << 30)), "avx512bw");
+  add(zmm && (b7 & (1u << 31)), "avx512vl");
+  add(zmm && (c7 & (1u << 11)), "avx512_vnni");
+  add(zmm && (a71 & (1u << 5)), "avx512_bf16");
+  const bool amx = (d7 & (1u << 24)) && (d7 & (1u << 25)) && AmxUsable(xcr0);  // AMX-TILE, AMX-INT8
+  add(amx, "amx_tile");
+  add(amx, "amx_int8");
+#elif defined(__aarch64__) && defined(__linux__)
+  add(getauxval(AT_HWCAP) & (1ul << 20), "asimddp");  // HWCAP_ASIMDDP
 #endif
   return f;
 }
 
-const Features& Cpu() {
-  static const Features f = Probe();
-  return f;
+// Which targets this CPU runs: those of its architecture whose features (and whose base's) it has.
+std::array<bool, kNumSimdTargets> Supported() {
+  const Features f = Probe();
+  std::array<bool, kNumSimdTargets> has{};
+  for (int i = 0; i < kNumSimdTargets; ++i) {  // bases come before their extensions
+    const auto t = static_cast<SimdTarget>(i);
+    const Row& r = kRows[i];
+    has[i] =
+        (r.arch.empty() || r.arch == kArch) && f.HasAll(r.needs) && (Base(t) == t || has[static_cast<int>(Base(t))]);
+  }
+  return has;
+}
+
+const std::array<bool, kNumSimdTargets>& Cpu() {
+  static const std::array<bool, kNumSimdTargets> has = Supported();
+  return has;
 }
 
 }  // namespace
 
-std::string_view SimdTargetName(SimdTarget t) { return kNames[static_cast<int>(t)]; }
+std::string_view SimdTargetName(SimdTarget t) { return RowOf(t).name; }
 
 std::optional<SimdTarget> ParseSimdTarget(std::string_view name) {
   for (int i = 0; i < kNumSimdTargets; ++i)
-    if (kNames[i] == name) return static_cast<SimdTarget>(i);
+    if (kRows[i].name == name) return static_cast<SimdTarget>(i);
   return std::nullopt;
 }
 
-bool CpuSupports(SimdTarget t) { return Cpu().has[static_cast<int>(t)]; }
+bool CpuSupports(SimdTarget t) { return Cpu()[static_cast<int>(t)]; }
 
 std::vector<SimdTarget> CompiledTargets() {
-  // The build names each target it compiled besides portable (kernels/CMakeLists.txt).
-  std::vector<SimdTarget> out{SimdTarget::kPortable};
-#if defined(LS_SIMD_HAS_AVX2)
-  out.push_back(SimdTarget::kAvx2);
-#endif
-#if defined(LS_SIMD_HAS_AVX2_VNNI)
-  out.push_back(SimdTarget::kAvx2Vnni);
-#endif
-#if defined(LS_SIMD_HAS_AVX512)
-  out.push_back(SimdTarget::kAvx512);
-#endif
-#if defined(LS_SIMD_HAS_AVX512_VNNI)
-  out.push_back(SimdTarget::kAvx512Vnni);
-#endif
-#if defined(LS_SIMD_HAS_AVX512_BF16)
-  out.push_back(SimdTarget::kAvx512Bf16);
-#endif
-#if defined(LS_SIMD_HAS_AVX512_AMX)
-  out.push_back(SimdTarget::kAvx512Amx);
-#endif
-#if defined(LS_SIMD_HAS_NEON)
-  out.push_back(SimdTarget::kNeon);
-#endif
-#if defined(LS_SIMD_HAS_NEON_DOT)
-  out.push_back(SimdTarget::kNeonDot);
-#endif
+  // The build lists the targets it compiled, portable first (kernels/CMakeLists.txt).
+  std::vector<SimdTarget> out;
+#define LS_SIMD_COMPILED(id, name) out.push_back(SimdTarget::k##id);
+#include "kernels/cpu/simd/compiled_targets.inc"
+#undef LS_SIMD_COMPILED
+  return out;
+}
+
+std::vector<SimdTarget> ArchitectureTargets() {
+  std::vector<SimdTarget> out;
+  for (int i = 0; i < kNumSimdTargets; ++i)
+    if (kRows[i].arch.empty() || kRows[i].arch == kArch) out.push_back(static_cast<SimdTarget>(i));
   return out;
 }
 
 bool WithinCap(SimdTarget t, SimdTarget cap) {
   if (t == SimdTarget::kPortable) return true;
-  const bool same_arch = (IsX86(t) && IsX86(cap)) || (IsArm(t) && IsArm(cap));
-  if (!same_arch || static_cast<int>(t) > static_cast<int>(cap)) return false;
+  if (RowOf(t).arch != RowOf(cap).arch || static_cast<int>(t) > static_cast<int>(cap)) return false;
   return Base(t) == t || Base(t) == Base(cap);
 }
 

@@ -9,37 +9,13 @@
 namespace ls::cpu {
 
 // Each compiled target's table (kernels/cpu/simd/table_simd.cc, compiled once per target; the
-// build names the targets it compiled besides portable with LS_SIMD_HAS_<TARGET>).
-#define LS_TARGET_TABLE(ns)   \
-  namespace ns {              \
-  const KernelTable& Table(); \
+// build lists the targets it compiled in compiled_targets.inc).
+#define LS_SIMD_COMPILED(id, name) \
+  namespace simd_##name {          \
+    const KernelTable& Table();    \
   }
-LS_TARGET_TABLE(simd_portable)
-#if defined(LS_SIMD_HAS_AVX2)
-LS_TARGET_TABLE(simd_avx2)
-#endif
-#if defined(LS_SIMD_HAS_AVX2_VNNI)
-LS_TARGET_TABLE(simd_avx2_vnni)
-#endif
-#if defined(LS_SIMD_HAS_AVX512)
-LS_TARGET_TABLE(simd_avx512)
-#endif
-#if defined(LS_SIMD_HAS_AVX512_VNNI)
-LS_TARGET_TABLE(simd_avx512_vnni)
-#endif
-#if defined(LS_SIMD_HAS_AVX512_BF16)
-LS_TARGET_TABLE(simd_avx512_bf16)
-#endif
-#if defined(LS_SIMD_HAS_AVX512_AMX)
-LS_TARGET_TABLE(simd_avx512_amx)
-#endif
-#if defined(LS_SIMD_HAS_NEON)
-LS_TARGET_TABLE(simd_neon)
-#endif
-#if defined(LS_SIMD_HAS_NEON_DOT)
-LS_TARGET_TABLE(simd_neon_dot)
-#endif
-#undef LS_TARGET_TABLE
+#include "kernels/cpu/simd/compiled_targets.inc"
+#undef LS_SIMD_COMPILED
 
 namespace {
 
@@ -101,32 +77,11 @@ const KernelTable& ActiveKernels() { return State().table; }
 
 const KernelTable* TargetKernels(SimdTarget t) {
   switch (t) {
-    case SimdTarget::kPortable: return &simd_portable::Table();
-#if defined(LS_SIMD_HAS_AVX2)
-    case SimdTarget::kAvx2: return &simd_avx2::Table();
-#endif
-#if defined(LS_SIMD_HAS_AVX2_VNNI)
-    case SimdTarget::kAvx2Vnni: return &simd_avx2_vnni::Table();
-#endif
-#if defined(LS_SIMD_HAS_AVX512)
-    case SimdTarget::kAvx512: return &simd_avx512::Table();
-#endif
-#if defined(LS_SIMD_HAS_AVX512_VNNI)
-    case SimdTarget::kAvx512Vnni: return &simd_avx512_vnni::Table();
-#endif
-#if defined(LS_SIMD_HAS_AVX512_BF16)
-    case SimdTarget::kAvx512Bf16: return &simd_avx512_bf16::Table();
-#endif
-#if defined(LS_SIMD_HAS_AVX512_AMX)
-    case SimdTarget::kAvx512Amx:
-      return &simd_avx512_amx::Table();
-#endif
-#if defined(LS_SIMD_HAS_NEON)
-    case SimdTarget::kNeon: return &simd_neon::Table();
-#endif
-#if defined(LS_SIMD_HAS_NEON_DOT)
-    case SimdTarget::kNeonDot: return &simd_neon_dot::Table();
-#endif
+#define LS_SIMD_COMPILED(id, name) \
+  case SimdTarget::k##id:          \
+    return &simd_##name::Table();
+#include "kernels/cpu/simd/compiled_targets.inc"
+#undef LS_SIMD_COMPILED
     default: return nullptr;
   }
 }

@@ -1,7 +1,7 @@
 // The vector layer the CPU kernels are written in, once for every SIMD target (isa.h). A kernel
 // source includes its standard and project headers first, then this header, and writes its code
 // between LS_SIMD_BEGIN and LS_SIMD_END: that region is compiled for the target named by
-// LS_SIMD_TARGET (set per object library by kernels/CMakeLists.txt) inside its own namespace,
+// LS_SIMD_NS (set per object library by kernels/CMakeLists.txt) inside its own namespace,
 // ls::cpu::LS_SIMD_NS, so nothing compiled there is shared with code built for another target
 // (inline functions and templates of the headers included before the region stay baseline code).
 //
@@ -46,25 +46,18 @@
 #include "kernels/cpu/simd/kernel_table.h"
 #include "kernels/dtype.h"
 
-#define LS_SIMD_PORTABLE 0
-#define LS_SIMD_AVX2 1
-#define LS_SIMD_AVX2_VNNI 2
-#define LS_SIMD_AVX512 3
-#define LS_SIMD_AVX512_VNNI 4
-#define LS_SIMD_AVX512_BF16 5
-#define LS_SIMD_AVX512_AMX 6
-#define LS_SIMD_NEON 7
-#define LS_SIMD_NEON_DOT 8
-
-#ifndef LS_SIMD_TARGET
-#error "LS_SIMD_TARGET names the target a kernel source is compiled for (kernels/CMakeLists.txt)"
+// kernels/CMakeLists.txt compiles each target of targets.def with LS_SIMD_NS (its namespace),
+// LS_SIMD_IS_<NAME> and LS_SIMD_BASE_<BASE NAME> (for code that differs by target), and
+// LS_SIMD_FLAGS (its compile attribute; not defined for a baseline target).
+#ifndef LS_SIMD_NS
+#error "LS_SIMD_NS names the target a kernel source is compiled for (kernels/CMakeLists.txt)"
 #endif
 
-#if LS_SIMD_TARGET == LS_SIMD_AVX2 || LS_SIMD_TARGET == LS_SIMD_AVX2_VNNI
+#if defined(LS_SIMD_BASE_AVX2)
 #define LS_SIMD_X86_AVX2 1
-#elif LS_SIMD_TARGET >= LS_SIMD_AVX512 && LS_SIMD_TARGET <= LS_SIMD_AVX512_AMX
+#elif defined(LS_SIMD_BASE_AVX512)
 #define LS_SIMD_X86_AVX512 1
-#elif LS_SIMD_TARGET == LS_SIMD_NEON || LS_SIMD_TARGET == LS_SIMD_NEON_DOT
+#elif defined(LS_SIMD_BASE_NEON)
 #define LS_SIMD_ARM_NEON 1
 #endif
 
@@ -77,37 +70,6 @@
 #include <xmmintrin.h>  // the MXCSR of Bf16DotMode (SSE: baseline)
 #endif
 
-#if LS_SIMD_TARGET == LS_SIMD_PORTABLE
-#define LS_SIMD_NS simd_portable
-#define LS_SIMD_FLAGS ""
-#elif LS_SIMD_TARGET == LS_SIMD_AVX2
-#define LS_SIMD_NS simd_avx2
-#define LS_SIMD_FLAGS "avx,avx2,fma,f16c"
-#elif LS_SIMD_TARGET == LS_SIMD_AVX2_VNNI
-#define LS_SIMD_NS simd_avx2_vnni
-#define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avxvnni"
-#elif LS_SIMD_TARGET == LS_SIMD_AVX512
-#define LS_SIMD_NS simd_avx512
-#define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq"
-#elif LS_SIMD_TARGET == LS_SIMD_AVX512_VNNI
-#define LS_SIMD_NS simd_avx512_vnni
-#define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
-#elif LS_SIMD_TARGET == LS_SIMD_AVX512_BF16
-#define LS_SIMD_NS simd_avx512_bf16
-#define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"
-#elif LS_SIMD_TARGET == LS_SIMD_AVX512_AMX
-#define LS_SIMD_NS simd_avx512_amx
-#define LS_SIMD_FLAGS "avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8"
-#elif LS_SIMD_TARGET == LS_SIMD_NEON
-#define LS_SIMD_NS simd_neon
-#define LS_SIMD_FLAGS ""
-#elif LS_SIMD_TARGET == LS_SIMD_NEON_DOT
-#define LS_SIMD_NS simd_neon_dot
-#define LS_SIMD_FLAGS "arch=armv8.2-a+dotprod"
-#else
-#error "unknown LS_SIMD_TARGET"
-#endif
-
 // The target's namespace without its instruction set (code that must run on any CPU, such as the
 // target's table, which the dispatch reads before it knows the target is usable).
 #define LS_SIMD_NS_BEGIN namespace ls::cpu::LS_SIMD_NS {
@@ -117,7 +79,7 @@
 // declared inside (both leave the headers included before it alone).
 #define LS_SIMD_DO_PRAGMA(x) _Pragma(#x)
 #define LS_SIMD_PRAGMA(x) LS_SIMD_DO_PRAGMA(x)  // x macro-expanded first (the flags)
-#if LS_SIMD_TARGET == LS_SIMD_PORTABLE || LS_SIMD_TARGET == LS_SIMD_NEON
+#if !defined(LS_SIMD_FLAGS)
 #define LS_SIMD_BEGIN namespace ls::cpu::LS_SIMD_NS {
 #define LS_SIMD_END }
 #elif defined(__clang__)
