@@ -118,7 +118,9 @@ void GemmOutputs(const std::function<void(float*, int64_t, bool)>& run, int64_t 
   Append(out, acc);
 }
 
-constexpr int64_t kRows[] = {1, 2, 3, 5, 12, 13, 30};
+// Rows of every tile form: 1-5 (the tiles), 8 and more (widened weights on targets with 16 vector
+// registers, in tiles of 4-6 rows: 8 = 4 + 4, 13 = 5 + 4 + 4, 30 = 5 × 6, 32 = 6 + 6 + 5 + 5 + 5 + 5).
+constexpr int64_t kRows[] = {1, 2, 3, 5, 8, 12, 13, 30, 32};
 
 void RunPackedGemmRange(const KernelTable& k, Bytes* out) {
   std::mt19937 rng(1);
