@@ -48,15 +48,16 @@ struct Result {
   ls::StepProfile profile;      // seconds per part over the timed steps
   int steps;
   double expert_bytes_per_step = 0;  // of weight_bytes_per_step: the routed experts' share
+  ls::StepProfile prefill_profile;   // seconds per part of the prefill step
 };
 
 // {"attention": 0.123, ...}: milliseconds per step by part of the layer.
-std::string PartsJson(const Result& r) {
+std::string PartsJson(const ls::StepProfile& profile, int steps) {
   std::string out = "{";
-  for (size_t i = 0; i < r.profile.seconds.size(); ++i) {
+  for (size_t i = 0; i < profile.seconds.size(); ++i) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "%s\"%s\": %.3f", i ? ", " : "", std::string(ls::kStepPartNames[i]).c_str(),
-                  1e3 * r.profile.seconds[i] / r.steps);
+                  1e3 * profile.seconds[i] / steps);
     out += buf;
   }
   return out + "}";
@@ -106,8 +107,12 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   pre.seqs = seqs;
   std::vector<float> logits;
   model.backend()->Synchronize();
+  ls::StepProfile prefill_profile;
+  if (sync_parts) prefill_profile.wait_for = model.backend();
+  model.SetProfile(&prefill_profile);
   const auto p0 = Clock::now();
   (void)model.Forward(pre, cache, &logits);
+  model.backend()->Synchronize();
   const double prefill_s = Seconds(p0, Clock::now());
   for (auto& s : seqs) s.start_pos = prefill_tokens, s.num_tokens = 1, s.greedy = greedy == Greedy::kRecords;
 
@@ -160,7 +165,8 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
           batch * prefill_tokens / prefill_s,
           profile,
           steps,
-          expert_touched / steps};
+          expert_touched / steps,
+          prefill_profile};
 }
 
 }  // namespace
@@ -286,15 +292,18 @@ int main(int argc, char** argv) {
     Result best = RunDecode(**model, b, b == 1 ? 64 : 32);
     for (int r = 1; r < repeat; ++r) {
       Result again = RunDecode(**model, b, b == 1 ? 64 : 32);
-      const double prefill = std::max(best.prefill_tokens_per_s, again.prefill_tokens_per_s);
+      const bool faster_prefill = again.prefill_tokens_per_s > best.prefill_tokens_per_s;
+      const Result prefill = faster_prefill ? again : best;
       if (again.step_ms < best.step_ms) best = again;
-      best.prefill_tokens_per_s = prefill;
+      best.prefill_tokens_per_s = prefill.prefill_tokens_per_s;
+      best.prefill_profile = prefill.prefill_profile;
     }
     results.push_back(best);
     if (!cpu) {  // the parts from a second run in which each part waits for the device
       const Result parts = RunDecode(**model, b, 16, false, true);
       results.back().profile = parts.profile;
       results.back().steps = parts.steps;
+      results.back().prefill_profile = parts.prefill_profile;
     }
   }
   std::vector<Result> same;
@@ -337,10 +346,12 @@ int main(int argc, char** argv) {
         "\"prefill_tokens_per_s\": %.1f, "
         "\"weight_mb_per_step\": %.1f, \"expert_mb_per_step\": %.1f, \"weight_read_gbps\": %.2f, "
         "\"weight_read_over_copy\": %.3f,\n"
-        "     \"parts_ms_per_step\": %s}%s\n",
+        "     \"parts_ms_per_step\": %s,\n"
+        "     \"prefill_parts_ms\": %s}%s\n",
         r.batch, r.tokens_per_s, r.tokens_per_s / results[0].tokens_per_s, r.step_ms, r.prefill_tokens_per_s,
         r.weight_bytes_per_step / 1e6, r.expert_bytes_per_step / 1e6, r.weight_gbps,
-        copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0, PartsJson(r).c_str(), i + 1 < results.size() ? "," : "");
+        copy > 0 ? r.weight_gbps * 1e9 / copy : 0.0, PartsJson(r.profile, r.steps).c_str(),
+        PartsJson(r.prefill_profile, 1).c_str(), i + 1 < results.size() ? "," : "");
   }
   std::printf("  ]");
   if (token0) {
@@ -350,7 +361,7 @@ int main(int argc, char** argv) {
           "    {\"batch\": %d, \"tokens_per_s\": %.1f, \"over_batch1\": %.2f, \"step_ms\": %.3f,\n"
           "     \"parts_ms_per_step\": %s}%s\n",
           same[i].batch, same[i].tokens_per_s, same[i].tokens_per_s / same[0].tokens_per_s, same[i].step_ms,
-          PartsJson(same[i]).c_str(), i + 1 < same.size() ? "," : "");
+          PartsJson(same[i].profile, same[i].steps).c_str(), i + 1 < same.size() ? "," : "");
     std::printf("  ]");
   }
   if (greedy) {

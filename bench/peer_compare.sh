@@ -16,7 +16,9 @@
 # With PEER_COMPARE_TARGETS=1 a round runs only the headline pairs, so rounds are short: BF16 with BF16,
 # w8a8 with Q8_0 -rtr, w4a8 with Q4_K_M -rtr, and the 512-token prefill against the peer's BF16.
 # Each round also records the host's copy bandwidth (decode_bench's, GB/s) beside the figures.
-# PEER_COMPARE_BIN: where our binaries are (default build/bin).
+# PEER_COMPARE_BIN: where our binaries are (default build/bin). PEER_COMPARE_PEER_BUILD: the peer's
+# build directory (default PEER_CHECKOUT/build), e.g. one built for AVX2 alone, to stand for an
+# AVX2-only host on a wider CPU beside LS_CPU_ISA=avx2 for ours.
 # PEER_CHECKOUT is the peer's source tree, built in PEER_CHECKOUT/build (bin/llama-batched-bench,
 # bin/llama-bench, bin/llama-quantize, src/libllama.so; the build in docs/benchmarks.md, "Measuring
 # against ik_llama.cpp", with -DGGML_IQK_FA_ALL_QUANTS=OFF to shorten it: its F16 KV cache needs none
@@ -27,7 +29,7 @@ src=$(realpath "${1:?peer source tree}")
 model=$(realpath "${2:?directory written by bench/peer_model.py}")
 rounds=${3:-5}
 threads=2
-peer=$src/build
+peer=${PEER_COMPARE_PEER_BUILD:-$src/build}
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PEER_COMPARE_BIN:-$here/build/bin}
 work=$(mktemp -d)
