@@ -1,13 +1,15 @@
 // GEMM: matches a double-precision reference for every weight dtype and awkward shapes, and a
 // row's result does not depend on how many rows are computed with it.
+#include "kernels/cpu/gemm.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/simd/isa.h"
 
 namespace ls::cpu {
 namespace {
@@ -138,6 +140,17 @@ TEST(PackedGemm, RowResultIndependentOfBatchAndThreads) {
     Gemm(one_thread, x.data() + m * 256, 1, p.t, one.data());
     for (int n = 0; n < 300; ++n) ASSERT_EQ(one[n], all[m * 300 + n]) << "row " << m << " col " << n;
   }
+}
+
+// More input rows than half of L2 holds (on the targets that widen weights, AVX2 and NEON: in
+// row chunks of about a quarter of it), against the double reference.
+TEST(PackedGemm, InputsLargerThanL2MatchTheReference) {
+  const int K = 1024, N = 70;
+  const int M = static_cast<int>(CpuL2Bytes() / (2 * K * 4)) + 70;
+  std::mt19937 rng(41);
+  Weights w = MakeWeights(DType::kBF16, N, K, rng);
+  PackedF32Weight p = PackF32(w.t);
+  ExpectMatchesDoubleReference(w, p.t, M, N, K, rng);
 }
 
 TEST(PackedGemm, RowSliceOfPanelsIsTheSameRows) {

@@ -1,11 +1,15 @@
 // CPU feature probe (CPUID and XGETBV on x86, the auxiliary vector on AArch64) and the targets'
-// names, order and caps, all from the rows of targets.def. Compiled for the baseline instruction
-// set. The probe names the CPU's features as Linux's /proc/cpuinfo does (the words the rows'
-// `needs` list, which the build's native rule reads from that file), and only those the OS
-// enables. On Linux it also asks the kernel for the AMX tile state (arch_prctl), which a process
-// must request before its first tile instruction; the grant holds for every thread of the process.
+// names, order and caps, all from the rows of targets.def, and the L2 size the kernels block for.
+// Compiled for the baseline instruction set. The probe names the CPU's features as Linux's
+// /proc/cpuinfo does (the words the rows' `needs` list, which the build's native rule reads from
+// that file), and only those the OS enables. On Linux it also asks the kernel for the AMX tile
+// state (arch_prctl), which a process must request before its first tile instruction; the grant
+// holds for every thread of the process.
 #include "kernels/cpu/simd/isa.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -13,7 +17,6 @@
 #include <cpuid.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
-#include <unistd.h>
 #endif
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -183,6 +186,17 @@ bool WithinCap(SimdTarget t, SimdTarget cap) {
   if (t == SimdTarget::kPortable) return true;
   if (RowOf(t).arch != RowOf(cap).arch || static_cast<int>(t) > static_cast<int>(cap)) return false;
   return Base(t) == t || Base(t) == Base(cap);
+}
+
+int64_t CpuL2Bytes() {
+  static const int64_t bytes = [] {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (v > 0) return std::clamp<int64_t>(v, int64_t{256} << 10, int64_t{16} << 20);
+#endif
+    return int64_t{1} << 20;
+  }();
+  return bytes;
 }
 
 SimdTarget BestTarget() {

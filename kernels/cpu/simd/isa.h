@@ -8,6 +8,7 @@
 // Owns nothing; the feature probe runs once.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,5 +47,9 @@ std::vector<SimdTarget> ArchitectureTargets();
 bool WithinCap(SimdTarget t, SimdTarget cap);
 // The widest base target this CPU supports.
 SimdTarget BestTarget();
+
+// The bytes of one core's L2 cache (what the C library reports; 1 MiB where it reports nothing),
+// which sizes the CPU kernels' blocking.
+int64_t CpuL2Bytes();
 
 }  // namespace ls::cpu
