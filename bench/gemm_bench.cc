@@ -6,12 +6,14 @@
 //   gemm_bench [N [K]]   (default 4096 x 1024)
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/simd/kernel_table.h"
@@ -50,17 +52,19 @@ int main(int argc, char** argv) {
   std::vector<uint16_t> wb(static_cast<size_t>(N) * K);
   for (auto& v : wb) v = ls::F32ToBf16(nd(rng) * 0.03f);
   ls::Tensor w{wb.data(), ls::DType::kBF16, N, K};
-  std::vector<unsigned char> packed_bytes(ls::cpu::PackedWeightBytes(w));
-  const ls::Tensor packed = ls::cpu::PackWeight(w, packed_bytes.data());
-  // Copies of the packed weights for the streamed figures.
-  const size_t packed_size = packed_bytes.size();
+  // The packed weights where the model keeps them: the CPU backend's buffers (64-byte aligned; 2 MiB
+  // pages for large ones), here one for the cached figures and one of copies for the streamed ones.
+  ls::CpuBackend backend(1);
+  const size_t packed_size = (ls::cpu::PackedWeightBytes(w) + 63) / 64 * 64;
+  void* packed_bytes = backend.Allocate(packed_size);
+  const ls::Tensor packed = ls::cpu::PackWeight(w, packed_bytes);
   const size_t copies = std::max<size_t>(4, (size_t{256} << 20) / packed_size);
-  std::vector<unsigned char> streamed_bytes(copies * packed_size);
+  auto* streamed_bytes = static_cast<unsigned char*>(backend.Allocate(copies * packed_size));
   std::vector<ls::Tensor> streamed;
   for (size_t c = 0; c < copies; ++c) {
-    std::copy(packed_bytes.begin(), packed_bytes.end(), streamed_bytes.begin() + c * packed_size);
+    std::memcpy(streamed_bytes + c * packed_size, packed_bytes, packed_size);
     ls::Tensor t = packed;
-    t.data = streamed_bytes.data() + c * packed_size;
+    t.data = streamed_bytes + c * packed_size;
     streamed.push_back(t);
   }
   ls::ThreadPool one(1), all(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -84,5 +88,7 @@ int main(int argc, char** argv) {
         rn / tn, flops / sn / 1e9, bytes / sn / 1e9, all.num_threads(), i + 1 < std::size(Ms) ? "," : "");
   }
   std::printf("  ]\n}\n");
+  backend.Free(streamed_bytes);
+  backend.Free(packed_bytes);
   return 0;
 }
