@@ -1,11 +1,11 @@
 // The CPU's instruction sets and the SIMD targets the CPU kernels are compiled for (one row each
 // in kernels/cpu/simd/targets.def). Every kernel of kernels/cpu/simd/kernels.def is compiled once
 // per target (each in its own namespace, so no code built for a wider instruction set is
-// reachable except through the dispatch); at start-up
-// the dispatch takes, kernel by kernel, the best target this CPU runs (kernel_table.h). A cap
-// (the server's --cpu_isa, tests' forced targets) limits the choice to a target and those below
-// it, so that narrower paths run and are checked on a wider CPU too.
-// Owns nothing; the feature probe runs once.
+// reachable except through the dispatch); at start-up the dispatch takes, kernel by kernel, the
+// best target this CPU runs (kernel_table.h). A cap (the server's --cpu_isa, tests' forced
+// targets) limits the choice to a target and those below it, so that narrower paths run and are
+// checked on a wider CPU too. Also the L2 size the kernels block for.
+// Owns nothing; the feature probe and the L2 query run once.
 #pragma once
 
 #include <cstdint>
