@@ -57,6 +57,9 @@ static_assert(RowsAreWellFormed(), "targets.def: a base that is not a base targe
 
 const Row& RowOf(SimdTarget t) { return kRows[static_cast<int>(t)]; }
 
+// Whether a row's target is of this binary's architecture (portable's empty arch: every one).
+bool OfThisArch(const Row& r) { return r.arch.empty() || r.arch == kArch; }
+
 // The base target an extension target adds to (a base target is its own base).
 SimdTarget Base(SimdTarget t) { return *ParseSimdTarget(RowOf(t).base); }
 
@@ -143,8 +146,7 @@ std::array<bool, kNumSimdTargets> Supported() {
   for (int i = 0; i < kNumSimdTargets; ++i) {  // bases come before their extensions
     const auto t = static_cast<SimdTarget>(i);
     const Row& r = kRows[i];
-    has[i] =
-        (r.arch.empty() || r.arch == kArch) && f.HasAll(r.needs) && (Base(t) == t || has[static_cast<int>(Base(t))]);
+    has[i] = OfThisArch(r) && f.HasAll(r.needs) && (Base(t) == t || has[static_cast<int>(Base(t))]);
   }
   return has;
 }
@@ -178,7 +180,7 @@ std::vector<SimdTarget> CompiledTargets() {
 std::vector<SimdTarget> ArchitectureTargets() {
   std::vector<SimdTarget> out;
   for (int i = 0; i < kNumSimdTargets; ++i)
-    if (kRows[i].arch.empty() || kRows[i].arch == kArch) out.push_back(static_cast<SimdTarget>(i));
+    if (OfThisArch(kRows[i])) out.push_back(static_cast<SimdTarget>(i));
   return out;
 }
 
