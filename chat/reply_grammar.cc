@@ -84,11 +84,16 @@ absl::StatusOr<Symbol> ArgumentsRule(GrammarBuilder& b, const ToolSpec& tool) {
   if (!schema.contains("type") && !schema.contains("$ref") && !schema.contains("anyOf")) schema["type"] = "object";
   // Arguments as templates write them (tojson: compact), not pretty-printed.
   constexpr auto kCompact = structured::JsonWhitespace::kCompact;
-  auto rule = structured::AddJsonSchema(b, schema, "arguments of " + tool.name, kCompact);
-  if (rule.ok()) return rule;
+  // A schema that can never finish is checked alone first: inside the reply's grammar the call
+  // would be dropped without a word.
+  absl::Status st = structured::JsonSchemaGrammar(schema).status();
+  if (st.ok()) {
+    auto rule = structured::AddJsonSchema(b, schema, "arguments of " + tool.name, kCompact);
+    if (rule.ok()) return rule;
+    st = rule.status();
+  }
   // A schema the compiler cannot follow: exact only when the tool is strict; else any object.
-  if (tool.strict)
-    return absl::InvalidArgumentError(absl::StrCat("tool '", tool.name, "' (strict): ", rule.status().message()));
+  if (tool.strict) return absl::InvalidArgumentError(absl::StrCat("tool '", tool.name, "' (strict): ", st.message()));
   return structured::AddJsonSchema(b, ojson{{"type", "object"}}, "arguments of " + tool.name, kCompact);
 }
 
@@ -112,6 +117,9 @@ absl::StatusOr<structured::Grammar> BuildReplyGrammar(const ReplyGrammarSpec& sp
   const bool calls = spec.tools && spec.choice.mode != ToolChoice::Mode::kNone && !spec.functions.empty();
   std::optional<Symbol> content;
   if (!spec.content.empty()) {
+    // Checked alone first: beside tool calls, content that can never finish would otherwise be
+    // dropped from the reply's grammar without a word.
+    if (auto alone = structured::BuildGrammar(spec.content); !alone.ok()) return alone.status();
     auto g = structured::AddConstraint(b, spec.content);
     if (!g.ok()) return g.status();
     content = *g;

@@ -1,5 +1,5 @@
 // GrammarBuilder and the grammar checks (undefined or empty rules, left recursion through
-// nullable prefixes).
+// nullable prefixes, alternatives that can never finish).
 #include "structured/grammar.h"
 
 #include <algorithm>
@@ -136,7 +136,54 @@ Symbol GrammarBuilder::TextWithout(std::string_view stop, const std::string& nam
 
 absl::StatusOr<Grammar> GrammarBuilder::Finish() && {
   if (auto s = CheckGrammar(g_); !s.ok()) return s;
+  if (auto s = DropUnfinishable(&g_); !s.ok()) return s;
   return std::move(g_);
+}
+
+absl::Status DropUnfinishable(Grammar* g) {
+  const size_t n = g->rules.size();
+  // A rule finishes when one of its alternatives does: every symbol a non-empty byte set or a
+  // rule that finishes. To a fixed point.
+  std::vector<char> finishes(n, 0);
+  const auto alt_finishes = [&](const std::vector<Symbol>& alt) {
+    for (const Symbol& s : alt)
+      if (s.kind == Symbol::kBytes ? g->sets[s.index].none() : !finishes[s.index]) return false;
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (finishes[r]) continue;
+      for (const auto& alt : g->rules[r])
+        if (alt_finishes(alt)) {
+          finishes[r] = changed = true;
+          break;
+        }
+    }
+  }
+  if (n > 0 && !finishes[0]) {
+    // Name a rule on the way down the first alternatives that never finishes, other than the root
+    // (a grammar's own `root` may sit below the builder's).
+    std::string culprit;
+    for (int32_t r = 0, depth = 0; depth < 16 && culprit.empty() && !g->rules[r].empty(); ++depth) {
+      int32_t next = -1;
+      for (const Symbol& s : g->rules[r][0])
+        if (s.kind == Symbol::kRule && !finishes[s.index]) {
+          next = s.index;
+          break;
+        }
+      if (next < 0 || next == r) break;
+      if (g->names[next] != g->names[0]) culprit = absl::StrCat(", such as '", g->names[next], "'");
+      r = next;
+    }
+    return absl::InvalidArgumentError(absl::StrCat("the grammar matches no text: its root rule '", g->names[0],
+                                                   "' never finishes (every alternative needs itself or a rule that "
+                                                   "never finishes",
+                                                   culprit, ")"));
+  }
+  // The other alternatives are dead ends: entered, they would leave the matcher no token to allow.
+  for (auto& alts : g->rules) std::erase_if(alts, [&](const std::vector<Symbol>& alt) { return !alt_finishes(alt); });
+  return absl::OkStatus();
 }
 
 absl::Status CheckGrammar(const Grammar& g) {

@@ -67,7 +67,7 @@ class GrammarBuilder {
 
   int32_t num_rules() const { return static_cast<int32_t>(g_.rules.size()); }
   // The grammar, checked: every rule has an alternative, no rule is left recursive, the root
-  // reaches no undefined rule. Errors name the rule.
+  // reaches no undefined rule, and the root finishes (DropUnfinishable). Errors name the rule.
   absl::StatusOr<Grammar> Finish() &&;
 
  private:
@@ -77,5 +77,9 @@ class GrammarBuilder {
 
 // Checks a finished grammar (used by Finish and by tests).
 absl::Status CheckGrammar(const Grammar& g);
+// Drops the alternatives that can never finish (each needs a rule that only ever refers onward to
+// itself, or a byte set of no byte), so that the matcher never enters one and then has no token to
+// allow; an error when the root has none left (the grammar matches no text).
+absl::Status DropUnfinishable(Grammar* g);
 
 }  // namespace ls::structured

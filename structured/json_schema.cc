@@ -739,7 +739,10 @@ absl::StatusOr<Grammar> JsonSchemaGrammar(const ojson& schema) {
   auto value = AddJsonSchema(b, schema, "root");
   if (!value.ok()) return value.status();
   b.AddAlternative(0, {*value});
-  return std::move(b).Finish();
+  auto g = std::move(b).Finish();
+  if (!g.ok())  // a check of the whole grammar: named as the compiler's errors are
+    return absl::Status(g.status().code(), absl::StrCat("JSON schema: ", g.status().message()));
+  return g;
 }
 
 absl::StatusOr<Grammar> JsonObjectGrammar() {

@@ -56,6 +56,12 @@ absl::StatusOr<Symbol> AddConstraint(GrammarBuilder& b, const OutputConstraint& 
 }
 
 absl::StatusOr<Grammar> BuildGrammar(const OutputConstraint& c) {
+  if (c.kind == OutputConstraint::Kind::kRegex) return RegexGrammar(c.text);
+  if (c.kind == OutputConstraint::Kind::kJsonSchema) {
+    const auto schema = nlohmann::ordered_json::parse(c.text, nullptr, false);
+    if (schema.is_discarded()) return absl::InvalidArgumentError("the JSON schema is not valid JSON");
+    return JsonSchemaGrammar(schema);
+  }
   GrammarBuilder b;
   auto root = AddConstraint(b, c);
   if (!root.ok()) return root.status();

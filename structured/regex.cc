@@ -132,8 +132,8 @@ class Parser {
     size_t j = i_ + 1;
     auto number = [&](int64_t* out) {
       const size_t start = j;
-      int64_t v = 0;
-      while (j < p_.size() && p_[j] >= '0' && p_[j] <= '9' && v < 100000) v = v * 10 + (p_[j++] - '0');
+      int64_t v = 0;  // every digit is read; a count past a million stays there (refused as too many)
+      for (; j < p_.size() && p_[j] >= '0' && p_[j] <= '9'; ++j) v = std::min<int64_t>(v * 10 + (p_[j] - '0'), 1000000);
       *out = v;
       return j > start;
     };
@@ -401,7 +401,10 @@ absl::StatusOr<Grammar> RegexGrammar(std::string_view pattern) {
   auto s = AddRegex(b, pattern, RegexText::kRaw);
   if (!s.ok()) return s.status();
   b.AddAlternative(0, {*s});
-  return std::move(b).Finish();
+  auto g = std::move(b).Finish();
+  if (!g.ok())  // a check of the whole grammar: named as the parser's errors are
+    return absl::Status(g.status().code(), absl::StrCat("regex '", std::string(pattern), "': ", g.status().message()));
+  return g;
 }
 
 }  // namespace ls::structured

@@ -182,6 +182,27 @@ TEST(ReplyGrammar, StrictToolsRefuseWhatTheyCannotFollowAndOthersTakeAnyObject) 
   EXPECT_TRUE(Matches(loose, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x1\": [1]}}\n</tool_call>"));
 }
 
+// A schema that can never finish (`{"$ref": "#"}`: itself all the way down) is one the compiler
+// cannot follow, seen alone: inside the reply's grammar the call (or the content) would be
+// dropped without a word, the reply left to the other alternative.
+TEST(ReplyGrammar, SchemasThatNeverFinishAreRefusedNotDropped) {
+  const ojson loop = ojson::parse(R"({"$ref": "#"})");
+  auto strict =
+      BuildReplyGrammar(Spec("hermes", {{"f", loop, true}, {"g", ojson::object(), false}}, ToolChoice::Mode::kAuto));
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("tool 'f' (strict): JSON schema: the grammar matches no text"),
+            std::string::npos)
+      << strict.status();
+  const auto loose = Build(Spec("hermes", {{"f", loop, false}}, ToolChoice::Mode::kRequired));
+  EXPECT_TRUE(Matches(loose, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
+  auto content = Spec("hermes", {{"f", ojson::object(), false}}, ToolChoice::Mode::kAuto);
+  content.content.kind = structured::OutputConstraint::Kind::kJsonSchema;
+  content.content.text = loop.dump();
+  auto g = BuildReplyGrammar(content);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("JSON schema: the grammar matches no text"), std::string::npos) << g.status();
+}
+
 TEST(ReplyGrammar, SpecialTokenMarkersMatchOnlyAsTheirTokens) {
   auto spec = Spec("kimi_k2", {{"f", ojson::object(), false}}, ToolChoice::Mode::kRequired);
   spec.spell = [](std::string_view m) { return structured::SpecialToken(m); };

@@ -280,6 +280,7 @@ REFUSED_REGEXES = [
     (r"a|^b", "'^' is supported only at the start"), (r"a$b", "'$' is supported only at the end"),
     (r"[à-ü]", "ranges of non-ASCII characters"), (r"[z-a]", "a class range runs backwards"),
     ("a\\", "a trailing backslash"), (r"\xZZ", r"\x needs 2 hex digits"),
+    (r"a{99999999}", "more than 4096 repetitions"),  # a count, not the literal text
 ]
 
 
@@ -401,6 +402,10 @@ BAD_GRAMMARS = [
     (r'root ::= "\q"', r"unknown escape \q"),
     ('root ::= "a"{3,1}', "upper bound is below its lower bound"),
     ('root ::= root "a" | "b"', "'root' is left recursive"),
+    # Nothing finishes: left in, the first step would find no token to allow (it was a 500).
+    ('root ::= root', "the grammar matches no text: its root rule 'root' never finishes"),
+    ('root ::= "a" x\nx ::= "b" x', "never finishes (every alternative needs itself or a rule that never "
+                                     "finishes, such as 'x')"),
     ('root ::= "a" )', "grammar line 1"),
 ]
 
@@ -443,6 +448,8 @@ REFUSED_SCHEMAS = [
     ({"type": "string", "minLength": 5, "maxLength": 2}, "'maxLength' is below 'minLength'"),
     ({"type": "integer", "exclusiveMinimum": True}, "as a boolean (draft 4) is not supported"),
     (False, "the schema 'false' accepts no value"),
+    ({"$ref": "#"}, "the grammar matches no text"),  # only itself, all the way down
+    ({"type": "array", "minItems": 100000}, "more than 4096 repetitions"),
 ]
 SCHEMA_FIELDS = {
     "response_format": json_schema_format,

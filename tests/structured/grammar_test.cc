@@ -1,5 +1,6 @@
-// GrammarBuilder and CheckGrammar: repetitions, alternatives, UTF-8 characters, and the grammars
-// refused (empty rules, left recursion), with messages naming the rule.
+// GrammarBuilder and CheckGrammar: repetitions, alternatives, UTF-8 characters, the grammars
+// refused (empty rules, left recursion, a root that never finishes), with messages naming the rule,
+// and the dead-end alternatives dropped.
 #include "structured/grammar.h"
 
 #include <gtest/gtest.h>
@@ -119,6 +120,42 @@ TEST(Grammar, TooManyRepetitionsAreRefused) {
   auto g = std::move(b).Finish();
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("repetitions"), std::string::npos) << g.status();
+}
+
+// `root ::= root`: every alternative needs itself, so nothing finishes. Left in, the matcher would
+// find no token to allow at the first step.
+TEST(Grammar, ARootThatNeverFinishesIsRefused) {
+  for (bool through_another : {false, true}) {
+    GrammarBuilder b;
+    if (through_another) {
+      const int32_t r = b.Declare("loop");
+      b.AddAlternative(r, {b.Byte('x'), GrammarBuilder::Ref(0)});
+      b.AddAlternative(0, {GrammarBuilder::Ref(r)});
+    } else {
+      b.AddAlternative(0, {GrammarBuilder::Ref(0)});
+    }
+    auto g = std::move(b).Finish();
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.status().message().find("matches no text: its root rule 'root' never finishes"), std::string::npos)
+        << g.status();
+  }
+}
+
+// `root ::= "a" dead | "b"` with `dead ::= "c" dead`: after "a" no text could finish, so the
+// alternative is dropped and "a" is never allowed; the rest of the grammar stands.
+TEST(Grammar, AlternativesThatNeverFinishAreDropped) {
+  GrammarBuilder b;
+  const int32_t dead = b.Declare("dead");
+  b.AddAlternative(dead, {b.Byte('c'), GrammarBuilder::Ref(dead)});
+  b.AddAlternative(0, {b.Byte('a'), GrammarBuilder::Ref(dead)});
+  b.AddAlternative(0, {b.Byte('b')});
+  b.AddAlternative(0, {b.Bytes(ByteSet()), b.Byte('d')});  // a byte set of no byte
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(Matches(*g, "b"));
+  EXPECT_FALSE(IsPrefix(*g, "a"));
+  EXPECT_FALSE(IsPrefix(*g, "d"));
+  EXPECT_EQ(g->rules[0].size(), 1u);
 }
 
 }  // namespace

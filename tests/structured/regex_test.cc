@@ -25,11 +25,16 @@ TEST(Regex, MatchesWholeTexts) {
       {"(ab){2,}", {"abab", "ababab"}, {"ab", "aba"}},
       {"(?:x|y)*z", {"z", "xyxz"}, {"xy", "zz"}},
       {"^[0-9]+(\\.[0-9]+)?$", {"7", "3.14"}, {"3.", ".5"}},
-      {"a.c", {"abc", "a\xE4\xB8\xAD" "c"}, {"a\nc", "ac"}},
+      {"a.c",
+       {"abc",
+        "a\xE4\xB8\xAD"
+        "c"},
+       {"a\nc", "ac"}},
       {"\\x41\\u00e9\\.", {"A\xC3\xA9."}, {"A\xC3\xA9x"}},
       {"colou?r", {"color", "colour"}, {"colouur"}},
       {"[\\d\\-+]{1,3}", {"-", "1+2"}, {"1234", "a"}},
       {"a{0}b", {"b"}, {"ab"}},
+      {"a{0012}", {"aaaaaaaaaaaa"}, {"aaaaaaaaaaa", "a{0012}"}},
       {"(a|b)*?c", {"c", "abac"}, {"abca"}},
       {"(a?)*b", {"b", "aab"}, {"a"}},
       {"(a*|b)+c", {"c", "aabac"}, {"ca"}},
@@ -56,9 +61,20 @@ TEST(Regex, JsonStringTextEscapesWhatJsonMust) {
 
 TEST(Regex, RefusesWhatItCannotMatchNamingIt) {
   const std::vector<std::pair<const char*, const char*>> refused = {
-      {"(a)\\1", "backreference"}, {"a(?=b)", "lookaround"}, {"(?<=a)b", "lookaround"},
-      {"(?<name>a)", "named groups"}, {"(?i)a", "flags"}, {"a{3,1}", "{3,1}"}, {"[b-a]", "range"},
-      {"(ab", "not closed"}, {"ab)", "unexpected ')'"}, {"*a", "nothing to repeat"}, {"a\\", "trailing"},
+      {"(a)\\1", "backreference"},
+      {"a(?=b)", "lookaround"},
+      {"(?<=a)b", "lookaround"},
+      {"(?<name>a)", "named groups"},
+      {"(?i)a", "flags"},
+      {"a{3,1}", "{3,1}"},
+      {"[b-a]", "range"},
+      {"(ab", "not closed"},
+      {"ab)", "unexpected ')'"},
+      {"*a", "nothing to repeat"},
+      {"a\\", "trailing"},
+      // A count is read whole however long: too many copies, not the literal text "{99999999}".
+      {"a{99999999}", "repetitions"},
+      {"a{2,123456789012345678901234567890}", "repetitions"},
   };
   for (const auto& [pattern, word] : refused) {
     auto g = RegexGrammar(pattern);
