@@ -9,7 +9,8 @@
 
 namespace ls {
 
-// The first index holding the row's largest value; NaN never wins, a row of NaN gives 0.
+// The first index holding the row's largest value; NaN never wins. -1 when no value is above
+// −∞ (a row of NaN: the model's numbers broke, and no token may be made up for them).
 inline int32_t ArgmaxRow(const float* row, int64_t n) {
   // The maximum over 16 independent lanes (a loop the compiler vectorises), then its first index.
   constexpr int64_t kLanes = 16;
@@ -21,17 +22,21 @@ inline int32_t ArgmaxRow(const float* row, int64_t n) {
   for (int64_t j = 0; v + j < n; ++j) lanes[j] = row[v + j] > lanes[j] ? row[v + j] : lanes[j];
   float mx = lanes[0];
   for (float l : lanes) mx = l > mx ? l : mx;
+  if (mx == -std::numeric_limits<float>::infinity()) return -1;
   for (v = 0; v < n; ++v)
     if (row[v] == mx) return static_cast<int32_t>(v);
-  return 0;
+  return -1;
 }
 
-// log Σ exp(row[i]): the largest value plus the log of a double-precision sum of the shifted
-// exponentials.
+// log Σ exp(row[i]) over the values that are not NaN: the largest value plus the log of a
+// double-precision sum of the shifted exponentials (−∞ when no value is above −∞).
 inline float LogSumExpRow(const float* row, int64_t n) {
-  const float mx = *std::max_element(row, row + n);
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t v = 0; v < n; ++v) mx = row[v] > mx ? row[v] : mx;
+  if (mx == -std::numeric_limits<float>::infinity()) return mx;
   double sum = 0;
-  for (int64_t v = 0; v < n; ++v) sum += std::exp(static_cast<double>(row[v] - mx));
+  for (int64_t v = 0; v < n; ++v)
+    if (!std::isnan(row[v])) sum += std::exp(static_cast<double>(row[v] - mx));
   return mx + static_cast<float>(std::log(sum));
 }
 

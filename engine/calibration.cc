@@ -122,6 +122,11 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, 
       const int32_t next = Sampler::Sample(logits.data() + static_cast<int64_t>(i) * c.vocab_size,
                                            static_cast<int32_t>(c.vocab_size), params, seqs[i], 1, &rng)
                                .token_id;
+      if (next < 0)
+        return absl::InternalError(
+            absl::StrCat("sampling calibration text: the model's logits are not finite for "
+                         "any token at position ",
+                         pos + 1));
       seqs[i].push_back(next);
     }
   }

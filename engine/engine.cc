@@ -475,6 +475,11 @@ bool Engine::HandleToken(Stream* s, float* logits, bool greedy_record, int32_t d
   SampleResult r = greedy_record
                        ? Sampler::FromGreedyRecord(logits, p, draft)
                        : Sampler::Sample(logits, vocab, p, s->seq.tokens, s->seq.num_prompt_tokens, &s->rng, draft);
+  if (r.token_id < 0) {  // every logit NaN (or −∞): the model's numbers broke on this sequence
+    Finish(s, FinishReason::kError,
+           "the model's logits are not finite for any token at this step (its weights or activations overflowed)");
+    return false;
+  }
   if (accepted) *accepted = r.accepted;
   // An end token leaves the grammar's place as it is; any other token advances it.
   bool grammar_done = false;

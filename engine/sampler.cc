@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 
@@ -10,16 +11,27 @@
 
 namespace ls {
 
+namespace {
+
+constexpr float kNoChance = -std::numeric_limits<float>::infinity();
+
+// A logit as the sampler counts it: NaN is a token that cannot be chosen.
+inline float Counted(float v) { return std::isnan(v) ? kNoChance : v; }
+
+}  // namespace
+
 TokenLogprob Sampler::Logprobs(const float* raw, int32_t vocab, int32_t token, int32_t top_n) {
-  const float lse = LogSumExpRow(raw, vocab);
-  TokenLogprob lp{token, raw[token] - lse, {}};
+  const float lse = LogSumExpRow(raw, vocab);  // over the values that are not NaN
+  TokenLogprob lp{token, Counted(raw[token]) - lse, {}};
   if (top_n > 0) {
     const int32_t n = std::min(top_n, vocab);
     std::vector<int32_t> idx(vocab);
     std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
-                      [&](int32_t a, int32_t b) { return raw[a] != raw[b] ? raw[a] > raw[b] : a < b; });
-    for (int32_t i = 0; i < n; ++i) lp.top.emplace_back(idx[i], raw[idx[i]] - lse);
+    std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int32_t a, int32_t b) {
+      const float x = Counted(raw[a]), y = Counted(raw[b]);
+      return x != y ? x > y : a < b;
+    });
+    for (int32_t i = 0; i < n; ++i) lp.top.emplace_back(idx[i], Counted(raw[idx[i]]) - lse);
   }
   return lp;
 }
@@ -28,8 +40,8 @@ int32_t Sampler::Argmax(const float* logits, int32_t vocab) { return ArgmaxRow(l
 
 SampleResult Sampler::FromGreedyRecord(const float* record, const SamplingParams& params, int32_t draft) {
   SampleResult r;
-  r.token_id = static_cast<int32_t>(record[0]);
-  r.accepted = r.token_id == draft;
+  r.token_id = static_cast<int32_t>(record[0]);  // −1 from ArgmaxRows: no token can be chosen
+  r.accepted = r.token_id >= 0 && r.token_id == draft;
   if (params.logprobs) {
     r.has_logprobs = true;
     r.logprob = {r.token_id, record[1], {}};
@@ -57,6 +69,10 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
   SampleResult r;
   std::vector<float> raw;
   if (p.logprobs) raw.assign(logits, logits + vocab);
+  // NaN never chosen, and never met by the orderings below (they need a strict weak order).
+  float best = kNoChance;
+  for (int32_t v = 0; v < vocab; ++v) best = std::max(best, logits[v] = Counted(logits[v]));
+  if (best == kNoChance) return r;  // no token can be chosen: none is made up
   for (auto [id, bias] : p.logit_bias) logits[id] += bias;
   ApplyPenalties(logits, vocab, p, tokens, num_prompt_tokens);
 

@@ -1,12 +1,15 @@
 // Sampler: turns one sequence's logits into its next token — penalties (repetition on prompt and
-// output, presence and frequency on output) after the request's logit bias, then greedy, or temperature, top-k, top-p and min-p
-// followed by a draw from the sequence's own random stream (so a seeded request gives the same
-// tokens alone or batched). Logprobs are of the model's raw distribution (log-softmax of the
-// logits before logit bias, penalties and temperature), with the top-n alternatives.
-// Speculative decoding verifies a proposed (draft) token with the same call: greedy accepts it when
-// it is the argmax; sampling accepts it with its probability under the request's distribution and
-// otherwise draws from that distribution without it, which leaves the distribution of the token
-// returned exactly the one without a draft (the draft is deterministic, as n-gram lookup's is).
+// output, presence and frequency on output) after the request's logit bias, then greedy, or
+// temperature, top-k, top-p and min-p followed by a draw from the sequence's own random stream (so
+// a seeded request gives the same tokens alone or batched). Logprobs are of the model's raw
+// distribution (log-softmax of the logits before logit bias, penalties and temperature), with the
+// top-n alternatives. Speculative decoding verifies a proposed (draft) token with the same call:
+// greedy accepts it when it is the argmax; sampling accepts it with its probability under the
+// request's distribution and otherwise draws from that distribution without it, which leaves the
+// distribution of the token returned exactly the one without a draft (the draft is deterministic,
+// as n-gram lookup's is). A NaN logit is a token that cannot be chosen (its log-probability is
+// −∞); a row in which no token can be chosen gives no token (token_id −1), which the engine
+// reports as an error rather than make one up.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +22,7 @@
 namespace ls {
 
 struct SampleResult {
-  int32_t token_id = -1;
+  int32_t token_id = -1;  // −1: no token could be chosen (every logit NaN or −∞)
   bool accepted = false;  // the token is the draft passed in
   bool has_logprobs = false;
   TokenLogprob logprob;

@@ -55,7 +55,7 @@ __global__ void ArgmaxRowsKernel(const float* __restrict__ x, int64_t cols, int3
   for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
     const float v = row[i];
     if (v > s.best || (v == s.best && i < s.id)) s.best = v, s.id = static_cast<int32_t>(i);
-    if (logprob && v != -INFINITY) {
+    if (logprob && v != -INFINITY && v == v) {  // NaN left out, as the CPU's LogSumExpRow does
       if (s.sum == 0.f || v > s.max) {
         s.sum = s.sum * (s.sum == 0.f ? 0.f : expf(s.max - v)) + 1.f;
         s.max = v;
@@ -66,9 +66,10 @@ __global__ void ArgmaxRowsKernel(const float* __restrict__ x, int64_t cols, int3
   }
   const RowState all = Reduce(tmp).Reduce(s, MergeOp());
   if (threadIdx.x == 0) {
-    const int32_t id = all.id == INT_MAX ? 0 : all.id;
+    // No value above −∞ (NaN or −∞ throughout): no id, as ArgmaxRow.
+    const int32_t id = all.id == INT_MAX || all.best == -INFINITY ? -1 : all.id;
     ids[blockIdx.x] = id;
-    if (logprob) logprob[blockIdx.x] = row[id] - (all.max + logf(all.sum));
+    if (logprob) logprob[blockIdx.x] = id < 0 ? __int_as_float(0x7fc00000) : row[id] - (all.max + logf(all.sum));
   }
 }
 

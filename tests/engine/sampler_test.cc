@@ -1,10 +1,11 @@
 // Sampler: greedy ties, penalties, truncation (top-k, top-p, min-p) restricting the support,
-// seeded determinism, and raw logprobs.
+// seeded determinism, raw logprobs, and NaN logits (never chosen; a row of them gives no token).
 #include "engine/sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace ls {
@@ -86,6 +87,43 @@ TEST(Sampler, LogprobsAreRawLogSoftmax) {
   EXPECT_EQ(r.logprob.top[1].first, 1);
   EXPECT_NEAR(r.logprob.logprob, l[r.token_id] == 0 ? 0 : r.logprob.logprob, 1e-9);
   EXPECT_NEAR(r.logprob.logprob, (r.token_id + 1.0) - lse, 1e-5);
+}
+
+// A NaN logit (a broken weight row) is a token that cannot be chosen: sampling with truncation
+// (whose sort needs a strict order, which NaN breaks), greedy and the logprobs all leave it out,
+// and the logprobs are numbers over the rest. A row with nothing but NaN gives no token (−1).
+TEST(Sampler, NanLogitsAreNeverChosenAndARowOfThemGivesNoToken) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> l(64);
+  for (int i = 0; i < 64; ++i) l[i] = std::sin(i * 0.37f);
+  for (int i : {0, 5, 17, 40}) l[i] = nan;
+  SamplingParams p;
+  p.top_p = 0.95f;
+  p.logprobs = 3;
+  std::mt19937_64 rng(3);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<float> x = l;
+    const SampleResult r = Sampler::Sample(x.data(), 64, p, {1}, 1, &rng);
+    seen.insert(r.token_id);
+    ASSERT_TRUE(std::isfinite(r.logprob.logprob)) << r.token_id;
+    for (const auto& [id, lp] : r.logprob.top) EXPECT_TRUE(std::isfinite(lp)) << id;
+  }
+  for (int nan_id : {0, 5, 17, 40}) EXPECT_EQ(seen.count(nan_id), 0u) << nan_id;
+  EXPECT_GT(seen.size(), 5u);
+  p.temperature = 0;
+  std::vector<float> g = l;
+  g[5] = nan;
+  EXPECT_EQ(Sampler::Sample(g.data(), 64, p, {1}, 1, &rng).token_id, Sampler::Argmax(l.data(), 64));
+  for (const bool greedy : {true, false}) {
+    std::vector<float> all(64, nan);
+    p.temperature = greedy ? 0.f : 1.f;
+    EXPECT_EQ(Sampler::Sample(all.data(), 64, p, {1}, 1, &rng).token_id, -1);
+  }
+  // The greedy record of such a row (ArgmaxRows: id −1) gives no token either, draft or not.
+  const float record[2] = {-1.f, nan};
+  EXPECT_EQ(Sampler::FromGreedyRecord(record, p, -1).token_id, -1);
+  EXPECT_FALSE(Sampler::FromGreedyRecord(record, p, -1).accepted);
 }
 
 TEST(SamplingParams, ValidationNamesTheField) {

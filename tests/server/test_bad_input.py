@@ -225,3 +225,51 @@ def test_bad_flags_fail_at_start_naming_the_flag(tmp_path):
                            capture_output=True, text=True, timeout=60)
         assert r.returncode != 0, (args, r.stderr[-2000:])
         assert message in r.stderr, (args, r.stderr[-2000:])
+
+
+def nan_embedding_copy(dst, token):
+    """The test model with one value of `token`'s embedding row set to NaN (BF16 0x7FC0). Its
+    LM head is tied to the embedding, so that token's logit is NaN at every position, and a prompt
+    holding the token makes every logit NaN."""
+    import json
+    import shutil
+    import struct
+    from conftest import MODEL
+    shutil.copytree(MODEL, dst)
+    path = dst / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    name = "model.embed_tokens.weight"
+    assert header[name]["dtype"] == "BF16" and json.loads((dst / "config.json").read_text())["tie_word_embeddings"]
+    cols = header[name]["shape"][1]
+    at = 8 + n + header[name]["data_offsets"][0] + 2 * cols * token
+    data[at:at + 2] = struct.pack("<H", 0x7FC0)
+    path.write_bytes(bytes(data))
+    return dst
+
+
+def test_nan_in_the_weights_is_never_sampled_nor_made_up(tmp_path):
+    """A NaN logit is a token that cannot be chosen: sampled and greedy replies leave it out and
+    the log-probabilities are numbers over the other tokens (they were null). A step whose every
+    logit is NaN makes no token up (greedy took token 0, the end of text, and stopped as if done):
+    the request fails naming the cause, streamed or not, and the server serves on."""
+    from conftest import Server
+    s = Server(model=str(nan_embedding_copy(tmp_path / "nan", 0)))
+    try:
+        for temperature in (0, 1):
+            r = requests.post(s.url + C, json={"prompt": [5, 1], "max_tokens": 6, "temperature": temperature,
+                                               "top_p": 0.9, "logprobs": 3, "seed": 1}, timeout=60)
+            assert r.status_code == 200, r.text
+            lp = r.json()["choices"][0]["logprobs"]
+            assert all(isinstance(v, float) for v in lp["token_logprobs"]), lp
+            assert all("<|endoftext|>" not in top for top in lp["top_logprobs"]), lp
+        for stream in (False, True):
+            r = requests.post(s.url + C, json={"prompt": [5, 0], "max_tokens": 3, "temperature": 0, "stream": stream},
+                              timeout=60)
+            assert "the model's logits are not finite for any token" in r.text, r.text
+            assert r.status_code == (200 if stream else 500), r.text
+        r = requests.post(s.url + C, json={"prompt": [5, 1], "max_tokens": 2}, timeout=60)
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 2, r.text
+    finally:
+        s.stop()
