@@ -338,6 +338,15 @@ absl::Status Engine::SubmitAll(std::vector<Request> requests, std::vector<Output
   return absl::OkStatus();
 }
 
+void Engine::RequestExpertReplan() {
+  balancer_->RequestReplan();
+  {
+    MutexLock lock(&mu_);
+    wake_ = true;
+  }
+  cv_.SignalAll();
+}
+
 void Engine::Cancel(const std::string& id, std::string reason) {
   {
     MutexLock lock(&mu_);
@@ -715,9 +724,10 @@ void Engine::Loop() {
       if (streams_.empty() && inbox_.empty() && cancels_.empty())
         idle = !cv_.WaitFor(wait, [&] {
           mu_.AssertHeld();
-          return stop_ || !inbox_.empty() || !cancels_.empty();
+          return stop_ || wake_ || !inbox_.empty() || !cancels_.empty();
         });
       if (stop_) break;
+      wake_ = false;
     }
     balancer_->BeforeStep();
     if (idle) {  // nothing to run for a while: the ranks check on each other

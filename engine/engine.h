@@ -114,6 +114,9 @@ class Engine {
   // The expert placement in use, as JSON loadable as EngineConfig::experts.placement_json
   // (empty when expert parallelism is off). Call when no step runs (e.g. after Drain).
   std::string PlacementJson() const { return balancer_->PlacementJson(); }
+  // Plans an expert placement from the load window now and switches to it as a re-plan does
+  // (MetricsSnapshot::replans counts the switch); the window starts afresh after it. Any thread.
+  void RequestExpertReplan();
   size_t num_live_requests() const;
   bool draining() const { return draining_.load(); }
   // Whether the rank group broke (then draining() too); failure() says how.
@@ -221,6 +224,7 @@ class Engine {
   std::unordered_set<std::string> live_ids_ ABSL_GUARDED_BY(mu_);
   int32_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // submitted and not yet running or finished
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;  // an idle loop is to pass once (a re-plan was asked for)
   std::atomic<bool> draining_{false};
   std::atomic<bool> failed_{false};
   absl::Status failure_ ABSL_GUARDED_BY(mu_);

@@ -160,6 +160,18 @@ void ExpertBalancer::RecordStepLoad() {
 void ExpertBalancer::AfterStep() {
   if (config_.replan_interval <= 0 || planning_.load()) return;
   if (++steps_since_replan_ < config_.replan_interval) return;
+  clear_window_on_switch_ = false;
+  StartPlan();
+}
+
+void ExpertBalancer::ClearWindow() {
+  ResetLoad();
+  MutexLock lock(&window_mu_);
+  window_ = ExpertLoadWindow(model_->config().num_hidden_layers, model_->config().moe.num_experts, config_.load_window);
+  next_step_slot_ = 0;
+}
+
+void ExpertBalancer::StartPlan() {
   steps_since_replan_ = 0;
   std::vector<std::pair<int32_t, std::vector<double>>> loads;
   {
@@ -260,15 +272,26 @@ void ExpertBalancer::MigrateChunk() {
   InstallMetrics(*placed, &migration_event_);
   switch_step_ = true;
   planning_ = false;
+  if (clear_window_on_switch_) {
+    clear_window_on_switch_ = false;
+    ClearWindow();
+  }
 }
 
 std::chrono::milliseconds ExpertBalancer::IdleWait(std::chrono::milliseconds idle) const {
-  if (config_.replan_step_budget_ms <= 0) return idle;
+  // A plan in flight switches in at a pass of the loop: an idle one passes often until it has.
+  if (config_.replan_step_budget_ms <= 0)
+    return planning_.load() || replan_requested_.load() ? std::min(idle, std::chrono::milliseconds(5)) : idle;
   if (migration_) return std::chrono::milliseconds(0);
   return planning_.load() ? std::min(idle, std::chrono::milliseconds(5)) : idle;
 }
 
 void ExpertBalancer::BeforeStep() {
+  if (replan_requested_.load() && !planning_.load() && model_->placed_experts()) {
+    replan_requested_ = false;
+    clear_window_on_switch_ = true;
+    StartPlan();
+  }
   if (config_.replan_step_budget_ms > 0) return MigrateChunk();
   if (!announced_) {
     LayerPlacements layers;
@@ -290,6 +313,10 @@ void ExpertBalancer::BeforeStep() {
   announced_.reset();
   switch_step_ = true;
   planning_ = false;
+  if (clear_window_on_switch_) {
+    clear_window_on_switch_ = false;
+    ClearWindow();
+  }
 }
 
 LayerPlacements ExpertBalancer::Placements() const {

@@ -71,9 +71,14 @@ class ExpertBalancer {
   void RecordStepLoad();
   // After a step: every replan_interval steps starts a plan from the window.
   void AfterStep();
+  // Asks for a plan from the window whatever replan_interval says (also when it is 0): the loop
+  // starts it at its next pass, busy or idle, and switches to it as to any re-plan, after which the
+  // window starts afresh (what it held was the load the plan was made for). Any thread.
+  void RequestReplan() { replan_requested_ = true; }
   // How long the loop may wait, with nothing to run, before its next BeforeStep (`idle`: what it
   // waits otherwise): under a step budget, no wait while a placement is being copied (its chunks
-  // go on back to back) and a few milliseconds while one is being planned; else `idle`.
+  // go on back to back); a few milliseconds while one is asked for or being planned (it switches
+  // in at a pass); else `idle`.
   std::chrono::milliseconds IdleWait(std::chrono::milliseconds idle) const;
   // Forgets the load counted so far (the warm-up step's routing is not load).
   void ResetLoad();
@@ -99,6 +104,10 @@ class ExpertBalancer {
   // Under a step budget: starts copying a finished plan, copies the next chunk of slots within the
   // budget, and switches once every slot is copied.
   void MigrateChunk();
+  // Plans from the window in the background (AfterStep's every replan_interval steps, or asked for).
+  void StartPlan();
+  // After a switch to a plan that was asked for: the window and the counters start afresh.
+  void ClearWindow();
 
   Model* model_;
   RankGroup* group_;
@@ -113,6 +122,8 @@ class ExpertBalancer {
   std::vector<int64_t> last_counts_;
   std::thread planner_;
   std::atomic<bool> planning_{false};
+  std::atomic<bool> replan_requested_{false};
+  bool clear_window_on_switch_ = false;  // the plan in flight was asked for (RequestReplan)
   Mutex pending_mu_;  // the planner thread hands its result to the loop
   std::shared_ptr<const PlacedExperts> pending_ ABSL_GUARDED_BY(pending_mu_);  // planned and built, not yet handed out
   LayerPlacements pending_layers_ ABSL_GUARDED_BY(pending_mu_);

@@ -28,6 +28,7 @@
 #include "dist/rank_process.h"
 #include "engine/calibration.h"
 #include "engine/engine.h"
+#include "engine/engine_calibration.h"
 #include "engine/generation_defaults.h"
 #include "kernels/create_backend.h"
 #include "models/families/family.h"
@@ -290,7 +291,7 @@ absl::StatusOr<ls::GenerationDefaults> GenerationDefaultsFromFlags(const std::st
 // The engine's configuration (without the rank group's part).
 // The draft model's directory, when --speculative_config names one, goes to *draft_model_dir; *mtp
 // says whether it asks for the checkpoint's multi-token-prediction layer.
-absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_dir, bool* mtp) {
+absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_dir, bool* mtp, bool in_group) {
   ls::EngineConfig cfg;
   cfg.scheduler.max_num_seqs = absl::GetFlag(FLAGS_max_num_seqs);
   cfg.scheduler.max_num_batched_tokens = absl::GetFlag(FLAGS_max_num_batched_tokens);
@@ -334,7 +335,7 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_
   const std::string placement = absl::GetFlag(FLAGS_expert_placement);
   if (!absl::GetFlag(FLAGS_calibration_prompts).empty() && placement != "auto")
     return absl::InvalidArgumentError("--calibration_prompts plans the placement of --expert_placement auto only");
-  if (placement == "auto" && cfg.experts.num_devices == 0)
+  if (placement == "auto" && cfg.experts.num_devices == 0 && !in_group)  // a group places on its ranks
     return absl::InvalidArgumentError("--expert_placement auto needs --devices (the devices to place the experts on)");
   if (!placement.empty() && placement != "auto") {
     auto text = ls::ReadFile(placement);
@@ -386,6 +387,27 @@ absl::StatusOr<std::string> PlanInputsFromFlags(ls::Model& model, const ls::tok:
                       nlohmann::json(path.empty() ? "model_samples" : path)
                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                       ",\"sequences\":", seqs->size(), ",\"tokens\":", tokens);
+}
+
+// --expert_placement auto in a rank group: the calibration set (--calibration_prompts, or text the
+// model samples itself) runs through the engine, which switches to the placement planned from its
+// load. Returns the start-up log's fields: what it ran on and the plan's expected figures.
+absl::StatusOr<std::string> PlanThroughEngineFromFlags(ls::Engine& engine, const ls::tok::Tokenizer* tokenizer) {
+  ls::EngineCalibration c;
+  const std::string path = absl::GetFlag(FLAGS_calibration_prompts);
+  if (!path.empty()) {
+    auto seqs = ls::ReadCalibrationSet(path, tokenizer);
+    if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
+    c.prompts = std::move(*seqs);
+  }
+  auto r = ls::PlanPlacementThroughEngine(engine, c);
+  if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("--expert_placement auto: ", r.status().message()));
+  return absl::StrCat("\"source\":",
+                      nlohmann::json(path.empty() ? "model_samples" : path)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      ",\"sequences\":", r->sequences, ",\"tokens\":", r->tokens,
+                      ",\"expected_device_max_over_mean\":", r->expected_device_max_over_mean,
+                      ",\"uniform_expected_device_max_over_mean\":", r->before_device_max_over_mean);
 }
 
 // How the engine speculates, for the ready line (null: it does not).
@@ -591,11 +613,12 @@ int main(int argc, char** argv) {
   if (!generation_defaults.ok()) return fail(generation_defaults.status().message());
   std::string draft_dir;
   bool mtp = false;
-  auto cfg = EngineConfigFromFlags(&draft_dir, &mtp);
+  auto cfg = EngineConfigFromFlags(&draft_dir, &mtp, group != nullptr);
   if (!cfg.ok()) return fail(cfg.status().message());
   std::string placement_plan;  // for the start-up log
-  if (absl::GetFlag(FLAGS_expert_placement) == "auto") {
-    if (group) return fail("--expert_placement auto is not available in a rank group yet; give a placement file");
+  // A rank group's model steps only with its ranks: its set runs through the engine once it is up.
+  const bool auto_placement = absl::GetFlag(FLAGS_expert_placement) == "auto";
+  if (auto_placement && !group) {
     auto plan = PlanInputsFromFlags(**model, tokenizer.get(), &cfg->experts);
     if (!plan.ok()) return fail(plan.status().message());
     placement_plan = std::move(*plan);
@@ -620,6 +643,11 @@ int main(int argc, char** argv) {
   }
   auto engine = ls::Engine::Create(model->get(), tokenizer.get(), *cfg);
   if (!engine.ok()) return fail(engine.status().message());
+  if (auto_placement && group) {
+    auto plan = PlanThroughEngineFromFlags(**engine, tokenizer.get());
+    if (!plan.ok()) return fail(plan.status().message());
+    placement_plan = std::move(*plan);
+  }
 
   const std::string name = ServedModelName(dir);
   ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()),
@@ -645,8 +673,9 @@ int main(int argc, char** argv) {
   if (!placement_plan.empty()) {
     const ls::MetricsSnapshot m = (*engine)->Metrics();
     ctx.Log(LogLevel::kInfo, "expert_placement_plan",
-            absl::StrCat(placement_plan, ",\"expected_device_max_over_mean\":", m.planned_device_max_over_mean,
-                         ",\"uniform_expected_device_max_over_mean\":", m.uniform_device_max_over_mean));
+            group ? placement_plan  // its figures are the switch's
+                  : absl::StrCat(placement_plan, ",\"expected_device_max_over_mean\":", m.planned_device_max_over_mean,
+                                 ",\"uniform_expected_device_max_over_mean\":", m.uniform_device_max_over_mean));
   }
   LogStartupWarnings(ctx, **model, **engine, *cfg);
 

@@ -3,8 +3,9 @@
 // max/mean serving that text is below the uniform placement's, as the plan's own expectation says;
 // loads measured on text the model samples itself give a plan that expects the same; the model's
 // samples are seeded, in the vocabulary and of the asked length; calibration sets are read from
-// text or ids with errors that name the file. (How well a plan carries over to other text is
-// measured, not asserted: on this model's four held-out documents it does not reliably.)
+// text or ids with errors that name the file; a set run through a serving engine (as a rank
+// group's is) plans, switches and leaves the window empty. (How well a plan carries over to other
+// text is measured, not asserted: on this model's four held-out documents it does not reliably.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "base/read_file.h"
 #include "engine/calibration.h"
 #include "engine/engine.h"
+#include "engine/engine_calibration.h"
 #include "engine/expert_planner.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
@@ -134,6 +136,46 @@ TEST_F(PlacementBeforeTraffic, SamplesAreSeededInTheVocabularyAndOfTheAskedLengt
   ASSERT_TRUE(long_one.ok());
   EXPECT_EQ(static_cast<int64_t>((*long_one)[0].size()), model_->config().max_position_embeddings);
   EXPECT_FALSE(SampleFromModel(*model_, 0, 10, 1).ok());
+}
+
+// The set run through an engine that already serves (the rank-group road): the engine re-plans
+// from the load the set left, switches (one re-plan), and its window starts afresh; the plan
+// expects to beat the uniform placement it replaced on that load; sampled sets work the same way.
+TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
+  for (const bool sampled : {false, true}) {
+    EngineConfig cfg;
+    cfg.experts.num_devices = kDevices;
+    cfg.experts.expert_slots = kSlots;
+    cfg.warmup = false;
+    auto engine = Engine::Create(model_.get(), nullptr, cfg);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    const std::string uniform = (*engine)->PlacementJson();
+    EngineCalibration c;
+    if (!sampled) c.prompts = heldout_;
+    c.samples = 4;
+    c.sample_tokens = 32;
+    c.timeout = std::chrono::seconds(60);
+    auto r = PlanPlacementThroughEngine(**engine, c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->sequences, 4);
+    int64_t tokens = 0;
+    for (const auto& h : heldout_) tokens += static_cast<int64_t>(h.size()) + 1;
+    EXPECT_EQ(r->tokens, sampled ? 4 * 32 : tokens);
+    EXPECT_GE(r->expected_device_max_over_mean, 1.0);
+    EXPECT_LT(r->expected_device_max_over_mean, r->before_device_max_over_mean);
+    const MetricsSnapshot m = (*engine)->Metrics();
+    EXPECT_EQ(m.replans, 1u);
+    EXPECT_NE((*engine)->PlacementJson(), uniform) << "the planned placement is in use";
+    EXPECT_EQ((*engine)->ExpertWindow().steps, 0) << "the window starts afresh";
+  }
+  // Without expert parallelism there is nothing to place.
+  EngineConfig plain;
+  plain.warmup = false;
+  auto engine = Engine::Create(model_.get(), nullptr, plain);
+  ASSERT_TRUE(engine.ok());
+  auto r = PlanPlacementThroughEngine(**engine, EngineCalibration{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("expert parallelism"), std::string::npos) << r.status();
 }
 
 TEST(CalibrationSet, ReadsTextAndIdsAndNamesWhatIsWrong) {

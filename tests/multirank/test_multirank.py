@@ -69,6 +69,35 @@ def expected(grpc_stubs):
         s.stop()
 
 
+def _log_event(s, event):
+    for line in s.logs().splitlines():
+        if f'"event":"{event}"' in line:
+            return json.loads(line)
+    raise KeyError(event)
+
+
+def test_auto_placement_of_a_rank_group_is_planned_before_it_serves(expected, grpc_stubs, tmp_path):
+    # --expert_placement auto over two ranks: the calibration set (the model's own samples, or a
+    # file) runs through the group before the ready line, the group switches to the placement
+    # planned from its load, the window starts afresh, and the text is the single process's.
+    calibration = tmp_path / "calibration.txt"
+    calibration.write_text("In the beginning God created the heaven and the earth.\n\n"
+                           "And God said, Let there be light: and there was light.\n")
+    for extra, source, sequences in [((), "model_samples", 16),
+                                     (("--calibration_prompts", str(calibration)), str(calibration), 2)]:
+        s = RankGroupServer(2, "--expert_slots", "34", "--expert_placement", "auto", *extra)
+        try:
+            plan = _log_event(s, "expert_placement_plan")
+            assert plan["source"] == source and plan["sequences"] == sequences and plan["tokens"] > sequences, plan
+            assert 1 <= plan["expected_device_max_over_mean"] < plan["uniform_expected_device_max_over_mean"], plan
+            assert s.metric("latentserve_expert_replans_total") == 1, "the planned placement switched in"
+            assert requests.get(s.url + "/v1/expert_load").json()["window"]["steps"] == 0, "the window starts afresh"
+            assert all_texts(s, grpc_stubs) == expected
+        finally:
+            s.stop()
+        assert s.proc.returncode == 0
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_rank_group_serves_the_single_process_greedy_text(ranks, expected, grpc_stubs):
     # 64 experts over the ranks with two spare slots per rank (hot experts replicated), re-planned

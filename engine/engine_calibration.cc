@@ -1,0 +1,124 @@
+// PlanPlacementThroughEngine: the set as requests, then the re-plan and the wait for its switch.
+#include "engine/engine_calibration.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "base/mutex.h"
+
+namespace ls {
+namespace {
+
+// Counts the final outputs of the set's requests and keeps the first error.
+class Finished {
+ public:
+  explicit Finished(size_t expected) : expected_(expected) {}
+  OutputCallback Callback(size_t index) {
+    return [this, index](RequestOutput out) {
+      if (!out.finished()) return;
+      MutexLock lock(&mu_);
+      tokens_ += out.prompt_tokens + out.completion_tokens;
+      if (out.finish_reason == FinishReason::kError || out.finish_reason == FinishReason::kCancelled)
+        if (error_.empty())
+          error_ = absl::StrCat("calibration sequence ", index, ": ", FinishReasonName(out.finish_reason),
+                                out.error.empty() ? "" : absl::StrCat(" (", out.error, ")"));
+      ++done_;
+      cv_.SignalAll();
+    };
+  }
+  // Waits for every final output; false when `timeout` passed first.
+  bool Wait(std::chrono::seconds timeout) {
+    MutexLock lock(&mu_);
+    return cv_.WaitFor(timeout, [&] {
+      mu_.AssertHeld();
+      return done_ == expected_;
+    });
+  }
+  std::string error() {
+    MutexLock lock(&mu_);
+    return error_;
+  }
+  int64_t tokens() {
+    MutexLock lock(&mu_);
+    return tokens_;
+  }
+
+ private:
+  const size_t expected_;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  size_t done_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engine, const EngineCalibration& c) {
+  if (engine.Metrics().num_devices == 0)
+    return absl::FailedPreconditionError("planning a placement needs expert parallelism (devices to place on)");
+  std::vector<Request> requests;
+  const int64_t vocab = engine.model_config().vocab_size;
+  if (c.prompts.empty()) {
+    if (c.samples < 1 || c.sample_tokens < 2)
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot sample ", c.samples, " calibration sequences of ", c.sample_tokens, " tokens"));
+    std::mt19937_64 rng(c.seed);
+    for (int32_t i = 0; i < c.samples; ++i) {
+      Request r;
+      r.prompt_ids = {static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab))};
+      r.params.temperature = 1.f;
+      r.params.top_p = 0.95f;
+      r.params.seed = c.seed + static_cast<uint64_t>(i);
+      r.params.ignore_eos = true;
+      r.params.max_tokens = std::min(c.sample_tokens, engine.max_model_len()) - 1;
+      requests.push_back(std::move(r));
+    }
+  } else {
+    for (const std::vector<int32_t>& p : c.prompts) {
+      Request r;
+      // The context holds the prompt and its one new token: a longer sequence is cut to fit.
+      r.prompt_ids.assign(p.begin(),
+                          p.begin() + std::min<int64_t>(static_cast<int64_t>(p.size()), engine.max_model_len() - 1));
+      r.params.temperature = 0.f;
+      r.params.max_tokens = 1;
+      requests.push_back(std::move(r));
+    }
+  }
+  Finished finished(requests.size());
+  std::vector<OutputCallback> callbacks;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].id = absl::StrCat("placement-calibration-", i);
+    callbacks.push_back(finished.Callback(i));
+  }
+  EngineCalibrationResult result;
+  result.sequences = static_cast<int64_t>(requests.size());
+  if (absl::Status st = engine.SubmitAll(std::move(requests), std::move(callbacks)); !st.ok())
+    return absl::Status(st.code(), absl::StrCat("calibration: ", st.message()));
+  if (!finished.Wait(c.timeout))
+    return absl::DeadlineExceededError(absl::StrCat("the calibration set did not finish in ", c.timeout.count(), " s"));
+  if (std::string e = finished.error(); !e.empty()) return absl::InternalError(e);
+  result.tokens = finished.tokens();
+
+  // The re-plan from the set's load, and its switch on every rank.
+  const uint64_t before = engine.Metrics().replans;
+  engine.RequestExpertReplan();
+  const auto deadline = std::chrono::steady_clock::now() + c.timeout;
+  MetricsSnapshot m = engine.Metrics();
+  for (; m.replans == before; m = engine.Metrics()) {
+    if (engine.failed()) return absl::UnavailableError("the rank group broke while switching to the planned placement");
+    if (std::chrono::steady_clock::now() > deadline)
+      return absl::DeadlineExceededError(
+          absl::StrCat("the planned placement was not switched to in ", c.timeout.count(), " s"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  result.expected_device_max_over_mean = m.replan_events.back().device_max_over_mean_after;
+  result.before_device_max_over_mean = m.replan_events.back().device_max_over_mean_before;
+  return result;
+}
+
+}  // namespace ls
