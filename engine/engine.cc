@@ -294,7 +294,7 @@ void Engine::Enqueue(Request request, OutputCallback on_output) {
   s->rng.seed(request.params.seed ? *request.params.seed : std::random_device{}());
   if (tokenizer_)
     s->detok = std::make_unique<tok::IncrementalDetokenizer>(tokenizer_, request.params.skip_special_tokens);
-  s->stop = std::make_unique<StopChecker>(request.params.stop);
+  s->stop = std::make_unique<StopChecker>(request.params.stop, request.params.include_stop_str_in_output);
   if (request.params.grammar)
     s->matcher = request.params.grammar_state >= 0
                      ? std::make_unique<structured::Matcher>(request.params.grammar, request.params.grammar_state)

@@ -28,7 +28,8 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // same seed, same tokens (alone or batched)
   int32_t max_tokens = 16;
   int32_t min_tokens = 0;           // stop conditions are ignored before this many tokens
-  std::vector<std::string> stop;    // stop strings, never included in the output text
+  std::vector<std::string> stop;    // stop strings, not included in the output text ...
+  bool include_stop_str_in_output = false;  // ... unless this is set (the text ends with the one found)
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   std::optional<int32_t> logprobs;  // return the sampled token's logprob and this many alternatives

@@ -5,7 +5,8 @@
 
 namespace ls {
 
-StopChecker::StopChecker(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopChecker::StopChecker(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
   for (const auto& s : stops_) max_len_ = std::max(max_len_, s.size());
 }
 
@@ -18,7 +19,11 @@ std::string StopChecker::Push(const std::string& text, bool* stopped) {
   for (const auto& s : stops_) first = std::min(first, held_.find(s));
   if (first != std::string::npos) {
     *stopped = true;
-    std::string out = held_.substr(0, first);
+    size_t end = first;
+    if (include_stop_)
+      for (const auto& s : stops_)
+        if (held_.compare(first, s.size(), s) == 0) end = std::max(end, first + s.size());
+    std::string out = held_.substr(0, end);
     held_.clear();
     return out;
   }

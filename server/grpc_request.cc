@@ -29,6 +29,7 @@ SamplingParams ToParams(const pb::SamplingParams& s, SampledFields* given) {
   p.stop.assign(s.stop().begin(), s.stop().end());
   p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
   p.ignore_eos = s.ignore_eos();
+  p.include_stop_str_in_output = s.include_stop_str_in_output();
   if (s.has_logprobs()) p.logprobs = s.logprobs();
   if (s.has_skip_special_tokens()) p.skip_special_tokens = s.skip_special_tokens();
   for (const auto& [id, bias] : s.logit_bias()) p.logit_bias.emplace_back(id, bias);

@@ -183,6 +183,9 @@ const std::vector<Row>& Table() {
       Honoured("stream_options", kBoth, ReadStreamOptions),
       Honoured("ignore_eos", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.params.ignore_eos); }),
+      Honoured(
+          "include_stop_str_in_output", kBoth,
+          [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.params.include_stop_str_in_output); }),
       Honoured("skip_special_tokens", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.params.skip_special_tokens); }),
       Honoured("seed", kBoth,
@@ -259,7 +262,6 @@ const std::vector<Row>& Table() {
       Refused("best_of", kBoth, "best-of-n sampling", {"1"}),
       Refused("use_beam_search", kBoth, "beam search", {"false"}),
       Refused("length_penalty", kBoth, "beam search", {"1", "1.0"}),
-      Refused("include_stop_str_in_output", kBoth, "the stop string in the output", {"false"}),
       Refused("allowed_token_ids", kBoth, "a restricted vocabulary"),
       Refused("bad_words", kBoth, "banned words", {"[]"}),
       Refused("prompt_logprobs", kBoth, "vLLM's prompt logprobs (echo with logprobs on /v1/completions gives them)"),

@@ -271,6 +271,10 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
       }
       echo[k] = v;
     } else if (k == "max_output_tokens") {
+      // Checked here, so that the error names this request's field, not the chat request's.
+      if (!v.is_null() && (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 30)))
+        return RequestError(error, k,
+                            absl::StrCat("'max_output_tokens' must be between 1 and 1073741824, got ", v.dump()));
       chat["max_completion_tokens"] = v;
       echo[k] = v;
     } else if (k == "temperature" || k == "top_p") {

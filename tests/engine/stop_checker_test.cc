@@ -1,4 +1,5 @@
-// StopChecker: stop strings found across pieces and never emitted; held text released later.
+// StopChecker: stop strings found across pieces and never emitted (or, asked to, ending the
+// text); held text released later.
 #include "engine/stop_checker.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,20 @@ TEST(StopChecker, EarliestStopWins) {
   StopChecker c({"world", "lo"});
   bool stopped = false;
   EXPECT_EQ(c.Push("hello world", &stopped), "hel");
+  EXPECT_TRUE(stopped);
+}
+
+// include_stop_str_in_output: the text ends with the stop string found (across pieces too); of
+// the stops that start where it does, the longest; what followed it in the piece is dropped.
+TEST(StopChecker, IncludedStopEndsTheText) {
+  StopChecker c({"END", "EN", "lo"}, /*include_stop=*/true);
+  bool stopped = false;
+  EXPECT_EQ(c.Push("say E", &stopped), "say ");
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(c.Push("ND and more", &stopped), "END");
+  EXPECT_TRUE(stopped);
+  StopChecker early({"world", "lo"}, true);
+  EXPECT_EQ(early.Push("hello world", &stopped), "hello");
   EXPECT_TRUE(stopped);
 }
 

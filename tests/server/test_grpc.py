@@ -31,6 +31,19 @@ def test_generate_matches_http_greedy(stub, server):
     assert text == http["choices"][0]["text"]
 
 
+def test_stop_string_included_or_not_as_over_http(stub, server):
+    import requests
+    pb2, s, _ = stub
+    for include in (False, True):
+        text = "".join(m.text for m in s.Generate(pb2.GenerateRequest(
+            text="And God said", sampling=pb2.SamplingParams(max_tokens=12, temperature=0, ignore_eos=True, stop=["said"],
+                                                             include_stop_str_in_output=include))))
+        http = requests.post(server.url + "/v1/completions",
+                             json={"prompt": "And God said", "max_tokens": 12, "temperature": 0, "ignore_eos": True,
+                                   "stop": ["said"], "include_stop_str_in_output": include}).json()
+        assert text == http["choices"][0]["text"] and text.endswith("said") == include, (include, text)
+
+
 def test_tokenize_detokenize_round_trip(stub):
     pb2, s, _ = stub
     ids = s.Tokenize(pb2.TokenizeRequest(text="Let there be light.")).token_ids

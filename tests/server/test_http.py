@@ -96,6 +96,13 @@ def test_stop_string_is_not_emitted(server):
     assert stop not in cut["text"]
     assert full.startswith(cut["text"])
     assert cut["finish_reason"] == "stop"
+    # include_stop_str_in_output (vLLM's): the same text, then the stop string; streamed too.
+    for stream in (False, True):
+        body = {**base, "stop": [stop], "include_stop_str_in_output": True, "stream": stream}
+        r = requests.post(server.url + "/v1/completions", json=body)
+        text = "".join(json.loads(line[6:])["choices"][0]["text"] for line in r.text.splitlines()
+                       if line.startswith("data: {")) if stream else r.json()["choices"][0]["text"]
+        assert text == cut["text"] + stop, (text, cut["text"], stop)
 
 
 def test_metrics_exposition(server):

@@ -172,6 +172,8 @@ def test_text_format_json_schema_is_followed(plain):
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input_image"),
     ({"text": {"format": {"type": "xml"}}}, "text.format.type"),
     ({"frobnicate": 1}, "frobnicate"),
+    ({"max_output_tokens": 0}, "'max_output_tokens' must be between 1"),  # named as sent, not as translated
+    ({"max_output_tokens": "ten"}, "'max_output_tokens' must be between 1"),
 ])
 def test_what_is_not_served_is_refused_by_name(served, extra, named):
     server, client = served
