@@ -26,6 +26,7 @@ struct TokenLogprob {
   int32_t token_id;
   float logprob;
   std::vector<std::pair<int32_t, float>> top;  // alternatives, most likely first
+  int32_t rank = 0;                            // 1 + the tokens more likely than token_id (0: not counted)
 };
 
 // One streamed update. Token ids and text are deltas since the previous update.

@@ -23,6 +23,8 @@ inline float Counted(float v) { return std::isnan(v) ? kNoChance : v; }
 TokenLogprob Sampler::Logprobs(const float* raw, int32_t vocab, int32_t token, int32_t top_n) {
   const float lse = LogSumExpRow(raw, vocab);  // over the values that are not NaN
   TokenLogprob lp{token, Counted(raw[token]) - lse, {}};
+  lp.rank = 1;
+  for (int32_t v = 0; v < vocab; ++v) lp.rank += Counted(raw[v]) > Counted(raw[token]);
   if (top_n > 0) {
     const int32_t n = std::min(top_n, vocab);
     std::vector<int32_t> idx(vocab);

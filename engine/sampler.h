@@ -45,7 +45,7 @@ class Sampler {
   static void ApplyPenalties(float* logits, int32_t vocab, const SamplingParams& p, const std::vector<int32_t>& tokens,
                              int32_t num_prompt_tokens);
   static int32_t Argmax(const float* logits, int32_t vocab);  // ties: lowest id
-  // Log-softmax of `logits` [vocab]: `token`'s value and the top_n most likely ids (ties: lowest id).
+  // Log-softmax of `logits` [vocab]: `token`'s value and rank and the top_n most likely ids (ties: lowest id).
   static TokenLogprob Logprobs(const float* logits, int32_t vocab, int32_t token, int32_t top_n);
 };
 

@@ -542,6 +542,10 @@ class Session {
           c.echo_ids = std::move(delta.echo_ids);
           c.echo_logprobs = std::move(delta.echo_logprobs);
         }
+        if (!delta.prompt_ids.empty()) {
+          c.prompt_ids = std::move(delta.prompt_ids);
+          c.prompt_logprobs = std::move(delta.prompt_logprobs);
+        }
         if (o.finished()) {
           g.tally.Finished(i, o);
           c.finish = delta.finish;

@@ -118,13 +118,39 @@ json CompletionLogprobsJson(const ParsedRequest& r, const Choice& c, const ApiCo
     }
     token_lps.push_back(lp->logprob);
     json top = json::object();
-    for (auto [alt, l] : lp->top) top[TokenText(r, ctx, alt)] = l;
+    // The engine may have found more alternatives for the prompt (prompt_logprobs asked for more).
+    const size_t n = std::min(lp->top.size(), static_cast<size_t>(r.params.logprobs.value_or(0)));
+    for (size_t k = 0; k < n; ++k) top[TokenText(r, ctx, lp->top[k].first)] = lp->top[k].second;
     tops.push_back(top);
   };
   for (size_t i = 0; i < c.echo_ids.size(); ++i)
     add(c.echo_ids[i], i > 0 && i - 1 < c.echo_logprobs.size() ? &c.echo_logprobs[i - 1] : nullptr);
   for (const auto& lp : c.logprobs) add(lp.token_id, &lp);
   return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+// vLLM's prompt_logprobs: null for the first prompt token, then per token an object keyed by token
+// id (as text) holding the token itself and the top alternatives, each with its logprob, its rank
+// in the model's distribution (1: the most likely) and its text.
+json PromptLogprobsJson(const ParsedRequest& r, const Choice& c, const ApiContext& ctx) {
+  json out = json::array();
+  auto entry = [&](int32_t id, float logprob, int32_t rank) {
+    return json{{"logprob", logprob}, {"rank", rank}, {"decoded_token", TokenText(r, ctx, id)}};
+  };
+  for (size_t i = 0; i < c.prompt_ids.size(); ++i) {
+    if (i == 0 || i - 1 >= c.prompt_logprobs.size()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const TokenLogprob& lp = c.prompt_logprobs[i - 1];
+    json at = json::object();
+    const size_t n = std::min(lp.top.size(), static_cast<size_t>(r.prompt_logprobs.value_or(0)));
+    for (size_t k = 0; k < n; ++k)
+      at[std::to_string(lp.top[k].first)] = entry(lp.top[k].first, lp.top[k].second, static_cast<int32_t>(k) + 1);
+    at[std::to_string(lp.token_id)] = entry(lp.token_id, lp.logprob, lp.rank);
+    out.push_back(std::move(at));
+  }
+  return out;
 }
 
 json LogprobsJson(const ParsedRequest& r, const Choice& c, const ApiContext& ctx) {
@@ -199,6 +225,14 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
   } else {
     p.logprobs = d.logprobs;
     if (d.echo && d.logprobs) p.prompt_logprobs = d.logprobs;
+  }
+  if (d.prompt_logprobs) {
+    if (d.stream) {  // as vLLM: they would all come before the first token
+      *error = Bad("'prompt_logprobs' is not available with 'stream': true", "prompt_logprobs");
+      return std::nullopt;
+    }
+    r.prompt_logprobs = d.prompt_logprobs;
+    p.prompt_logprobs = std::max(p.prompt_logprobs.value_or(0), *d.prompt_logprobs);
   }
   // max_tokens 0 asks for no generation: allowed with echo (scoring a prompt), where the engine
   // still generates one token that is not returned.
@@ -284,6 +318,10 @@ Choice OutputToDelta(const ParsedRequest& r, int32_t index, RequestOutput& o, bo
     c.text = std::move(o.text);
     c.logprobs = std::move(o.logprobs);
   }
+  if (first && r.prompt_logprobs) {
+    c.prompt_ids = r.prompts[index / r.n];
+    c.prompt_logprobs = r.echo ? o.prompt_logprobs : std::move(o.prompt_logprobs);
+  }
   if (first && r.echo) {
     const int32_t prompt = index / r.n;
     c.text = r.prompt_texts[prompt] + c.text;
@@ -324,14 +362,16 @@ json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t creat
     } else {
       cs.push_back({{"index", i}, {"text", c.text}, {"logprobs", LogprobsJson(r, c, ctx)},
                     {"finish_reason", FinishReasonJson(c.finish)}});
+      if (r.prompt_logprobs) cs.back()["prompt_logprobs"] = PromptLogprobsJson(r, c, ctx);
     }
   }
-  return {{"id", id},
-          {"object", r.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
-          {"created", created},
-          {"model", model},
-          {"choices", cs},
-          {"usage", UsageJson(usage)}};
+  json body = {{"id", id},           {"object", r.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+               {"created", created}, {"model", model},
+               {"choices", cs},      {"usage", UsageJson(usage)}};
+  // Chat, as vLLM: one prompt for every choice, its logprobs beside them.
+  if (r.prompt_logprobs && r.endpoint == Endpoint::kChat && !choices.empty())
+    body["prompt_logprobs"] = PromptLogprobsJson(r, choices[0], ctx);
+  return body;
 }
 
 std::vector<json> StreamChunks(const ParsedRequest& r, const std::string& id, int64_t created,

@@ -28,6 +28,7 @@ struct ParsedRequest {
   bool include_usage = false;     // stream_options.include_usage
   bool chat_logprobs = false;     // chat: logprobs: true
   bool echo = false;              // completions: each choice's text starts with its prompt
+  std::optional<int32_t> prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per prompt token
   bool generate = true;           // false: echo with max_tokens 0 (the engine's one token is dropped)
   bool tokens_as_ids = false;     // logprob tokens as "token_id:<id>"
   std::shared_ptr<const ChatSession> chat;  // chat: the rendered request its choices' parsers come from
@@ -58,6 +59,10 @@ struct Choice {
   FinishReason finish = FinishReason::kNone;
   std::vector<int32_t> echo_ids;
   std::vector<TokenLogprob> echo_logprobs;
+  // With prompt_logprobs, the first delta of a choice (and a whole choice): its prompt's ids and
+  // their logprobs (one per token after the first).
+  std::vector<int32_t> prompt_ids;
+  std::vector<TokenLogprob> prompt_logprobs;
   int64_t text_offset = 0;  // characters of the choice's text before this one (streaming)
 };
 // An engine output of choice `index` as a delta. With echo, the choice's first delta starts with

@@ -201,6 +201,8 @@ const std::vector<Row>& Table() {
       Honoured("top_logprobs", kH,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.top_logprobs, 0, 20); }),
       Honoured("echo", kC, [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.echo); }),
+      Honoured("prompt_logprobs", kBoth,
+               [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.prompt_logprobs, 0, 20); }),
       Honoured("logit_bias", kBoth, ReadLogitBias),
       Honoured("add_generation_prompt", kH,
                [](FieldReader& f, const ojson& v, RequestDraft& d) {
@@ -264,7 +266,6 @@ const std::vector<Row>& Table() {
       Refused("length_penalty", kBoth, "beam search", {"1", "1.0"}),
       Refused("allowed_token_ids", kBoth, "a restricted vocabulary"),
       Refused("bad_words", kBoth, "banned words", {"[]"}),
-      Refused("prompt_logprobs", kBoth, "vLLM's prompt logprobs (echo with logprobs on /v1/completions gives them)"),
       Refused("prompt_embeds", kC, "prompt embeddings"),
       Refused("logits_processors", kBoth, "custom logits processors", {"[]"}),
       Refused("cache_salt", kBoth, "a salted prefix cache"),

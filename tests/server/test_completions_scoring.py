@@ -1,6 +1,7 @@
 """What evaluation tools and clients use on /v1/completions: echo with logprobs (and max_tokens 0)
 scores a prompt, with logprobs equal to those of latentserve-generate --dump-logits on the same
-ids; batched prompts give one set of choices per prompt; logit_bias moves sampling."""
+ids, and so does vLLM's prompt_logprobs (with each token's rank), on completions and chat; batched
+prompts give one set of choices per prompt; logit_bias moves sampling."""
 import array
 import ast
 import json
@@ -78,6 +79,40 @@ def test_echo_logprobs_equal_generate_dump_logits(chunked_server, tmp_path):
             got_top = lp["top_logprobs"][i]  # an object: its keys carry no order
             assert got_top == pytest.approx({f"token_id:{v}": want[i - 1][v] for v in top}, abs=1e-4), (attempt, i)
         assert body["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_prompt_logprobs_equal_generate_dump_logits(chunked_server, tmp_path):
+    """vLLM's prompt_logprobs: null, then per prompt token an object keyed by token id holding the
+    token and the top alternatives, each with its logprob, its rank (1: the most likely) and its
+    text; alternatives as many as asked, whatever echo's logprobs asks for beside it."""
+    dump = tmp_path / "logits.npy"
+    subprocess.run([GENERATE, "--model", MODEL, "--prompt-ids", ",".join(map(str, PROMPT)), "--max-tokens", "1",
+                    "--dump-logits", str(dump)], check=True, capture_output=True, timeout=120)
+    want = [log_softmax(r) for r in read_npy_f32(dump)]
+    body = {"prompt": PROMPT, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 3, "echo": True, "logprobs": 1,
+            "return_tokens_as_token_ids": True}
+    choice = requests.post(chunked_server.url + C, json=body, timeout=60).json()["choices"][0]
+    got = choice["prompt_logprobs"]
+    assert len(got) == len(PROMPT) and got[0] is None
+    assert all(len(t) == 1 for t in choice["logprobs"]["top_logprobs"][1:]), "echo keeps its own count"
+    for i in range(1, len(PROMPT)):
+        row = want[i - 1]
+        order = sorted(range(len(row)), key=lambda v: (-row[v], v))
+        expect = {v: k + 1 for k, v in enumerate(order[:3])}
+        expect[PROMPT[i]] = order.index(PROMPT[i]) + 1
+        assert set(got[i]) == {str(v) for v in expect}, i
+        for v, rank in expect.items():
+            e = got[i][str(v)]
+            assert e["rank"] == rank and e["logprob"] == pytest.approx(row[v], abs=1e-4), (i, v, e)
+            assert e["decoded_token"] == f"token_id:{v}"
+    # Chat: one prompt for every choice, its logprobs beside the choices; not with stream.
+    chat = requests.post(chunked_server.url + "/v1/chat/completions", timeout=60,
+                         json={"messages": [{"role": "user", "content": "Who made the heaven?"}], "max_tokens": 2,
+                               "n": 2, "prompt_logprobs": 0}).json()
+    assert chat["prompt_logprobs"][0] is None and all(len(t) == 1 for t in chat["prompt_logprobs"][1:])
+    assert chat["usage"]["prompt_tokens"] == len(chat["prompt_logprobs"])
+    r = requests.post(chunked_server.url + C, json={"prompt": "hi", "prompt_logprobs": 1, "stream": True})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "prompt_logprobs", r.text
 
 
 def test_echo_text_and_offsets_then_completion(server):
