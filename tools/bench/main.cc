@@ -59,7 +59,7 @@ struct RunResult {
 // Runs the workload once: closed loop when rate == 0, else Poisson arrivals.
 RunResult RunOnce(Client& client, const std::vector<BenchRequest>& work, double rate) {
   const int64_t n = static_cast<int64_t>(work.size());
-  const int32_t conc = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  const int32_t conc = absl::GetFlag(FLAGS_concurrency);
   const double limit = absl::GetFlag(FLAGS_duration);
   std::vector<RequestRecord> records;
   std::mutex mu;
@@ -177,6 +177,17 @@ int main(int argc, char** argv) {
   if (rates.empty()) rates.push_back(0);
   const int64_t n = absl::GetFlag(FLAGS_num_requests);
   if (n < 1) return Fail("--num-requests must be at least 1");
+  // Checked before any request goes out, each naming its flag.
+  if (absl::GetFlag(FLAGS_concurrency) < 1) return Fail("--concurrency must be at least 1");
+  if (absl::GetFlag(FLAGS_input_len) < 1) return Fail("--input-len must be at least 1");
+  if (absl::GetFlag(FLAGS_output_len) < 1) return Fail("--output-len must be at least 1");
+  if (const double r = absl::GetFlag(FLAGS_range_ratio); !(r >= 0 && r <= 1))
+    return Fail("--range-ratio must be in [0, 1]");
+  if (absl::GetFlag(FLAGS_vocab) < 11) return Fail("--vocab must be above 10 (ids are drawn from [10, vocab))");
+  if (absl::GetFlag(FLAGS_warmup) < 0) return Fail("--warmup must not be negative");
+  if (!(absl::GetFlag(FLAGS_duration) >= 0)) return Fail("--duration must not be negative");
+  if (!(absl::GetFlag(FLAGS_slo_ttft_ms) > 0) || !(absl::GetFlag(FLAGS_slo_tpot_ms) > 0))
+    return Fail("--slo-ttft-ms and --slo-tpot-ms must be positive");
 
   std::vector<BenchRequest> work;
   if (!absl::GetFlag(FLAGS_dataset).empty()) {
