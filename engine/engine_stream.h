@@ -39,8 +39,9 @@ struct Engine::Stream {
   // chosen token's log-probability asked for.
   bool Greedy() const {
     const SamplingParams& p = request.params;
-    return p.greedy() && !matcher && p.logit_bias.empty() && p.repetition_penalty == 1.f && p.presence_penalty == 0.f &&
-           p.frequency_penalty == 0.f && (!p.logprobs || *p.logprobs == 0) && !WantsPromptRows();
+    return p.greedy() && !matcher && p.logit_bias.empty() && p.allowed_token_ids.empty() &&
+           p.repetition_penalty == 1.f && p.presence_penalty == 0.f && p.frequency_penalty == 0.f &&
+           (!p.logprobs || *p.logprobs == 0) && !WantsPromptRows();
   }
 };
 

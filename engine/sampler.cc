@@ -71,7 +71,13 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
   SampleResult r;
   std::vector<float> raw;
   if (p.logprobs) raw.assign(logits, logits + vocab);
-  // NaN never chosen, and never met by the orderings below (they need a strict weak order).
+  // NaN never chosen, and never met by the orderings below (they need a strict weak order); with
+  // allowed_token_ids, no other token either.
+  if (!p.allowed_token_ids.empty()) {
+    std::vector<float> kept(static_cast<size_t>(vocab), kNoChance);
+    for (int32_t id : p.allowed_token_ids) kept[id] = logits[id];
+    std::copy(kept.begin(), kept.end(), logits);
+  }
   float best = kNoChance;
   for (int32_t v = 0; v < vocab; ++v) best = std::max(best, logits[v] = Counted(logits[v]));
   if (best == kNoChance) return r;  // no token can be chosen: none is made up

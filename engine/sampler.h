@@ -1,5 +1,6 @@
-// Sampler: turns one sequence's logits into its next token — penalties (repetition on prompt and
-// output, presence and frequency on output) after the request's logit bias, then greedy, or
+// Sampler: turns one sequence's logits into its next token — among the allowed tokens where the
+// request names them, penalties (repetition on prompt and output, presence and frequency on
+// output) after the request's logit bias, then greedy, or
 // temperature, top-k, top-p and min-p followed by a draw from the sequence's own random stream (so
 // a seeded request gives the same tokens alone or batched). Logprobs are of the model's raw
 // distribution (log-softmax of the logits before logit bias, penalties and temperature), with the

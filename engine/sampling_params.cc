@@ -31,6 +31,9 @@ absl::Status SamplingParams::Validate(int64_t vocab_size, int32_t max_logprobs) 
     return bad("logprobs must be in [0, ", max_logprobs, "], got ", *logprobs);
   if (prompt_logprobs && (*prompt_logprobs < 0 || *prompt_logprobs > max_logprobs))
     return bad("prompt_logprobs must be in [0, ", max_logprobs, "], got ", *prompt_logprobs);
+  for (int32_t id : allowed_token_ids)
+    if (id < 0 || id >= vocab_size)
+      return bad("allowed_token_ids: id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
   for (auto [id, bias] : logit_bias) {
     if (id < 0 || id >= vocab_size) return bad("logit_bias: token id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
     if (!(bias >= -100.f && bias <= 100.f)) return bad("logit_bias: the bias of token ", id, " must be in [-100, 100], got ", bias);

@@ -37,6 +37,7 @@ struct SamplingParams {
   // with the first output). Every prompt position is then computed: the prefix cache is bypassed.
   std::optional<int32_t> prompt_logprobs;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]) added to its logit
+  std::vector<int32_t> allowed_token_ids;             // non-empty: only these can be chosen (logprobs stay the model's)
   bool skip_special_tokens = true;
   // The grammar the output must follow (structured output, structured/), shared by every
   // request with the same constraint; null: free text. The output ends where the grammar does.

@@ -30,6 +30,7 @@ SamplingParams ToParams(const pb::SamplingParams& s, SampledFields* given) {
   p.stop_token_ids.assign(s.stop_token_ids().begin(), s.stop_token_ids().end());
   p.ignore_eos = s.ignore_eos();
   p.include_stop_str_in_output = s.include_stop_str_in_output();
+  p.allowed_token_ids.assign(s.allowed_token_ids().begin(), s.allowed_token_ids().end());
   if (s.has_logprobs()) p.logprobs = s.logprobs();
   if (s.has_skip_special_tokens()) p.skip_special_tokens = s.skip_special_tokens();
   for (const auto& [id, bias] : s.logit_bias()) p.logit_bias.emplace_back(id, bias);

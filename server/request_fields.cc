@@ -204,6 +204,19 @@ const std::vector<Row>& Table() {
       Honoured("prompt_logprobs", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.prompt_logprobs, 0, 20); }),
       Honoured("logit_bias", kBoth, ReadLogitBias),
+      Honoured("allowed_token_ids", kBoth,
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
+                 if (!v.is_array() || v.empty())
+                   return f.Fail("'allowed_token_ids' must be a non-empty list of token ids");
+                 for (const ojson& id : v) {
+                   if (!id.is_number_integer())
+                     return f.Fail("'allowed_token_ids' must be a non-empty list of token ids");
+                   const int64_t x = id.get<int64_t>();
+                   if (x < 0 || x > INT32_MAX)
+                     return f.Fail(absl::StrCat("'allowed_token_ids': ", x, " is not a token id"));
+                   d.params.allowed_token_ids.push_back(static_cast<int32_t>(x));
+                 }
+               }),
       Honoured("add_generation_prompt", kH,
                [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  bool b = true;
@@ -264,7 +277,6 @@ const std::vector<Row>& Table() {
       Refused("best_of", kBoth, "best-of-n sampling", {"1"}),
       Refused("use_beam_search", kBoth, "beam search", {"false"}),
       Refused("length_penalty", kBoth, "beam search", {"1", "1.0"}),
-      Refused("allowed_token_ids", kBoth, "a restricted vocabulary"),
       Refused("bad_words", kBoth, "banned words", {"[]"}),
       Refused("prompt_embeds", kC, "prompt embeddings"),
       Refused("logits_processors", kBoth, "custom logits processors", {"[]"}),

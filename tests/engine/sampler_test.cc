@@ -126,6 +126,32 @@ TEST(Sampler, NanLogitsAreNeverChosenAndARowOfThemGivesNoToken) {
   EXPECT_FALSE(Sampler::FromGreedyRecord(record, p, -1).accepted);
 }
 
+// allowed_token_ids: only they can be chosen, greedy or sampled (here against much likelier
+// tokens); the logprobs stay the model's; an id outside the vocabulary is refused by name.
+TEST(Sampler, OnlyAllowedTokensAreChosen) {
+  std::vector<float> l(32);
+  for (int i = 0; i < 32; ++i) l[i] = 0.1f * static_cast<float>(i);  // 31 the likeliest
+  SamplingParams p;
+  p.allowed_token_ids = {3, 7, 9};
+  p.logprobs = 1;
+  std::mt19937_64 rng(5);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<float> x = l;
+    const SampleResult r = Sampler::Sample(x.data(), 32, p, {0}, 1, &rng);
+    seen.insert(r.token_id);
+    EXPECT_EQ(r.logprob.top[0].first, 31) << "the model's own distribution";
+  }
+  EXPECT_EQ(seen, (std::set<int32_t>{3, 7, 9}));
+  p.temperature = 0;
+  std::vector<float> g = l;
+  EXPECT_EQ(Sampler::Sample(g.data(), 32, p, {0}, 1, &rng).token_id, 9);
+  p.allowed_token_ids = {3, 40};
+  const absl::Status st = p.Validate(32, 20);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("allowed_token_ids: id 40 is outside the vocabulary"), std::string::npos) << st;
+}
+
 TEST(SamplingParams, ValidationNamesTheField) {
   SamplingParams p;
   p.temperature = -1;

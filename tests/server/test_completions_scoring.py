@@ -1,7 +1,8 @@
 """What evaluation tools and clients use on /v1/completions: echo with logprobs (and max_tokens 0)
 scores a prompt, with logprobs equal to those of latentserve-generate --dump-logits on the same
 ids, and so does vLLM's prompt_logprobs (with each token's rank), on completions and chat; batched
-prompts give one set of choices per prompt; logit_bias moves sampling."""
+prompts give one set of choices per prompt; logit_bias moves sampling and allowed_token_ids bounds
+it."""
 import array
 import ast
 import json
@@ -197,3 +198,17 @@ def test_logit_bias_forces_and_forbids_tokens(server):
     first = plain[0].split(":")[1]
     avoided = requests.post(server.url + C, json={**base, "logit_bias": {first: -100}}).json()
     assert avoided["choices"][0]["logprobs"]["tokens"][0] != plain[0]
+
+
+def test_allowed_token_ids_bound_greedy_and_sampled_choices(server):
+    base = {"prompt": "In the beginning", "max_tokens": 6, "ignore_eos": True, "return_tokens_as_token_ids": True,
+            "logprobs": 1, "allowed_token_ids": [14, 261, 1056]}
+    for temperature in (0, 1):
+        r = requests.post(server.url + C, json={**base, "temperature": temperature, "seed": 2}).json()
+        lp = r["choices"][0]["logprobs"]
+        assert set(lp["tokens"]) <= {"token_id:14", "token_id:261", "token_id:1056"}, lp["tokens"]
+        assert all(v <= 0 for v in lp["token_logprobs"]), "the model's own logprobs"
+    for bad, word in [([], "non-empty list"), (["a"], "non-empty list"), ([4096], "outside the vocabulary"),
+                      ([2 ** 40], "is not a token id")]:
+        r = requests.post(server.url + C, json={**base, "allowed_token_ids": bad})
+        assert r.status_code == 400 and word in r.text and r.json()["error"]["param"] == "allowed_token_ids", r.text

@@ -59,7 +59,7 @@ PROBES = {
     "structured_outputs": {"structured_outputs": {"regex": "a+"}}, "suffix": {"suffix": "The end."},
     "best_of": {"best_of": 2}, "use_beam_search": {"use_beam_search": True}, "length_penalty": {"length_penalty": 0.5},
     "include_stop_str_in_output": {"stop": ["the"], "include_stop_str_in_output": True},
-    "allowed_token_ids": {"allowed_token_ids": [5, 6]},
+    "allowed_token_ids": {"allowed_token_ids": [5, 6]},  # honoured: only they are chosen
     "bad_words": {"bad_words": ["LORD"]}, "prompt_logprobs": {"prompt_logprobs": 1},
     "prompt_embeds": {"prompt_embeds": "AAAA"}, "logits_processors": {"logits_processors": ["a.b"]},
     "cache_salt": {"cache_salt": "salt"}, "kv_transfer_params": {"kv_transfer_params": {"a": 1}},
