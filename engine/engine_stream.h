@@ -39,7 +39,7 @@ struct Engine::Stream {
   // chosen token's log-probability asked for.
   bool Greedy() const {
     const SamplingParams& p = request.params;
-    return p.greedy() && !matcher && p.logit_bias.empty() && p.allowed_token_ids.empty() &&
+    return p.greedy() && !matcher && p.logit_bias.empty() && p.allowed_token_ids.empty() && p.bad_words_ids.empty() &&
            p.repetition_penalty == 1.f && p.presence_penalty == 0.f && p.frequency_penalty == 0.f &&
            (!p.logprobs || *p.logprobs == 0) && !WantsPromptRows();
   }

@@ -78,6 +78,11 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
     for (int32_t id : p.allowed_token_ids) kept[id] = logits[id];
     std::copy(kept.begin(), kept.end(), logits);
   }
+  // bad_words: a word's last token where the output ends with the rest of it.
+  const size_t output = tokens.size() - std::min(tokens.size(), static_cast<size_t>(std::max(num_prompt_tokens, 0)));
+  for (const std::vector<int32_t>& w : p.bad_words_ids)
+    if (w.size() - 1 <= output && std::equal(w.begin(), w.end() - 1, tokens.end() - static_cast<int64_t>(w.size() - 1)))
+      logits[w.back()] = kNoChance;
   float best = kNoChance;
   for (int32_t v = 0; v < vocab; ++v) best = std::max(best, logits[v] = Counted(logits[v]));
   if (best == kNoChance) return r;  // no token can be chosen: none is made up

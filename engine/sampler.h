@@ -1,16 +1,14 @@
 // Sampler: turns one sequence's logits into its next token — among the allowed tokens where the
-// request names them, penalties (repetition on prompt and output, presence and frequency on
-// output) after the request's logit bias, then greedy, or
-// temperature, top-k, top-p and min-p followed by a draw from the sequence's own random stream (so
-// a seeded request gives the same tokens alone or batched). Logprobs are of the model's raw
-// distribution (log-softmax of the logits before logit bias, penalties and temperature), with the
-// top-n alternatives. Speculative decoding verifies a proposed (draft) token with the same call:
-// greedy accepts it when it is the argmax; sampling accepts it with its probability under the
-// request's distribution and otherwise draws from that distribution without it, which leaves the
-// distribution of the token returned exactly the one without a draft (the draft is deterministic,
-// as n-gram lookup's is). A NaN logit is a token that cannot be chosen (its log-probability is
-// −∞); a row in which no token can be chosen gives no token (token_id −1), which the engine
-// reports as an error rather than make one up.
+// request names them and never completing a bad word, penalties (repetition on prompt and output, presence and
+// frequency on output) after the request's logit bias, then greedy, or temperature, top-k, top-p and min-p followed by
+// a draw from the sequence's own random stream (so a seeded request gives the same tokens alone or batched). Logprobs
+// are of the model's raw distribution (log-softmax of the logits before logit bias, penalties and temperature), with
+// the top-n alternatives. Speculative decoding verifies a proposed (draft) token with the same call: greedy accepts it
+// when it is the argmax; sampling accepts it with its probability under the request's distribution and otherwise draws
+// from that distribution without it, which leaves the distribution of the token returned exactly the one without a
+// draft (the draft is deterministic, as n-gram lookup's is). A NaN logit is a token that cannot be chosen (its
+// log-probability is −∞); a row in which no token can be chosen gives no token (token_id −1), which the engine reports
+// as an error rather than make one up.
 #pragma once
 
 #include <cstdint>

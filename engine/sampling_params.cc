@@ -31,6 +31,12 @@ absl::Status SamplingParams::Validate(int64_t vocab_size, int32_t max_logprobs) 
     return bad("logprobs must be in [0, ", max_logprobs, "], got ", *logprobs);
   if (prompt_logprobs && (*prompt_logprobs < 0 || *prompt_logprobs > max_logprobs))
     return bad("prompt_logprobs must be in [0, ", max_logprobs, "], got ", *prompt_logprobs);
+  for (const auto& w : bad_words_ids) {
+    if (w.empty()) return bad("bad_words: a word of no tokens");
+    for (int32_t id : w)
+      if (id < 0 || id >= vocab_size)
+        return bad("bad_words: token id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
+  }
   for (int32_t id : allowed_token_ids)
     if (id < 0 || id >= vocab_size)
       return bad("allowed_token_ids: id ", id, " is outside the vocabulary [0, ", vocab_size, ")");

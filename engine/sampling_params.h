@@ -38,6 +38,9 @@ struct SamplingParams {
   std::optional<int32_t> prompt_logprobs;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]) added to its logit
   std::vector<int32_t> allowed_token_ids;             // non-empty: only these can be chosen (logprobs stay the model's)
+  // Banned token sequences (bad_words, tokenized): a sequence's last token is never chosen where
+  // the output so far ends with the rest of it (a one-token sequence: never).
+  std::vector<std::vector<int32_t>> bad_words_ids;
   bool skip_special_tokens = true;
   // The grammar the output must follow (structured output, structured/), shared by every
   // request with the same constraint; null: free text. The output ends where the grammar does.

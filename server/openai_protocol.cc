@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/structured_request.h"
 #include "tokenizer/utf8.h"
@@ -225,6 +226,21 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
   } else {
     p.logprobs = d.logprobs;
     if (d.echo && d.logprobs) p.prompt_logprobs = d.logprobs;
+  }
+  // bad_words as vLLM reads them: each word as written and with one leading space (the form a
+  // word takes after another), its tokens a sequence the output never completes.
+  for (const std::string& word : d.bad_words) {
+    if (!ctx.tokenizer()) {
+      *error = Bad("'bad_words' needs the model's tokenizer, which this model has none of", "bad_words");
+      return std::nullopt;
+    }
+    const std::string bare(absl::StripLeadingAsciiWhitespace(word));
+    for (const std::string& text : {bare, " " + bare}) {
+      auto ids = ctx.tokenizer()->Encode(text, tok::EncodeOptions{false, tok::SpecialText::kAsText});
+      if (!ids.ok() || ids->empty()) continue;
+      if (std::find(p.bad_words_ids.begin(), p.bad_words_ids.end(), *ids) == p.bad_words_ids.end())
+        p.bad_words_ids.push_back(std::move(*ids));
+    }
   }
   if (d.prompt_logprobs) {
     if (d.stream) {  // as vLLM: they would all come before the first token

@@ -204,6 +204,15 @@ const std::vector<Row>& Table() {
       Honoured("prompt_logprobs", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.prompt_logprobs, 0, 20); }),
       Honoured("logit_bias", kBoth, ReadLogitBias),
+      Honoured("bad_words", kBoth,
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
+                 if (!v.is_array()) return f.Fail("'bad_words' must be a list of strings");
+                 for (const ojson& w : v) {
+                   if (!w.is_string() || w.get<std::string>().empty())
+                     return f.Fail("'bad_words' must be a list of non-empty strings");
+                   d.bad_words.push_back(w.get<std::string>());
+                 }
+               }),
       Honoured("allowed_token_ids", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  if (!v.is_array() || v.empty())
@@ -277,7 +286,6 @@ const std::vector<Row>& Table() {
       Refused("best_of", kBoth, "best-of-n sampling", {"1"}),
       Refused("use_beam_search", kBoth, "beam search", {"false"}),
       Refused("length_penalty", kBoth, "beam search", {"1", "1.0"}),
-      Refused("bad_words", kBoth, "banned words", {"[]"}),
       Refused("prompt_embeds", kC, "prompt embeddings"),
       Refused("logits_processors", kBoth, "custom logits processors", {"[]"}),
       Refused("cache_salt", kBoth, "a salted prefix cache"),

@@ -152,6 +152,30 @@ TEST(Sampler, OnlyAllowedTokensAreChosen) {
   EXPECT_NE(st.message().find("allowed_token_ids: id 40 is outside the vocabulary"), std::string::npos) << st;
 }
 
+// bad_words: a one-token word is never chosen; a longer one's last token only where the output so
+// far ends with the rest of it (the prompt does not count).
+TEST(Sampler, BadWordsAreNeverCompleted) {
+  std::vector<float> l(16, 0.f);
+  l[5] = 10.f;  // the likeliest
+  SamplingParams p;
+  p.temperature = 0;
+  p.bad_words_ids = {{5}};
+  std::mt19937_64 rng(1);
+  std::vector<float> x = l;
+  EXPECT_NE(Sampler::Sample(x.data(), 16, p, {0}, 1, &rng).token_id, 5);
+  p.bad_words_ids = {{7, 8, 5}};
+  x = l;
+  EXPECT_EQ(Sampler::Sample(x.data(), 16, p, {0, 7, 8}, 3, &rng).token_id, 5) << "7 8 are the prompt's";
+  x = l;
+  EXPECT_EQ(Sampler::Sample(x.data(), 16, p, {0, 7, 8}, 2, &rng).token_id, 5) << "7 is the prompt's";
+  x = l;
+  EXPECT_NE(Sampler::Sample(x.data(), 16, p, {0, 7, 8}, 1, &rng).token_id, 5) << "the output ends with 7 8";
+  x = l;
+  EXPECT_EQ(Sampler::Sample(x.data(), 16, p, {0, 8, 8}, 1, &rng).token_id, 5);
+  p.bad_words_ids = {{3, 99}};
+  EXPECT_FALSE(p.Validate(16, 20).ok());
+}
+
 TEST(SamplingParams, ValidationNamesTheField) {
   SamplingParams p;
   p.temperature = -1;

@@ -1,8 +1,8 @@
 """What evaluation tools and clients use on /v1/completions: echo with logprobs (and max_tokens 0)
 scores a prompt, with logprobs equal to those of latentserve-generate --dump-logits on the same
 ids, and so does vLLM's prompt_logprobs (with each token's rank), on completions and chat; batched
-prompts give one set of choices per prompt; logit_bias moves sampling and allowed_token_ids bounds
-it."""
+prompts give one set of choices per prompt; logit_bias moves sampling, allowed_token_ids bounds it
+and bad_words are never completed."""
 import array
 import ast
 import json
@@ -212,3 +212,17 @@ def test_allowed_token_ids_bound_greedy_and_sampled_choices(server):
                       ([2 ** 40], "is not a token id")]:
         r = requests.post(server.url + C, json={**base, "allowed_token_ids": bad})
         assert r.status_code == 400 and word in r.text and r.json()["error"]["param"] == "allowed_token_ids", r.text
+
+
+def test_bad_words_are_never_completed(server):
+    base = {"prompt": "In the beginning", "max_tokens": 24, "temperature": 0, "ignore_eos": True,
+            "return_tokens_as_token_ids": True, "logprobs": 0}
+    plain = requests.post(server.url + C, json=base).json()["choices"][0]
+    the = requests.post(server.url + "/tokenize", json={"prompt": " the", "add_special_tokens": False}).json()["tokens"]
+    assert len(the) == 1 and f"token_id:{the[0]}" in plain["logprobs"]["tokens"], "the word comes up unbanned"
+    banned = requests.post(server.url + C, json={**base, "bad_words": ["the"]}).json()["choices"][0]
+    assert f"token_id:{the[0]}" not in banned["logprobs"]["tokens"]
+    assert " the " not in banned["text"]
+    for bad in (["", "x"], "the", [3]):
+        r = requests.post(server.url + C, json={**base, "bad_words": bad})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "bad_words", r.text
