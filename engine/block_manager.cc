@@ -30,10 +30,17 @@ int32_t BlockManager::num_available() const {
   return n;
 }
 
-uint64_t BlockManager::PoolSeed(int32_t pool) {
-  if (pool == 0) return 0;
-  const int32_t id = pool;
-  return ChainHash(0x706f6f6c /* "pool" */, &id, 1);
+uint64_t BlockManager::ScopeSeed(PrefixScope scope) {
+  uint64_t seed = 0;
+  if (scope.pool != 0) {
+    const int32_t id = scope.pool;
+    seed = ChainHash(0x706f6f6c /* "pool" */, &id, 1);
+  }
+  if (scope.salt != 0) {
+    const int32_t halves[2] = {static_cast<int32_t>(scope.salt), static_cast<int32_t>(scope.salt >> 32)};
+    seed = ChainHash(seed ^ 0x73616c74 /* "salt" */, halves, 2);
+  }
+  return seed;
 }
 
 uint64_t BlockManager::ChainHash(uint64_t parent, const int32_t* tokens, int32_t n) {
@@ -124,11 +131,12 @@ void BlockManager::Release(int32_t b) {
   }
 }
 
-std::vector<uint64_t> BlockManager::CachedPrefix(const std::vector<int32_t>& tokens, int32_t pool) const {
+std::vector<uint64_t> BlockManager::CachedPrefix(const std::vector<int32_t>& tokens, PrefixScope scope) const {
   std::vector<uint64_t> hashes;
   if (!prefix_caching_) return hashes;
+  const int32_t pool = scope.pool;
   const int32_t full = static_cast<int32_t>(tokens.size()) / block_size_;
-  uint64_t parent = PoolSeed(pool);
+  uint64_t parent = ScopeSeed(scope);
   for (int32_t i = 0; i < full; ++i) {
     const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
     const uint64_t h = ChainHash(parent, t, block_size_);
@@ -157,7 +165,7 @@ void BlockManager::AcquireBlocks(const std::vector<uint64_t>& cached, int32_t nu
 int32_t BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, BlockTable* table) {
   if (!prefix_caching_) return 0;
   const int32_t n = static_cast<int32_t>(tokens.size());
-  const std::vector<uint64_t> cached = CachedPrefix(tokens, table->pool);
+  const std::vector<uint64_t> cached = CachedPrefix(tokens, table->scope());
   // Full blocks that end before the last token.
   const int32_t blocks = std::min<int32_t>(static_cast<int32_t>(cached.size()), (n - 1) / block_size_);
   AcquireBlocks(cached, blocks, table);
@@ -165,13 +173,14 @@ int32_t BlockManager::AcquirePrefix(const std::vector<int32_t>& tokens, BlockTab
   return blocks * block_size_;
 }
 
-int32_t BlockManager::CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool,
+int32_t BlockManager::CommonPrefix(const std::vector<int32_t>& tokens, PrefixScope scope,
                                    const std::vector<uint64_t>& cached) const {
+  const int32_t pool = scope.pool;
   const int32_t k = static_cast<int32_t>(cached.size());
   const int32_t start = k * block_size_;
   const int32_t rest = std::min<int32_t>(block_size_, static_cast<int32_t>(tokens.size()) - start);
   int32_t best = 0;
-  auto children = children_.find(PrefixHash(pool, cached, k));
+  auto children = children_.find(PrefixHash(scope, cached, k));
   if (children == children_.end()) return start;
   for (int32_t child : children->second) {
     if (child / pool_blocks() != pool) continue;
@@ -199,7 +208,7 @@ void BlockManager::CommitFullBlocks(const std::vector<int32_t>& tokens, int32_t 
   if (!prefix_caching_) return;
   const int32_t full = std::min<int32_t>(num_computed / block_size_, static_cast<int32_t>(table->blocks.size()));
   for (int32_t i = static_cast<int32_t>(table->hashes.size()); i < full; ++i) {
-    const uint64_t parent = i == 0 ? PoolSeed(table->pool) : table->hashes[i - 1];
+    const uint64_t parent = i == 0 ? ScopeSeed(table->scope()) : table->hashes[i - 1];
     const int32_t* t = tokens.data() + static_cast<size_t>(i) * block_size_;
     const uint64_t h = ChainHash(parent, t, block_size_);
     table->hashes.push_back(h);

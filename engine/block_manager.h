@@ -15,10 +15,21 @@ namespace ls {
 
 // A sequence's blocks. `hashes[i]` is the chain hash of block i once it is full and committed.
 // `pool`: where its blocks come from (set while the table is empty).
+// Where a chain of cached blocks lives: a pool, and the cache salt of the requests that share it
+// (0: none). Chains of different scopes never share a block, so that a tenant's prompts never
+// find, nor time, another's cached prefixes. A pool alone is a scope.
+struct PrefixScope {
+  PrefixScope(int32_t p = 0, uint64_t s = 0) : pool(p), salt(s) {}  // NOLINT(google-explicit-constructor)
+  int32_t pool;
+  uint64_t salt;
+};
+
 struct BlockTable {
   std::vector<int32_t> blocks;
   std::vector<uint64_t> hashes;
   int32_t pool = 0;
+  uint64_t salt = 0;  // the request's cache salt (PrefixScope)
+  PrefixScope scope() const { return {pool, salt}; }
 };
 
 class BlockManager {
@@ -49,11 +60,11 @@ class BlockManager {
   // The pieces of AcquirePrefix, for callers that decide how much of a cached prefix to take (a
   // model with recurrent state resumes only where a state snapshot exists):
   // the chain hashes of the cached full blocks that start `tokens` in `pool` (looked up only);
-  std::vector<uint64_t> CachedPrefix(const std::vector<int32_t>& tokens, int32_t pool) const;
+  std::vector<uint64_t> CachedPrefix(const std::vector<int32_t>& tokens, PrefixScope scope) const;
   // the chain hash of the first `num_blocks` of them (the pool's seed for none; a table's committed
   // `hashes` serve as well);
-  uint64_t PrefixHash(int32_t pool, const std::vector<uint64_t>& cached, int32_t num_blocks) const {
-    return num_blocks == 0 ? PoolSeed(pool) : cached[num_blocks - 1];
+  uint64_t PrefixHash(PrefixScope scope, const std::vector<uint64_t>& cached, int32_t num_blocks) const {
+    return num_blocks == 0 ? ScopeSeed(scope) : cached[num_blocks - 1];
   }
   // takes the first `num_blocks` of them into an empty table;
   void AcquireBlocks(const std::vector<uint64_t>& cached, int32_t num_blocks, BlockTable* table);
@@ -65,7 +76,8 @@ class BlockManager {
   // How many leading tokens of `tokens` some cached chain of `pool` shares: the cached full blocks
   // (`cached`) and the longest common start with a cached block that follows them (with
   // track_branches; without, the cached full blocks alone).
-  int32_t CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool, const std::vector<uint64_t>& cached) const;
+  int32_t CommonPrefix(const std::vector<int32_t>& tokens, PrefixScope scope,
+                       const std::vector<uint64_t>& cached) const;
   // One more holder of a block in use (a state snapshot keeps the block its position falls in),
   // and the release of that hold.
   void Hold(int32_t block);
@@ -100,8 +112,9 @@ class BlockManager {
     std::list<int32_t>::iterator lru;  // position in evictable_ when ref == 0 && cached
   };
   static uint64_t ChainHash(uint64_t parent, const int32_t* tokens, int32_t n);
-  // The parent hash of a pool's first blocks (0 for pool 0), so that pools never share a prefix.
-  static uint64_t PoolSeed(int32_t pool);
+  // The parent hash of a scope's first blocks (0 for pool 0 unsalted), so that scopes never share
+  // a prefix.
+  static uint64_t ScopeSeed(PrefixScope scope);
   int32_t TakeBlock(int32_t pool);  // a fresh block (evicting the LRU cached one if needed); -1 if none
   void Release(int32_t b);
   // A change of a block's references by `dref`, `dholds` of them holds, keeping held_only_ right.

@@ -39,6 +39,15 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
+uint64_t CacheSaltHash(std::string_view salt) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : salt) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::Tokenizer* tokenizer,
                                                        EngineConfig config) {
   const ModelConfig& mc = model->config();
@@ -288,6 +297,7 @@ void Engine::Enqueue(Request request, OutputCallback on_output) {
   auto s = std::make_unique<Stream>();
   s->arrival = Clock::now();
   s->seq.priority = request.priority;
+  s->seq.table.salt = request.cache_salt;
   s->seq.tokens = request.prompt_ids;
   s->seq.num_prompt_tokens = static_cast<int32_t>(request.prompt_ids.size());
   s->seq.reuse_cached_prefix = !request.params.prompt_logprobs;

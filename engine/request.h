@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/sampling_params.h"
@@ -20,7 +21,12 @@ struct Request {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
   int32_t priority = 0;            // lower runs first; FCFS among equals
+  // The prefix-cache scope (a hash of the client's cache_salt; 0: none): requests share cached
+  // prefixes only with requests of the same salt (engine/block_manager.h, PrefixScope).
+  uint64_t cache_salt = 0;
 };
+// The cache_salt of a salt text: never 0 (none), the same for the same text in every process.
+uint64_t CacheSaltHash(std::string_view salt);
 
 struct TokenLogprob {
   int32_t token_id;

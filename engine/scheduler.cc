@@ -21,15 +21,16 @@ std::optional<SnapshotHit> Scheduler::AcquireCachedPrefix(Sequence* seq) {
     seq->num_computed = blocks_->AcquirePrefix(seq->tokens, &seq->table);
     return std::nullopt;
   }
-  const int32_t n = seq->num_tokens(), pool = seq->table.pool, bs = blocks_->block_size();
-  const std::vector<uint64_t> cached = blocks_->CachedPrefix(seq->tokens, pool);
+  const int32_t n = seq->num_tokens(), bs = blocks_->block_size();
+  const PrefixScope scope = seq->table.scope();
+  const std::vector<uint64_t> cached = blocks_->CachedPrefix(seq->tokens, scope);
   // Where this prompt leaves what is cached: a snapshot there lets the next prompt that shares as
   // much resume there (one within the first block is not worth a slot).
   const int32_t branch =
-      std::max(blocks_->CommonPrefix(seq->tokens, pool, cached), snapshots_->CommonPrefix(seq->tokens, pool, cached));
+      std::max(blocks_->CommonPrefix(seq->tokens, scope, cached), snapshots_->CommonPrefix(seq->tokens, scope, cached));
   if (branch >= bs) seq->branch_point = branch;
   // The last token's logits are always computed.
-  std::optional<SnapshotHit> hit = snapshots_->Find(seq->tokens, pool, cached, n - 1);
+  std::optional<SnapshotHit> hit = snapshots_->Find(seq->tokens, scope, cached, n - 1);
   const int32_t at = hit ? hit->position : 0;
   blocks_->AcquireBlocks(cached, at / bs, &seq->table);
   blocks_->RecordLookup(n, at);
@@ -121,7 +122,8 @@ int32_t Scheduler::ChoosePool(const Sequence& seq, int32_t n) const {
   for (const Sequence* r : running_) ++running[r->table.pool];
   // A pool that caches a longer start of the prompt serves more of it (each pool's cache is its own).
   if (seq.reuse_cached_prefix && seq.table.blocks.empty())
-    for (int32_t p = 0; p < pools; ++p) cached[p] = static_cast<int32_t>(blocks_->CachedPrefix(seq.tokens, p).size());
+    for (int32_t p = 0; p < pools; ++p)
+      cached[p] = static_cast<int32_t>(blocks_->CachedPrefix(seq.tokens, {p, seq.table.salt}).size());
   const int32_t blocks = (seq.num_computed + n + blocks_->block_size() - 1) / blocks_->block_size();
   int32_t best = -1;
   for (int32_t p = 0; p < pools; ++p) {

@@ -29,13 +29,13 @@ void StateSnapshots::ForEachMatch(const std::vector<int32_t>& tokens, int32_t po
   }
 }
 
-std::optional<SnapshotHit> StateSnapshots::Find(const std::vector<int32_t>& tokens, int32_t pool,
+std::optional<SnapshotHit> StateSnapshots::Find(const std::vector<int32_t>& tokens, PrefixScope scope,
                                                 const std::vector<uint64_t>& cached, int32_t max_position) {
-  const int32_t bs = blocks_->block_size();
+  const int32_t bs = blocks_->block_size(), pool = scope.pool;
   // Deeper full blocks always mean deeper positions: the first level with a match has the best one.
   for (int32_t k = std::min<int32_t>(static_cast<int32_t>(cached.size()), max_position / bs); k >= 0; --k) {
     int32_t best = -1;
-    ForEachMatch(tokens, pool, blocks_->PrefixHash(pool, cached, k), k * bs,
+    ForEachMatch(tokens, pool, blocks_->PrefixHash(scope, cached, k), k * bs,
                  [&](int32_t id, const Snapshot& s, int32_t same) {
                    if (same == static_cast<int32_t>(s.tail.size()) && s.position <= max_position &&
                        (best < 0 || s.position > snaps_.at(best).position))
@@ -49,11 +49,11 @@ std::optional<SnapshotHit> StateSnapshots::Find(const std::vector<int32_t>& toke
   return std::nullopt;
 }
 
-int32_t StateSnapshots::CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool,
+int32_t StateSnapshots::CommonPrefix(const std::vector<int32_t>& tokens, PrefixScope scope,
                                      const std::vector<uint64_t>& cached) const {
   const int32_t k = static_cast<int32_t>(cached.size());
   int32_t best = 0;
-  ForEachMatch(tokens, pool, blocks_->PrefixHash(pool, cached, k), k * blocks_->block_size(),
+  ForEachMatch(tokens, scope.pool, blocks_->PrefixHash(scope, cached, k), k * blocks_->block_size(),
                [&](int32_t, const Snapshot&, int32_t same) { best = std::max(best, same); });
   return k * blocks_->block_size() + best;
 }
@@ -61,7 +61,7 @@ int32_t StateSnapshots::CommonPrefix(const std::vector<int32_t>& tokens, int32_t
 int32_t StateSnapshots::Take(const std::vector<int32_t>& tokens, int32_t position, const BlockTable& table) {
   const int32_t bs = blocks_->block_size(), k = position / bs, pool = table.pool;
   assert(position > 0 && static_cast<int32_t>(table.hashes.size()) >= k);
-  const uint64_t parent = blocks_->PrefixHash(pool, table.hashes, k);
+  const uint64_t parent = blocks_->PrefixHash(table.scope(), table.hashes, k);
   bool exists = false;
   ForEachMatch(tokens, pool, parent, k * bs, [&](int32_t, const Snapshot& s, int32_t same) {
     exists |= s.position == position && same == static_cast<int32_t>(s.tail.size());

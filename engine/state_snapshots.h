@@ -39,13 +39,15 @@ class StateSnapshots {
   int32_t slots_per_pool() const { return slots_per_pool_; }
   int32_t interval() const { return interval_; }
 
-  // The deepest snapshot of `pool` standing for a start of `tokens` no longer than max_position.
-  // `cached`: BlockManager::CachedPrefix(tokens, pool). Marks it recently used.
-  std::optional<SnapshotHit> Find(const std::vector<int32_t>& tokens, int32_t pool,
+  // The deepest snapshot of `scope` (its pool, and its salt through the chain hashes) standing for
+  // a start of `tokens` no longer than max_position. `cached`: BlockManager::CachedPrefix(tokens,
+  // scope). Marks it recently used.
+  std::optional<SnapshotHit> Find(const std::vector<int32_t>& tokens, PrefixScope scope,
                                   const std::vector<uint64_t>& cached, int32_t max_position);
-  // How many leading tokens of `tokens` a snapshot's prefix in `pool` shares with it, counting
+  // How many leading tokens of `tokens` a snapshot's prefix in `scope` shares with it, counting
   // only the partial block after the cached full blocks (as BlockManager::CommonPrefix does).
-  int32_t CommonPrefix(const std::vector<int32_t>& tokens, int32_t pool, const std::vector<uint64_t>& cached) const;
+  int32_t CommonPrefix(const std::vector<int32_t>& tokens, PrefixScope scope,
+                       const std::vector<uint64_t>& cached) const;
 
   // Records a snapshot of a sequence at `position` (its first `position` tokens, all with their KV
   // in its table, full blocks committed). Returns the slot to copy the sequence's state into, or -1

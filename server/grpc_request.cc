@@ -188,6 +188,7 @@ Status GrpcToEngineRequest(const pb::GenerateRequest& req, const ApiContext& ctx
                            std::shared_ptr<const ChatSession>* chat) {
   out->id = req.request_id().empty() ? ctx.NewRequestId("gen-") : req.request_id();
   out->priority = req.priority();
+  if (!req.cache_salt().empty()) out->cache_salt = CacheSaltHash(req.cache_salt());
   SampledFields given;
   out->params = ToParams(req.sampling(), &given);
   std::shared_ptr<const ChatSession> session;

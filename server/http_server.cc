@@ -421,6 +421,7 @@ class Session {
       er.params = r.params;
       if (r.params.seed && sample > 0) er.params.seed = *r.params.seed + sample;
       er.priority = r.priority;
+      er.cache_salt = r.cache_salt;
       absl::Status st = ctx_->engine().Submit(er, g.channel->Callback(i));
       if (!st.ok()) {
         for (const auto& done_id : *g.ids) ctx_->engine().Cancel(done_id);

@@ -210,6 +210,7 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
   r.endpoint = endpoint;
   r.n = d.n;
   r.priority = d.priority;
+  r.cache_salt = d.cache_salt;
   r.stream = d.stream;
   r.include_usage = d.include_usage;
   r.tokens_as_ids = d.tokens_as_ids;

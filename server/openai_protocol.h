@@ -29,6 +29,7 @@ struct ParsedRequest {
   bool chat_logprobs = false;     // chat: logprobs: true
   bool echo = false;              // completions: each choice's text starts with its prompt
   std::optional<int32_t> prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per prompt token
+  uint64_t cache_salt = 0;                 // Request::cache_salt
   bool generate = true;           // false: echo with max_tokens 0 (the engine's one token is dropped)
   bool tokens_as_ids = false;     // logprob tokens as "token_id:<id>"
   std::shared_ptr<const ChatSession> chat;  // chat: the rendered request its choices' parsers come from

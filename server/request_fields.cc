@@ -204,6 +204,12 @@ const std::vector<Row>& Table() {
       Honoured("prompt_logprobs", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Int(v, &d.prompt_logprobs, 0, 20); }),
       Honoured("logit_bias", kBoth, ReadLogitBias),
+      Honoured("cache_salt", kBoth,
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
+                 if (!v.is_string() || v.get<std::string>().empty())
+                   return f.Fail("'cache_salt' must be a non-empty string");
+                 d.cache_salt = CacheSaltHash(v.get<std::string>());
+               }),
       Honoured("bad_words", kBoth,
                [](FieldReader& f, const ojson& v, RequestDraft& d) {
                  if (!v.is_array()) return f.Fail("'bad_words' must be a list of strings");
@@ -288,7 +294,6 @@ const std::vector<Row>& Table() {
       Refused("length_penalty", kBoth, "beam search", {"1", "1.0"}),
       Refused("prompt_embeds", kC, "prompt embeddings"),
       Refused("logits_processors", kBoth, "custom logits processors", {"[]"}),
-      Refused("cache_salt", kBoth, "a salted prefix cache"),
       Refused("kv_transfer_params", kBoth, "disaggregated prefill", {"{}"}),
       Refused("vllm_xargs", kBoth, "extension arguments", {"{}"}),
       Refused("mm_processor_kwargs", kBoth, "multimodal input", {"{}"}),

@@ -39,6 +39,7 @@ struct RequestDraft {
   std::optional<int32_t> top_logprobs;            // chat
   std::optional<int32_t> prompt_logprobs;         // vLLM's: each prompt token's logprob and alternatives
   std::vector<std::string> bad_words;             // vLLM's: tokenized once the tokenizer is at hand
+  uint64_t cache_salt = 0;                        // vLLM's: the prefix-cache scope (Request::cache_salt)
   std::optional<int32_t> truncate_prompt_tokens;  // keep only the prompt's last this many tokens
   bool tokens_as_ids = false;                     // return_tokens_as_token_ids
   std::optional<bool> add_special_tokens;         // default: true for completions, false for chat

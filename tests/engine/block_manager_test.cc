@@ -1,5 +1,6 @@
-// BlockManager bookkeeping: allocation and release, prefix sharing by reference count, LRU
-// eviction of cached blocks, and the rule that the last prompt token is never served from cache.
+// BlockManager bookkeeping: allocation and release, prefix sharing by reference count (within a
+// cache salt only), LRU eviction of cached blocks, and the rule that the last prompt token is never
+// served from cache.
 #include "engine/block_manager.h"
 
 #include <gtest/gtest.h>
@@ -49,6 +50,31 @@ TEST(BlockManager, SharesCommittedPrefixBlocks) {
   EXPECT_EQ(bm.ref_count(tb.blocks[0]), 1);
   bm.Free(&tb);
   EXPECT_EQ(bm.num_available(), 16);
+}
+
+// Tables of different cache salts never share a block (nor does a salted table with an unsalted
+// one); tables of the same salt do, as unsalted ones do.
+TEST(BlockManager, SaltedPrefixesAreSharedOnlyWithinTheirSalt) {
+  BlockManager bm(32, 4, true);
+  const std::vector<int32_t> a = Range(10);
+  BlockTable first;
+  first.salt = 7;
+  ASSERT_TRUE(bm.EnsureCapacity(&first, 10));
+  bm.CommitFullBlocks(a, 10, &first);
+  for (const uint64_t salt : {uint64_t{0}, uint64_t{8}, uint64_t{7}}) {
+    BlockTable t;
+    t.salt = salt;
+    EXPECT_EQ(bm.AcquirePrefix(a, &t), salt == 7 ? 8 : 0) << "salt " << salt;
+    EXPECT_EQ(bm.CachedPrefix(a, t.scope()).size(), salt == 7 ? 2u : 0u);
+    bm.Free(&t);
+  }
+  BlockTable plain;
+  ASSERT_TRUE(bm.EnsureCapacity(&plain, 10));
+  bm.CommitFullBlocks(a, 10, &plain);
+  EXPECT_NE(plain.hashes[0], first.hashes[0]) << "the same tokens, another chain";
+  BlockTable again;
+  EXPECT_EQ(bm.AcquirePrefix(a, &again), 8);
+  EXPECT_EQ(again.blocks[0], plain.blocks[0]);
 }
 
 TEST(BlockManager, NeverServesTheLastTokenFromCache) {

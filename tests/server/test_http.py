@@ -114,3 +114,30 @@ def test_metrics_exposition(server):
                  "latentserve_kv_cache_usage_ratio", "latentserve_prefix_cache_hits_tokens_total",
                  "latentserve_expert_load_max_over_mean"):
         assert name in text, name
+
+
+def test_cache_salt_scopes_the_prefix_cache(server, grpc_stubs):
+    """Requests share cached prefixes only with requests of the same cache_salt (vLLM's), over HTTP
+    and gRPC; the text is the same either way."""
+    import grpc
+    prompt = list(range(300, 364))  # 64 ids: four full blocks of 16
+    body = {"prompt": prompt, "max_tokens": 4, "temperature": 0, "ignore_eos": True}
+
+    def cached(**extra):
+        r = requests.post(server.url + "/v1/completions", json={**body, **extra}).json()
+        return r["usage"]["prompt_tokens_details"]["cached_tokens"], r["choices"][0]["text"]
+
+    first, text = cached(cache_salt="tenant-a")
+    assert first == 0
+    assert cached(cache_salt="tenant-a") == (48, text), "the same salt shares"
+    assert cached(cache_salt="tenant-b") == (0, text), "another salt does not"
+    assert cached()[0] == 0, "nor does a request without one"
+    pb2, pb2_grpc = grpc_stubs
+    stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}"))
+    for salt, want in (("tenant-a", 48), ("tenant-c", 0)):
+        msgs = list(stub.Generate(pb2.GenerateRequest(token_ids=pb2.TokenIds(ids=prompt), cache_salt=salt,
+                                                      sampling=pb2.SamplingParams(max_tokens=2, temperature=0))))
+        assert msgs[-1].usage.cached_prompt_tokens == want, salt
+    for bad in ("", 5):
+        r = requests.post(server.url + "/v1/completions", json={**body, "cache_salt": bad})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "cache_salt", r.text

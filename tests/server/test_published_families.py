@@ -68,6 +68,11 @@ def test_recurrent_models_serve_prefix_cache_hits_from_state_snapshots(grpc_stub
         r2 = requests.post(s.url + "/v1/completions", timeout=60, json={"prompt": turn2, **body}).json()
         assert r2["usage"]["prompt_tokens_details"]["cached_tokens"] == 70
         assert r2["choices"][0]["text"] == want["choices"][0]["text"]
+        # Another cache salt finds neither the blocks nor the state snapshots of the unsalted turns.
+        r3 = requests.post(s.url + "/v1/completions", timeout=60,
+                           json={"prompt": turn2, "cache_salt": "tenant-b", **body}).json()
+        assert r3["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+        assert r3["choices"][0]["text"] == want["choices"][0]["text"]
         pb2, pb2_grpc = grpc_stubs
         stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
         msgs = list(stub.Generate(pb2.GenerateRequest(
