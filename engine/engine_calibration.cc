@@ -13,13 +13,17 @@
 namespace ls {
 namespace {
 
-// Counts the final outputs of the set's requests and keeps the first error.
-class Finished {
+// Counts the final outputs of the set's requests and keeps the first error. Shared with the
+// callbacks, which may outlive a wait that timed out.
+class Finished : public std::enable_shared_from_this<Finished> {
  public:
   explicit Finished(size_t expected) : expected_(expected) {}
   OutputCallback Callback(size_t index) {
-    return [this, index](RequestOutput out) {
-      if (!out.finished()) return;
+    return [self = shared_from_this(), index](RequestOutput out) { self->Add(index, out); };
+  }
+  void Add(size_t index, const RequestOutput& out) {
+    if (!out.finished()) return;
+    {
       MutexLock lock(&mu_);
       tokens_ += out.prompt_tokens + out.completion_tokens;
       if (out.finish_reason == FinishReason::kError || out.finish_reason == FinishReason::kCancelled)
@@ -27,8 +31,8 @@ class Finished {
           error_ = absl::StrCat("calibration sequence ", index, ": ", FinishReasonName(out.finish_reason),
                                 out.error.empty() ? "" : absl::StrCat(" (", out.error, ")"));
       ++done_;
-      cv_.SignalAll();
-    };
+    }
+    cv_.SignalAll();
   }
   // Waits for every final output; false when `timeout` passed first.
   bool Wait(std::chrono::seconds timeout) {
@@ -89,20 +93,20 @@ absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engin
       requests.push_back(std::move(r));
     }
   }
-  Finished finished(requests.size());
+  const auto finished = std::make_shared<Finished>(requests.size());
   std::vector<OutputCallback> callbacks;
   for (size_t i = 0; i < requests.size(); ++i) {
     requests[i].id = absl::StrCat("placement-calibration-", i);
-    callbacks.push_back(finished.Callback(i));
+    callbacks.push_back(finished->Callback(i));
   }
   EngineCalibrationResult result;
   result.sequences = static_cast<int64_t>(requests.size());
   if (absl::Status st = engine.SubmitAll(std::move(requests), std::move(callbacks)); !st.ok())
     return absl::Status(st.code(), absl::StrCat("calibration: ", st.message()));
-  if (!finished.Wait(c.timeout))
+  if (!finished->Wait(c.timeout))
     return absl::DeadlineExceededError(absl::StrCat("the calibration set did not finish in ", c.timeout.count(), " s"));
-  if (std::string e = finished.error(); !e.empty()) return absl::InternalError(e);
-  result.tokens = finished.tokens();
+  if (std::string e = finished->error(); !e.empty()) return absl::InternalError(e);
+  result.tokens = finished->tokens();
 
   // The re-plan from the set's load, and its switch on every rank.
   const uint64_t before = engine.Metrics().replans;
