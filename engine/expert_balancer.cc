@@ -279,9 +279,12 @@ void ExpertBalancer::MigrateChunk() {
 }
 
 std::chrono::milliseconds ExpertBalancer::IdleWait(std::chrono::milliseconds idle) const {
-  // A plan in flight switches in at a pass of the loop: an idle one passes often until it has.
+  // A plan asked for (RequestReplan) switches in at a pass of the loop: an idle one passes often
+  // until it has. (A periodic re-plan waits for the next step, as it always has.)
   if (config_.replan_step_budget_ms <= 0)
-    return planning_.load() || replan_requested_.load() ? std::min(idle, std::chrono::milliseconds(5)) : idle;
+    return replan_requested_.load() || (planning_.load() && clear_window_on_switch_)
+               ? std::min(idle, std::chrono::milliseconds(5))
+               : idle;
   if (migration_) return std::chrono::milliseconds(0);
   return planning_.load() ? std::min(idle, std::chrono::milliseconds(5)) : idle;
 }

@@ -77,8 +77,8 @@ class ExpertBalancer {
   void RequestReplan() { replan_requested_ = true; }
   // How long the loop may wait, with nothing to run, before its next BeforeStep (`idle`: what it
   // waits otherwise): under a step budget, no wait while a placement is being copied (its chunks
-  // go on back to back); a few milliseconds while one is asked for or being planned (it switches
-  // in at a pass); else `idle`.
+  // go on back to back) and a few milliseconds while one is being planned; without a budget, a
+  // few milliseconds while a plan asked for (RequestReplan) is pending; else `idle`.
   std::chrono::milliseconds IdleWait(std::chrono::milliseconds idle) const;
   // Forgets the load counted so far (the warm-up step's routing is not load).
   void ResetLoad();
