@@ -13,8 +13,6 @@
 
 namespace ls {
 
-// A sequence's blocks. `hashes[i]` is the chain hash of block i once it is full and committed.
-// `pool`: where its blocks come from (set while the table is empty).
 // Where a chain of cached blocks lives: a pool, and the cache salt of the requests that share it
 // (0: none). Chains of different scopes never share a block, so that a tenant's prompts never
 // find, nor time, another's cached prefixes. A pool alone is a scope.
@@ -24,6 +22,8 @@ struct PrefixScope {
   uint64_t salt;
 };
 
+// A sequence's blocks. `hashes[i]` is the chain hash of block i once it is full and committed.
+// `pool`: where its blocks come from (set while the table is empty).
 struct BlockTable {
   std::vector<int32_t> blocks;
   std::vector<uint64_t> hashes;

@@ -28,26 +28,6 @@ constexpr const char* kShutdownReason = "the server is shutting down and cancell
 
 using Clock = std::chrono::steady_clock;
 
-const char* FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
-    case FinishReason::kNone: return "";
-  }
-  return "";
-}
-
-uint64_t CacheSaltHash(std::string_view salt) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : salt) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h == 0 ? 1 : h;
-}
-
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Model* model, const tok::Tokenizer* tokenizer,
                                                        EngineConfig config) {
   const ModelConfig& mc = model->config();
