@@ -11,6 +11,33 @@ namespace {
 
 constexpr int64_t kMaxRepeat = 4096;  // copies one repetition may unroll into
 
+// Whether every symbol of `alt` holds: a byte set where `bytes_hold(set)`, a rule where `rules` says.
+template <class BytesHold>
+bool EverySymbolHolds(const Grammar& g, const std::vector<Symbol>& alt, const std::vector<char>& rules,
+                      BytesHold bytes_hold) {
+  for (const Symbol& s : alt)
+    if (s.kind == Symbol::kBytes ? !bytes_hold(g.sets[s.index]) : !rules[s.index]) return false;
+  return true;
+}
+
+// The rules that have an alternative whose every symbol holds — a byte set where
+// `bytes_hold(set)`, a rule where it is itself in the result — to a fixed point: the nullable
+// rules (no byte set holds) and the rules that can finish (every non-empty byte set holds).
+template <class BytesHold>
+std::vector<char> RulesWithAnAlternativeWhere(const Grammar& g, BytesHold bytes_hold) {
+  const size_t n = g.rules.size();
+  std::vector<char> holds(n, 0);
+  const auto alt_holds = [&](const std::vector<Symbol>& alt) { return EverySymbolHolds(g, alt, holds, bytes_hold); };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (holds[r]) continue;
+      if (std::any_of(g.rules[r].begin(), g.rules[r].end(), alt_holds)) holds[r] = changed = true;
+    }
+  }
+  return holds;
+}
+
 }  // namespace
 
 GrammarBuilder::GrammarBuilder() { Declare("root"); }
@@ -143,24 +170,12 @@ absl::StatusOr<Grammar> GrammarBuilder::Finish() && {
 absl::Status DropUnfinishable(Grammar* g) {
   const size_t n = g->rules.size();
   // A rule finishes when one of its alternatives does: every symbol a non-empty byte set or a
-  // rule that finishes. To a fixed point.
-  std::vector<char> finishes(n, 0);
+  // rule that finishes.
+  const auto non_empty = [](const ByteSet& set) { return set.any(); };
+  const std::vector<char> finishes = RulesWithAnAlternativeWhere(*g, non_empty);
   const auto alt_finishes = [&](const std::vector<Symbol>& alt) {
-    for (const Symbol& s : alt)
-      if (s.kind == Symbol::kBytes ? g->sets[s.index].none() : !finishes[s.index]) return false;
-    return true;
+    return EverySymbolHolds(*g, alt, finishes, non_empty);
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (finishes[r]) continue;
-      for (const auto& alt : g->rules[r])
-        if (alt_finishes(alt)) {
-          finishes[r] = changed = true;
-          break;
-        }
-    }
-  }
   if (n > 0 && !finishes[0]) {
     // Name a rule on the way down the first alternatives that never finishes, other than the root
     // (a grammar's own `root` may sit below the builder's).
@@ -200,22 +215,8 @@ absl::Status CheckGrammar(const Grammar& g) {
           return absl::InvalidArgumentError(absl::StrCat("grammar rule '", g.names[r], "' has an invalid byte set"));
       }
   }
-  // Nullable rules, to a fixed point.
-  std::vector<char> nullable(n, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (const auto& alt : g.rules[r]) {
-        bool all = true;
-        for (const Symbol& s : alt) all = all && s.kind == Symbol::kRule && nullable[s.index];
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
-    }
-  }
+  // Nullable rules: an alternative of rules alone, each nullable.
+  const std::vector<char> nullable = RulesWithAnAlternativeWhere(g, [](const ByteSet&) { return false; });
   // Left recursion: a cycle among the rules entered at the left edge (through nullable symbols)
   // that pushes the stack, i.e. takes at least one edge not in tail position (a reference ending
   // its alternative returns straight to the caller's caller, so a cycle of those only loops in
