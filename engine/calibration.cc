@@ -91,6 +91,13 @@ absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
   return Loads(model, *windows);
 }
 
+SamplingParams CalibrationSampling() {
+  SamplingParams p;
+  p.temperature = 1.f;
+  p.top_p = 0.95f;
+  return p;
+}
+
 absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, int32_t count, int32_t length,
                                                                   uint64_t seed) {
   const ModelConfig& c = model.config();
@@ -102,9 +109,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, 
   KvCache cache(model.backend(), model.kv_layout(), per_seq * count, kBlock, DType::kF32, /*num_state_slots=*/count);
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int32_t>> seqs(count);
-  for (auto& s : seqs) s.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(c.vocab_size)));
-  SamplingParams params;
-  params.top_p = 0.95f;
+  for (auto& s : seqs) s.push_back(SampleFirstToken(rng, c.vocab_size));
+  const SamplingParams params = CalibrationSampling();
   std::vector<float> logits;
   for (int32_t pos = 0; pos + 1 < length; ++pos) {
     StepBatch batch;

@@ -9,11 +9,13 @@
 
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/quantile_balancing.h"
+#include "engine/sampling_params.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,9 +54,18 @@ absl::StatusOr<std::map<int32_t, double>> MeasureExpertBalance(Model& model,
 absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
     Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t window = 0);
 
-// `count` sequences of `length` tokens (at most the context) the model writes itself, each from a
-// random first token, sampled at temperature 1 with top-p 0.95 (seeded): text of the kind the model
-// routes, where no calibration set is at hand. Runs them batched, with a KV cache of its own.
+// The model's own text, where no calibration set is at hand: kCalibrationSamples sequences of
+// kCalibrationSampleTokens tokens by default, each from a random first token
+// (SampleFirstToken), sampled with CalibrationSampling (temperature 1, top-p 0.95; seeded).
+inline constexpr int32_t kCalibrationSamples = 16, kCalibrationSampleTokens = 128;
+SamplingParams CalibrationSampling();
+// A first token of a sampled sequence: uniform over the vocabulary, from `rng`.
+inline int32_t SampleFirstToken(std::mt19937_64& rng, int64_t vocab_size) {
+  return static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab_size));
+}
+
+// `count` sequences of `length` tokens (at most the context) the model writes itself, as above:
+// text of the kind the model routes. Runs them batched, with a KV cache of its own.
 absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, int32_t count, int32_t length,
                                                                   uint64_t seed);
 

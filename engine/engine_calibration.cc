@@ -74,9 +74,8 @@ absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engin
     std::mt19937_64 rng(c.seed);
     for (int32_t i = 0; i < c.samples; ++i) {
       Request r;
-      r.prompt_ids = {static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab))};
-      r.params.temperature = 1.f;
-      r.params.top_p = 0.95f;
+      r.prompt_ids = {SampleFirstToken(rng, vocab)};
+      r.params = CalibrationSampling();
       r.params.seed = c.seed + static_cast<uint64_t>(i);
       r.params.ignore_eos = true;
       r.params.max_tokens = std::min(c.sample_tokens, engine.max_model_len()) - 1;

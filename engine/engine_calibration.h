@@ -10,16 +10,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/calibration.h"
 #include "engine/engine.h"
 
 namespace ls {
 
 struct EngineCalibration {
   // The calibration sequences, each run as a prompt of one new token. Empty: the model samples
-  // `samples` sequences of `sample_tokens` tokens itself, each from a random first token (top-p
-  // 0.95 at temperature 1, seeded), as SampleFromModel does.
+  // `samples` sequences of `sample_tokens` tokens itself, as SampleFromModel does
+  // (engine/calibration.h).
   std::vector<std::vector<int32_t>> prompts;
-  int32_t samples = 16, sample_tokens = 128;
+  int32_t samples = kCalibrationSamples, sample_tokens = kCalibrationSampleTokens;
   uint64_t seed = 1;
   std::chrono::seconds timeout{600};  // for the set, and again for the switch
 };

@@ -367,15 +367,23 @@ std::string ServedModelName(const std::string& dir) {
   return name;
 }
 
+// The start-up log's fields naming what a placement was planned from: --calibration_prompts's file
+// (empty: the model's own samples), its sequences and tokens.
+std::string PlanSourceFields(const std::string& path, int64_t sequences, int64_t tokens) {
+  return absl::StrCat("\"source\":",
+                      nlohmann::json(path.empty() ? "model_samples" : path)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      ",\"sequences\":", sequences, ",\"tokens\":", tokens);
+}
+
 // --expert_placement auto: the expert load of the calibration set (--calibration_prompts, or text
 // the model samples itself) into experts->initial_loads. Returns what it ran on, as JSON fields for
 // the start-up log.
 absl::StatusOr<std::string> PlanInputsFromFlags(ls::Model& model, const ls::tok::Tokenizer* tokenizer,
                                                 ls::ExpertBalancerConfig* experts) {
-  constexpr int32_t kSamples = 16, kSampleTokens = 128;
   const std::string path = absl::GetFlag(FLAGS_calibration_prompts);
   absl::StatusOr<std::vector<std::vector<int32_t>>> seqs =
-      path.empty() ? ls::SampleFromModel(model, kSamples, kSampleTokens, /*seed=*/1)
+      path.empty() ? ls::SampleFromModel(model, ls::kCalibrationSamples, ls::kCalibrationSampleTokens, /*seed=*/1)
                    : ls::ReadCalibrationSet(path, tokenizer);
   if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
   auto loads = ls::MeasureExpertLoads(model, *seqs);
@@ -383,10 +391,7 @@ absl::StatusOr<std::string> PlanInputsFromFlags(ls::Model& model, const ls::tok:
   experts->initial_loads = std::move(*loads);
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  return absl::StrCat("\"source\":",
-                      nlohmann::json(path.empty() ? "model_samples" : path)
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                      ",\"sequences\":", seqs->size(), ",\"tokens\":", tokens);
+  return PlanSourceFields(path, static_cast<int64_t>(seqs->size()), tokens);
 }
 
 // --expert_placement auto in a rank group: the calibration set (--calibration_prompts, or text the
@@ -402,10 +407,7 @@ absl::StatusOr<std::string> PlanThroughEngineFromFlags(ls::Engine& engine, const
   }
   auto r = ls::PlanPlacementThroughEngine(engine, c);
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("--expert_placement auto: ", r.status().message()));
-  return absl::StrCat("\"source\":",
-                      nlohmann::json(path.empty() ? "model_samples" : path)
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                      ",\"sequences\":", r->sequences, ",\"tokens\":", r->tokens,
+  return absl::StrCat(PlanSourceFields(path, r->sequences, r->tokens),
                       ",\"expected_device_max_over_mean\":", r->expected_device_max_over_mean,
                       ",\"uniform_expected_device_max_over_mean\":", r->before_device_max_over_mean);
 }
