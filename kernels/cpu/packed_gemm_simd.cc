@@ -49,11 +49,13 @@ struct Kernel {
   }
   // Rows k0 .. k0 + kb − 1 of panel `panel` as float32 [kb][32], rows in order.
   void WidenPanel(int64_t panel, int64_t k0, int64_t kb, float* out) const {
-    for (int64_t k = 0; k < kb; ++k) {
+    // One moving source and destination: the step's address is not recomputed from the panel.
+    const char* src = StepAddress(panel, k0);
+    for (int64_t k = 0; k < kb; ++k, src += kStepBytes, out += P) {
       V16 lo, hi;
-      LoadStep<T>(w, (panel * K + k0 + k) * P, &lo, &hi);
-      Store(out + k * P, lo);
-      Store(out + k * P + 16, hi);
+      LoadStep<T>(src, 0, &lo, &hi);
+      Store(out, lo);
+      Store(out + 16, hi);
     }
   }
 
