@@ -132,35 +132,22 @@ SampleResult Sampler::Sample(float* logits, int32_t vocab, const SamplingParams&
     }
     double mass = 0;
     for (int32_t i = 0; i < n; ++i) mass += prob[i];
-    // A draft: accepted with its probability; else the draw is from the rest.
-    int32_t skip = -1;
-    if (draft >= 0) {
-      for (int32_t i = 0; i < n && skip < 0; ++i)
-        if (idx[i] == draft) skip = i;
-      if (skip >= 0) {
-        if (std::uniform_real_distribution<double>(0.0, mass)(*rng) < prob[skip] || mass - prob[skip] <= 0) {
-          r.token_id = draft;
-          r.accepted = true;
-        } else {
-          mass -= prob[skip];
-        }
+    // One draw per token, with a draft or without: the token is drawn from the distribution, and a
+    // draft is accepted when it is the token drawn. That accepts it with its probability and, on
+    // rejection, leaves a draw from the rest — the rule for a deterministic draft — while the random
+    // stream advances as it would without speculation, so a seeded request's tokens do not depend
+    // on whether (or how far) a step speculated.
+    const double u = std::uniform_real_distribution<double>(0.0, mass)(*rng);
+    double cum = 0;
+    r.token_id = idx[n - 1];  // rounding left u at the end
+    for (int32_t i = 0; i < n; ++i) {
+      cum += prob[i];
+      if (u < cum) {
+        r.token_id = idx[i];
+        break;
       }
     }
-    if (!r.accepted) {
-      const double u = std::uniform_real_distribution<double>(0.0, mass)(*rng);
-      double cum = 0;
-      r.token_id = -1;
-      for (int32_t i = 0; i < n; ++i) {
-        if (i == skip) continue;
-        cum += prob[i];
-        if (u < cum) {
-          r.token_id = idx[i];
-          break;
-        }
-      }
-      for (int32_t i = n - 1; r.token_id < 0 && i >= 0; --i)  // rounding left u at the end
-        if (i != skip) r.token_id = idx[i];
-    }
+    r.accepted = r.token_id == draft;
   }
   if (p.logprobs) {
     r.has_logprobs = true;

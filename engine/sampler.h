@@ -4,9 +4,10 @@
 // a draw from the sequence's own random stream (so a seeded request gives the same tokens alone or batched). Logprobs
 // are of the model's raw distribution (log-softmax of the logits before logit bias, penalties and temperature), with
 // the top-n alternatives. Speculative decoding verifies a proposed (draft) token with the same call: greedy accepts it
-// when it is the argmax; sampling accepts it with its probability under the request's distribution and otherwise draws
-// from that distribution without it, which leaves the distribution of the token returned exactly the one without a
-// draft (the draft is deterministic, as n-gram lookup's is). A NaN logit is a token that cannot be chosen (its
+// when it is the argmax; sampling draws the token exactly as without a draft (one draw from the sequence's stream) and
+// accepts the draft when it is the token drawn — with its probability, and on rejection the token is a draw from the
+// rest, the rule for a deterministic draft (as every proposer's is) — so a seeded request gives the same tokens with
+// speculation or without, however far each step speculated. A NaN logit is a token that cannot be chosen (its
 // log-probability is −∞); a row in which no token can be chosen gives no token (token_id −1), which the engine reports
 // as an error rather than make one up.
 #pragma once

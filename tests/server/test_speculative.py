@@ -1,6 +1,7 @@
 """Speculative decoding through the server, by n-gram prompt lookup, by a draft model and by the
 checkpoint's own multi-token-prediction layer: greedy
-completions over HTTP and gRPC are the ones of a server without it (with structured output too),
+completions over HTTP and gRPC are the ones of a server without it (with structured output too), and
+so are seeded sampled ones (run together and preempted too),
 /metrics counts the drafts proposed and accepted (labelled by method), the ready line says what
 runs, and a bad --speculative_config or a draft model with another vocabulary stops the start
 with a message naming what is wrong; a model with recurrent layers speculates with the same
@@ -8,6 +9,7 @@ output."""
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import requests
@@ -52,6 +54,39 @@ def test_greedy_output_is_the_output_without_speculation(grpc_stubs):
         proposed = s.metric("latentserve_spec_decode_num_draft_tokens_total")
         accepted = s.metric("latentserve_spec_decode_num_accepted_tokens_total")
         assert 0 < accepted <= proposed
+    finally:
+        s.stop()
+
+
+SEEDED = [{"prompt": PROMPT * (1 + i % 3), "max_tokens": 48, "seed": 7 + i, "temperature": 0.05 if i % 2 else 0.9,
+           "top_p": 0.95} for i in range(12)]
+
+
+def _seeded_texts(s, concurrently):
+    def one(body):
+        r = requests.post(s.url + "/v1/completions", timeout=120, json=body)
+        assert r.status_code == 200, r.text
+        return r.json()["choices"][0]["text"]
+    if not concurrently:
+        return [one(b) for b in SEEDED]
+    with ThreadPoolExecutor(len(SEEDED)) as pool:
+        return list(pool.map(one, SEEDED))
+
+
+def test_seeded_sampling_is_the_output_without_speculation():
+    # Sampled requests with a seed give the text they give without speculation, also when they run
+    # together in a KV cache too small for all of them (preempted, some steps without a draft).
+    plain = Server()
+    try:
+        want = _seeded_texts(plain, concurrently=False)
+    finally:
+        plain.stop()
+    s = Server("--speculative_config", SPEC, "--kv_cache_mb", "1", "--max_num_seqs", "12")
+    try:
+        assert _seeded_texts(s, concurrently=True) == want
+        assert s.metric("latentserve_preemptions_total") > 0
+        assert s.metric("latentserve_spec_decode_num_accepted_tokens_total") > 0
+        assert _seeded_texts(s, concurrently=False) == want
     finally:
         s.stop()
 
