@@ -34,10 +34,27 @@ absl::Status ExpertPlacement::Validate() const {
 }
 
 std::vector<int32_t> DispatchSlots(const ExpertPlacement& p, const int32_t* ids, int64_t num_pairs) {
-  std::vector<int32_t> next(p.num_experts, 0), out(num_pairs);
+  std::vector<int32_t> out(num_pairs, -1);
+  std::vector<int64_t> rows(p.num_devices, 0);
+  // A row of an expert with one copy has one place to go.
   for (int64_t i = 0; i < num_pairs; ++i) {
     const auto& reps = p.replicas[ids[i]];
-    out[i] = reps[next[ids[i]]++ % reps.size()];
+    if (reps.size() == 1) ++rows[p.device_of(out[i] = reps[0])];
+  }
+  // A row of a replicated expert, in pair order, goes to the copy whose device has the fewest rows
+  // so far; between equal devices, to the copy after the one the expert's previous row took.
+  std::vector<int32_t> next(p.num_experts, 0);
+  for (int64_t i = 0; i < num_pairs; ++i) {
+    const auto& reps = p.replicas[ids[i]];
+    if (reps.size() == 1) continue;
+    const int32_t n = static_cast<int32_t>(reps.size()), first = next[ids[i]] % n;
+    int32_t best = first;
+    for (int32_t j = 1; j < n; ++j) {
+      const int32_t c = (first + j) % n;
+      if (rows[p.device_of(reps[c])] < rows[p.device_of(reps[best])]) best = c;
+    }
+    ++rows[p.device_of(out[i] = reps[best])];
+    next[ids[i]] = best + 1;
   }
   return out;
 }

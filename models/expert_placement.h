@@ -1,6 +1,7 @@
 // ExpertPlacement: which expert each physical expert slot of each device holds, for one MoE
-// layer — plain data the MoE block dispatches over (docs/serving.md) — and the dispatch rule: an
-// expert's routed rows, in token order, go round-robin over its replicas. Built by the planner in
+// layer — plain data the MoE block dispatches over (docs/serving.md) — and the dispatch rule: a
+// replicated expert's routed rows, in token order, each go to the copy whose device has the fewest
+// rows of the step so far (the one-copy experts' rows counted first). Built by the planner in
 // engine/expert_planner; the model only reads it.
 #pragma once
 

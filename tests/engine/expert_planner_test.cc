@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -64,17 +65,49 @@ TEST(ExpertPlacement, PropertiesHoldOnRandomLoads) {
   }
 }
 
-TEST(ExpertPlacement, DispatchSplitsRowsOverReplicasRoundRobin) {
-  auto p = PlanPlacement({10, 1, 1, 1}, 2, 3);  // expert 0 has two replicas
-  ASSERT_TRUE(p.ok());
-  ASSERT_EQ(p->replicas[0].size(), 2u);
-  const int32_t ids[6] = {0, 1, 0, 2, 0, 0};
-  auto slots = DispatchSlots(*p, ids, 6);
-  EXPECT_EQ(slots[0], p->replicas[0][0]);
-  EXPECT_EQ(slots[2], p->replicas[0][1]);
-  EXPECT_EQ(slots[4], p->replicas[0][0]);
-  EXPECT_EQ(slots[5], p->replicas[0][1]);
-  EXPECT_EQ(slots[1], p->replicas[1][0]);
+// Rows of an expert with one copy go to it; a replicated expert's rows, in order, to the copy on
+// the device with the fewest rows so far, alternating between equal devices.
+TEST(ExpertPlacement, DispatchSendsReplicatedRowsToTheLeastLoadedDevice) {
+  ExpertPlacement p;
+  p.num_experts = 5;
+  p.num_devices = 2;
+  p.slots_per_device = 3;
+  p.slot_expert = {0, 1, 2, 0, 3, 4};  // expert 0 on both devices
+  p.Index();
+  ASSERT_TRUE(p.Validate().ok());
+  // One-copy rows: two on device 0 (experts 1, 2), one on device 1 (expert 3). Expert 0's rows
+  // then go to device 1 (2:1 -> 2:2), device 0 (tie; the other copy than last), device 1, device 0.
+  const int32_t ids[7] = {1, 2, 0, 0, 0, 3, 0};
+  EXPECT_EQ(DispatchSlots(p, ids, 7), (std::vector<int32_t>{1, 2, 3, 0, 3, 4, 0}));
+  // Equal devices alternate, as round-robin would.
+  const int32_t only0[4] = {0, 0, 0, 0};
+  EXPECT_EQ(DispatchSlots(p, only0, 4), (std::vector<int32_t>{0, 3, 0, 3}));
+}
+
+// On random placements and routings: every row goes to a copy of its own expert, and the busiest
+// device never holds more rows than under round-robin over the copies, summed over the cases.
+TEST(ExpertPlacement, DispatchIsValidAndBalancesBetterThanRoundRobin) {
+  std::mt19937 rng(5);
+  int64_t greedy_max = 0, round_robin_max = 0;
+  for (int c = 0; c < 200; ++c) {
+    std::vector<double> loads(16);
+    for (auto& l : loads) l = 1.0 + rng() % 20;
+    auto p = PlanPlacement(loads, 4, 5);  // 20 slots for 16 experts: 4 replicas
+    ASSERT_TRUE(p.ok());
+    std::vector<int32_t> ids(64);
+    for (auto& e : ids) e = static_cast<int32_t>(rng() % 16);
+    const std::vector<int32_t> slots = DispatchSlots(*p, ids.data(), 64);
+    std::vector<int64_t> rows(4, 0), rr(4, 0), next(16, 0);
+    for (int i = 0; i < 64; ++i) {
+      ASSERT_EQ(p->slot_expert[slots[i]], ids[i]);
+      ++rows[p->device_of(slots[i])];
+      const auto& reps = p->replicas[ids[i]];
+      ++rr[p->device_of(reps[next[ids[i]]++ % reps.size()])];
+    }
+    greedy_max += *std::max_element(rows.begin(), rows.end());
+    round_robin_max += *std::max_element(rr.begin(), rr.end());
+  }
+  EXPECT_LT(greedy_max, round_robin_max);
 }
 
 TEST(ExpertPlacement, JsonRoundTripAndErrors) {
