@@ -20,7 +20,7 @@ namespace ls::server {
 
 enum class Endpoint { kCompletions, kChat };
 
-constexpr int32_t kMaxChoices = 8;  // n
+constexpr int32_t kMaxChoices = 128;  // n (OpenAI's bound)
 
 // A request's fields as read, before its prompt is tokenized. Pointers point into the body.
 struct RequestDraft {

@@ -83,6 +83,22 @@ def test_n_choices(server):
     r = requests.post(server.url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3, "n": 3, "seed": 1})
     assert r.status_code == 200
     assert [c["index"] for c in r.json()["choices"]] == [0, 1, 2]
+    # Up to OpenAI's 128 choices, each choice i drawn with seed + i, streamed or not.
+    body = {"prompt": "In the beginning", "max_tokens": 6, "n": 128, "seed": 3, "temperature": 1.0}
+    many = requests.post(server.url + "/v1/completions", json=body, timeout=120).json()["choices"]
+    assert [c["index"] for c in many] == list(range(128))
+    assert len({c["text"] for c in many}) > 64, "distinct draws"
+    one = requests.post(server.url + "/v1/completions", json={**body, "n": 1, "seed": 3 + 100}).json()["choices"][0]
+    assert one["text"] == many[100]["text"]
+    events = requests.post(server.url + "/v1/completions", json={**body, "stream": True}, stream=True, timeout=120)
+    texts = [""] * 128
+    for line in events.iter_lines(decode_unicode=True):
+        if line.startswith("data: {"):
+            for c in json.loads(line[6:])["choices"]:
+                texts[c["index"]] += c["text"]
+    assert texts == [c["text"] for c in many]
+    r = requests.post(server.url + "/v1/completions", json={**body, "n": 129})
+    assert r.status_code == 400 and "'n'" in r.text
 
 
 def test_stop_string_is_not_emitted(server):
