@@ -308,6 +308,10 @@ absl::Status Engine::SubmitAll(std::vector<Request> requests, std::vector<Output
   absl::Status st = requests.size() == on_output.size()
                         ? absl::OkStatus()
                         : absl::InvalidArgumentError("SubmitAll: one callback per request");
+  if (st.ok() && static_cast<int64_t>(requests.size()) > config_.max_waiting)  // would wait for a queue it cannot fit
+    st = absl::InvalidArgumentError(absl::StrCat(
+        "this request's ", requests.size(), " sequences (its prompts times n) are more than the waiting queue holds (",
+        config_.max_waiting, "): it could never be queued"));
   for (size_t i = 0; i < requests.size() && st.ok(); ++i) {
     st = Validate(requests[i]);
     for (size_t j = 0; j < i && st.ok(); ++j)

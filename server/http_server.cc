@@ -409,26 +409,28 @@ class Session {
     co_return ok;
   }
 
-  // Submits every choice to the engine; on a refusal cancels those already in and says why.
+  // Submits every choice to the engine at once: all are queued, or none and the reason.
   std::optional<ApiError> Submit(Generation& g) {
     const ParsedRequest& r = g.r;
     const int32_t num_choices = r.num_choices();
+    std::vector<ls::Request> choices(num_choices);
+    std::vector<ls::OutputCallback> callbacks;
     for (int32_t i = 0; i < num_choices; ++i) {
       const int32_t sample = i % r.n;  // choice i is sample `sample` of prompt i / n
-      ls::Request er;
+      ls::Request& er = choices[i];
       er.id = num_choices == 1 ? g.id : absl::StrCat(g.id, "-", i);
       er.prompt_ids = r.prompts[i / r.n];
       er.params = r.params;
       if (r.params.seed && sample > 0) er.params.seed = *r.params.seed + sample;
       er.priority = r.priority;
       er.cache_salt = r.cache_salt;
-      absl::Status st = ctx_->engine().Submit(er, g.channel->Callback(i));
-      if (!st.ok()) {
-        for (const auto& done_id : *g.ids) ctx_->engine().Cancel(done_id);
-        return ToApiError(st);
-      }
-      g.ids->push_back(er.id);
+      callbacks.push_back(g.channel->Callback(i));
     }
+    std::vector<std::string> ids;
+    for (const ls::Request& er : choices) ids.push_back(er.id);
+    if (absl::Status st = ctx_->engine().SubmitAll(std::move(choices), std::move(callbacks)); !st.ok())
+      return ToApiError(st);
+    *g.ids = std::move(ids);
     return std::nullopt;
   }
 

@@ -336,7 +336,10 @@ TEST_F(EngineTest, SubmitAllQueuesEveryRequestOrNone) {
     return SubmitTogether(*engine, std::move(reqs), qs);
   };
   std::vector<std::unique_ptr<OutputQueue>> qs;
-  EXPECT_TRUE(absl::IsResourceExhausted(batch({"a", "b", "c", "d"}, &qs))) << "more than the queue holds";
+  const absl::Status too_many = batch({"a", "b", "c", "d"}, &qs);
+  EXPECT_TRUE(absl::IsInvalidArgument(too_many)) << "more than the queue holds: never, not later";
+  EXPECT_NE(too_many.message().find("4 sequences"), std::string::npos) << too_many;
+  EXPECT_NE(too_many.message().find("could never be queued"), std::string::npos) << too_many;
   EXPECT_TRUE(absl::IsAlreadyExists(batch({"a", "b", "a"}, &qs))) << "an id twice";
   EXPECT_EQ(engine->num_live_requests(), 0u) << "a refused batch queues nothing";
   qs.clear();

@@ -76,6 +76,12 @@ def test_overload_gets_429_and_service_recovers(grpc_stubs):
         stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
         # Service is normal right after.
         assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 2}).status_code == 200
+        # A request that alone fans out past the queue (prompts times n) could never be queued: 400,
+        # not a 429 to retry for ever.
+        for body in ({"prompt": "x", "max_tokens": 2, "n": 5}, {"prompt": ["x", "y", "z"], "max_tokens": 2, "n": 2}):
+            r = requests.post(s.url + C, json=body)
+            assert r.status_code == 400 and "could never be queued" in r.text, r.text
+        assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 2, "n": 4}).status_code == 200
         assert list(stub.Generate(pb2.GenerateRequest(text="x", sampling=pb2.SamplingParams(max_tokens=2))))
     finally:
         s.stop()
