@@ -28,11 +28,13 @@ TEST(NgramProposer, ContinuesTheLatestEarlierOccurrenceOfTheLongestSuffix) {
   EXPECT_TRUE(ProposeNgram({1, 2, 1, 2}, 1, 3, 0).empty());
 }
 
+// The sampler tests' distribution: six tokens' logits.
+constexpr int32_t kVocab = 6;
+const std::vector<float> kLogits = {1.0f, 0.2f, -0.5f, 2.0f, 0.7f, -3.0f};
+
 // With a draft, the sampled token's distribution is the one without: the draft is accepted with its
 // probability and otherwise excluded from the draw.
 TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
-  const int32_t V = 6;
-  const std::vector<float> logits = {1.0f, 0.2f, -0.5f, 2.0f, 0.7f, -3.0f};
   SamplingParams p;
   p.temperature = 0.8f;
   p.top_p = 0.95f;
@@ -42,9 +44,9 @@ TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
     int accepted = 0;
     std::mt19937_64 rng_a(1), rng_b(2);
     for (int i = 0; i < n; ++i) {
-      std::vector<float> a = logits, b = logits;
-      ++plain[Sampler::Sample(a.data(), V, p, {}, 0, &rng_a).token_id];
-      const SampleResult r = Sampler::Sample(b.data(), V, p, {}, 0, &rng_b, draft);
+      std::vector<float> a = kLogits, b = kLogits;
+      ++plain[Sampler::Sample(a.data(), kVocab, p, {}, 0, &rng_a).token_id];
+      const SampleResult r = Sampler::Sample(b.data(), kVocab, p, {}, 0, &rng_b, draft);
       ++spec[r.token_id];
       accepted += r.accepted;
       EXPECT_EQ(r.accepted, r.token_id == draft);
@@ -52,7 +54,7 @@ TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
     // Chi-square of the speculative counts against the plain ones' frequencies (two samples, df <= 5):
     // 20.5 is the 0.999 quantile at df 5.
     double chi = 0;
-    for (int32_t v = 0; v < V; ++v) {
+    for (int32_t v = 0; v < kVocab; ++v) {
       const double e = (plain[v] + spec[v]) / 2.0;
       if (e > 0) chi += 2 * (plain[v] - e) * (plain[v] - e) / e;
     }
@@ -60,21 +62,19 @@ TEST(SpeculativeSampler, VerificationKeepsTheDistribution) {
     EXPECT_NEAR(static_cast<double>(accepted) / n, static_cast<double>(plain[draft]) / n, 0.02) << "draft " << draft;
   }
   // Greedy accepts exactly the argmax.
-  std::vector<float> g = logits;
+  std::vector<float> g = kLogits;
   SamplingParams greedy;
   greedy.temperature = 0;
   std::mt19937_64 rng(3);
-  EXPECT_TRUE(Sampler::Sample(g.data(), V, greedy, {}, 0, &rng, 3).accepted);
-  g = logits;
-  EXPECT_FALSE(Sampler::Sample(g.data(), V, greedy, {}, 0, &rng, 0).accepted);
+  EXPECT_TRUE(Sampler::Sample(g.data(), kVocab, greedy, {}, 0, &rng, 3).accepted);
+  g = kLogits;
+  EXPECT_FALSE(Sampler::Sample(g.data(), kVocab, greedy, {}, 0, &rng, 0).accepted);
 }
 
 // A draft changes neither the token drawn nor the random stream after it: from the same stream,
 // with and without a draft, the same token and the same next draw (the property that keeps a
 // seeded request's tokens whether a step speculated or not).
 TEST(SpeculativeSampler, ADraftLeavesTheTokenAndTheStream) {
-  const int32_t V = 6;
-  const std::vector<float> logits = {1.0f, 0.2f, -0.5f, 2.0f, 0.7f, -3.0f};
   SamplingParams p;
   p.temperature = 0.9f;
   p.top_k = 5;
@@ -82,9 +82,9 @@ TEST(SpeculativeSampler, ADraftLeavesTheTokenAndTheStream) {
     int accepted = 0, rejected = 0;
     for (uint64_t seed = 0; seed < 400; ++seed) {
       std::mt19937_64 plain_rng(seed), spec_rng(seed);
-      std::vector<float> a = logits, b = logits;
-      const SampleResult plain = Sampler::Sample(a.data(), V, p, {}, 0, &plain_rng);
-      const SampleResult spec = Sampler::Sample(b.data(), V, p, {}, 0, &spec_rng, draft);
+      std::vector<float> a = kLogits, b = kLogits;
+      const SampleResult plain = Sampler::Sample(a.data(), kVocab, p, {}, 0, &plain_rng);
+      const SampleResult spec = Sampler::Sample(b.data(), kVocab, p, {}, 0, &spec_rng, draft);
       ASSERT_EQ(spec.token_id, plain.token_id) << "draft " << draft << ", seed " << seed;
       ASSERT_EQ(spec.accepted, spec.token_id == draft);
       ASSERT_EQ(spec_rng(), plain_rng()) << "draft " << draft << ", seed " << seed;
@@ -118,23 +118,40 @@ class Speculative : public CheckpointEngineTest {
     }
     return reqs;
   }
+  // The outputs of `reqs` without speculation.
+  std::vector<RequestOutput> Plain(const std::vector<Request>& reqs) {
+    auto plain = MakeEngine();
+    return RunOutputs(*plain, reqs);
+  }
+  // Expects `want` from an engine proposing up to 4 tokens: one request at a time, then all
+  // batched (sequences with and without a draft in one step). Returns its metrics.
+  MetricsSnapshot ExpectAloneAndBatched(const std::vector<Request>& reqs, const std::vector<RequestOutput>& want) {
+    EngineConfig cfg;
+    cfg.speculative = {4, 1, 4};
+    auto engine = MakeEngine(cfg);
+    EXPECT_EQ(engine->num_speculative_tokens(), 4);
+    std::vector<RequestOutput> alone;
+    for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
+    ExpectSameOutputs(alone, want);
+    ExpectSameOutputs(RunOutputs(*engine, reqs), want);
+    return engine->Metrics();
+  }
+  // Expects `want` from an engine proposing up to 3 tokens with too few blocks for all at once.
+  void ExpectPreempted(const std::vector<Request>& reqs, const std::vector<RequestOutput>& want) {
+    EngineConfig cfg;
+    cfg.speculative = {3, 2, 3};
+    cfg.num_kv_blocks = 12;
+    cfg.enable_prefix_caching = false;
+    auto engine = MakeEngine(cfg);
+    ExpectSameOutputs(RunOutputs(*engine, reqs), want);
+    EXPECT_GT(engine->Metrics().preemptions, 0u);
+    EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+  }
 };
 
 TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
   const std::vector<Request> reqs = Requests(12);
-  auto plain = MakeEngine();
-  const auto want = RunOutputs(*plain, reqs);
-  plain.reset();
-  EngineConfig cfg;
-  cfg.speculative = {4, 1, 4};
-  auto engine = MakeEngine(cfg);
-  ASSERT_EQ(engine->num_speculative_tokens(), 4);
-  // One at a time, then all batched (sequences with and without a draft in one step).
-  std::vector<RequestOutput> alone;
-  for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
-  ExpectSameOutputs(alone, want);
-  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
-  const MetricsSnapshot m = engine->Metrics();
+  const MetricsSnapshot m = ExpectAloneAndBatched(reqs, Plain(reqs));
   EXPECT_GT(m.spec_steps, 0u);
   // The repeated phrase's continuation is proposed and accepted; K3's tiny random model does not
   // repeat a continuation in another context, so there every draft is rejected (and its state taken back).
@@ -147,17 +164,7 @@ TEST_P(Speculative, GreedyOutputIsTheOutputWithout) {
 
 TEST_P(Speculative, PreemptionKeepsTheOutput) {
   const std::vector<Request> reqs = Requests(8);
-  auto plain = MakeEngine();
-  const auto want = RunOutputs(*plain, reqs);
-  plain.reset();
-  EngineConfig cfg;
-  cfg.speculative = {3, 2, 3};
-  cfg.num_kv_blocks = 12;  // too few for all at once
-  cfg.enable_prefix_caching = false;
-  auto engine = MakeEngine(cfg);
-  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
-  EXPECT_GT(engine->Metrics().preemptions, 0u);
-  EXPECT_EQ(engine->Metrics().kv_blocks_used, 0);
+  ExpectPreempted(reqs, Plain(reqs));
 }
 
 // Seeded sampling gives the tokens it gives without speculation — alone, batched (sequences with
@@ -169,34 +176,17 @@ TEST_P(Speculative, SeededSamplingIsTheOutputWithout) {
     reqs[i].params.top_p = 0.95f;
     reqs[i].params.seed = 100 + i;
   }
-  auto plain = MakeEngine();
-  const auto want = RunOutputs(*plain, reqs);
-  plain.reset();
-  {
-    EngineConfig cfg;
-    cfg.speculative = {4, 1, 4};
-    auto engine = MakeEngine(cfg);
-    std::vector<RequestOutput> alone;
-    for (const Request& r : reqs) alone.push_back(RunOutputs(*engine, {r})[0]);
-    ExpectSameOutputs(alone, want);
-    ExpectSameOutputs(RunOutputs(*engine, reqs), want);
-    const MetricsSnapshot m = engine->Metrics();
-    // Drafts are proposed and some accepted, except where these random models' sampled text does
-    // not repeat itself: K3's proposes nothing, Kimi-Linear's nothing that is drawn.
-    if (GetParam() != "k3/k3_tiny_bf16") {
-      EXPECT_GT(m.spec_draft_tokens, m.spec_accepted_tokens);
-    }
-    if (GetParam() != "k3/k3_tiny_bf16" && GetParam() != "hf/kimi_linear_f32") {
-      EXPECT_GT(m.spec_accepted_tokens, 0u);
-    }
+  const std::vector<RequestOutput> want = Plain(reqs);
+  const MetricsSnapshot m = ExpectAloneAndBatched(reqs, want);
+  // Drafts are proposed and some accepted, except where these random models' sampled text does
+  // not repeat itself: K3's proposes nothing, Kimi-Linear's nothing that is drawn.
+  if (GetParam() != "k3/k3_tiny_bf16") {
+    EXPECT_GT(m.spec_draft_tokens, m.spec_accepted_tokens);
   }
-  EngineConfig tight;
-  tight.speculative = {3, 2, 3};
-  tight.num_kv_blocks = 12;  // too few for all at once
-  tight.enable_prefix_caching = false;
-  auto engine = MakeEngine(tight);
-  ExpectSameOutputs(RunOutputs(*engine, reqs), want);
-  EXPECT_GT(engine->Metrics().preemptions, 0u);
+  if (GetParam() != "k3/k3_tiny_bf16" && GetParam() != "hf/kimi_linear_f32") {
+    EXPECT_GT(m.spec_accepted_tokens, 0u);
+  }
+  ExpectPreempted(reqs, want);
 }
 
 // Greedy rows reduced by the model to their argmax (EngineConfig::greedy_on_backend), with and
