@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "engine/fnv1a.h"
+
 namespace ls {
 
 BlockManager::BlockManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching, int32_t num_pools,
@@ -45,12 +47,9 @@ uint64_t BlockManager::ScopeSeed(PrefixScope scope) {
 
 uint64_t BlockManager::ChainHash(uint64_t parent, const int32_t* tokens, int32_t n) {
   // FNV-1a over the parent hash and the token ids, then a final mix.
-  uint64_t h = 1469598103934665603ull ^ parent;
+  uint64_t h = kFnv1aOffset ^ parent;
   auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
+    for (int i = 0; i < 8; ++i) h = Fnv1aByte(h, static_cast<uint8_t>(v >> (8 * i)));
   };
   mix(parent);
   for (int32_t i = 0; i < n; ++i) mix(static_cast<uint32_t>(tokens[i]));

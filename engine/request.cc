@@ -1,6 +1,8 @@
 // The request types' helpers: finish reasons' names and the cache salt's hash.
 #include "engine/request.h"
 
+#include "engine/fnv1a.h"
+
 namespace ls {
 
 const char* FinishReasonName(FinishReason r) {
@@ -20,11 +22,8 @@ const char* FinishReasonName(FinishReason r) {
 }
 
 uint64_t CacheSaltHash(std::string_view salt) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : salt) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+  uint64_t h = kFnv1aOffset;
+  for (unsigned char c : salt) h = Fnv1aByte(h, c);
   return h == 0 ? 1 : h;
 }
 

@@ -415,6 +415,7 @@ class Session {
     const int32_t num_choices = r.num_choices();
     std::vector<ls::Request> choices(num_choices);
     std::vector<ls::OutputCallback> callbacks;
+    std::vector<std::string> ids;
     for (int32_t i = 0; i < num_choices; ++i) {
       const int32_t sample = i % r.n;  // choice i is sample `sample` of prompt i / n
       ls::Request& er = choices[i];
@@ -425,9 +426,8 @@ class Session {
       er.priority = r.priority;
       er.cache_salt = r.cache_salt;
       callbacks.push_back(g.channel->Callback(i));
+      ids.push_back(er.id);
     }
-    std::vector<std::string> ids;
-    for (const ls::Request& er : choices) ids.push_back(er.id);
     if (absl::Status st = ctx_->engine().SubmitAll(std::move(choices), std::move(callbacks)); !st.ok())
       return ToApiError(st);
     *g.ids = std::move(ids);
