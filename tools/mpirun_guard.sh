@@ -2,8 +2,9 @@
 # Runs a launcher (mpirun and its arguments) in a process group of its own and makes sure it ends
 # once rank 0 is gone: when rank 0 (the process among the launcher's descendants whose environment
 # says OMPI_COMM_WORLD_RANK=0) has exited or is a zombie and the launcher is still running after
-# GRACE seconds, the launcher, its process group and every process below it are killed. So a group whose ranks die at start-up (a
-# crash, a bad flag) cannot leave mpirun waiting on the others or on zombies, in CI or in a pod.
+# GRACE seconds, the launcher, its process group and every process below it are killed, and the
+# guard waits until they are gone. So a group whose ranks die at start-up (a crash, a bad flag)
+# cannot leave mpirun waiting on the others or on zombies, in CI or in a pod.
 # Signals to the guard (TERM, INT) go to rank 0, which stops the group the orderly way, as
 # tools/lws_launch.sh does. Exits with the launcher's status, or 137 when it had to be killed.
 # Usage: tools/mpirun_guard.sh [--grace SECONDS] LAUNCHER [ARGS...]   (MPIRUN_GUARD_GRACE_S, default 30)
@@ -57,9 +58,18 @@ while kill -0 "$launcher" 2>/dev/null && alive "$launcher"; do
   if [ -n "$gone_at" ] && ((SECONDS - gone_at >= grace)); then
     echo "mpirun_guard: rank 0 ended ${grace}s ago and the launcher is still running: killing it and its ranks" >&2
     # The ranks may sit in process groups of their own: each descendant, then the launcher's group.
-    for pid in $(descendants "$launcher"); do kill -KILL "$pid" 2>/dev/null; done
+    doomed=$(descendants "$launcher")
+    for pid in $doomed; do kill -KILL "$pid" 2>/dev/null; done
     kill -KILL -- "-$launcher" 2>/dev/null
     wait "$launcher" 2>/dev/null
+    # A killed process lingers until the kernel has torn it down (longer on a busy host): the
+    # guard returns only once none of them runs any more, so nothing outlives it.
+    for ((tries = 0; tries < 100; ++tries)); do
+      left=0
+      for pid in $doomed; do alive "$pid" && left=1; done
+      ((left)) || break
+      sleep 0.1
+    done
     exit 137
   fi
   sleep 1
