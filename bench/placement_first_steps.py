@@ -61,6 +61,7 @@ class Server:
     def close(self):
         self.proc.terminate()
         self.proc.wait()
+        self.log.close()
 
 
 def device_balance(a, port, serve):
@@ -97,6 +98,27 @@ def device_balance(a, port, serve):
     return out
 
 
+def run_rounds(a, cal, serve):
+    """{placement: {"mean_over_layers": [...], "worst_layer": [...]}}, one entry per round."""
+    placement = ["--devices", str(a.devices), "--expert_slots", str(a.slots)]
+    configs = {"uniform": [],
+               "auto, calibration set": ["--expert_placement", "auto", "--calibration_prompts", cal],
+               "auto, model's samples": ["--expert_placement", "auto"]}
+    result = {name: {"mean_over_layers": [], "worst_layer": []} for name in configs}
+    for r in range(a.rounds):
+        for name, flags in configs.items():
+            s = Server(a, a.port, *placement, *flags)
+            try:
+                per_layer = device_balance(a, a.port, serve)
+            finally:
+                s.close()
+            mean = sum(per_layer) / len(per_layer)
+            result[name]["mean_over_layers"].append(round(mean, 4))
+            result[name]["worst_layer"].append(round(max(per_layer), 4))
+            print(f"round {r} {name}: per layer {[round(v, 3) for v in per_layer]} mean {mean:.4f}", flush=True)
+    return result
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--text", required=True)
@@ -122,28 +144,12 @@ def main():
     calibration, serve = windows[0::2], windows[1::2]
     if len(serve) < a.clients:
         raise SystemExit(f"{a.text}: {len(ids)} tokens make too few windows for {a.clients} clients")
-    work = tempfile.mkdtemp()
-    cal = os.path.join(work, "calibration.json")
-    with open(cal, "w") as f:
-        json.dump({"sequences": calibration}, f)
-    print(f"{len(ids)} tokens: {len(calibration)} calibration windows, {len(serve)} served", flush=True)
-
-    placement = ["--devices", str(a.devices), "--expert_slots", str(a.slots)]
-    configs = {"uniform": [],
-               "auto, calibration set": ["--expert_placement", "auto", "--calibration_prompts", cal],
-               "auto, model's samples": ["--expert_placement", "auto"]}
-    result = {name: {"mean_over_layers": [], "worst_layer": []} for name in configs}
-    for r in range(a.rounds):
-        for name, flags in configs.items():
-            s = Server(a, a.port, *placement, *flags)
-            try:
-                per_layer = device_balance(a, a.port, serve)
-            finally:
-                s.close()
-            mean = sum(per_layer) / len(per_layer)
-            result[name]["mean_over_layers"].append(round(mean, 4))
-            result[name]["worst_layer"].append(round(max(per_layer), 4))
-            print(f"round {r} {name}: per layer {[round(v, 3) for v in per_layer]} mean {mean:.4f}", flush=True)
+    with tempfile.TemporaryDirectory() as work:
+        cal = os.path.join(work, "calibration.json")
+        with open(cal, "w") as f:
+            json.dump({"sequences": calibration}, f)
+        print(f"{len(ids)} tokens: {len(calibration)} calibration windows, {len(serve)} served", flush=True)
+        result = run_rounds(a, cal, serve)
     print(json.dumps({"devices": a.devices, "slots_per_device": a.slots, "steps": a.steps, "clients": a.clients,
                       "rounds": a.rounds, "placements": result}))
 
