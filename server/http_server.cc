@@ -29,6 +29,7 @@
 #include <optional>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "server/api_error.h"
@@ -224,8 +225,8 @@ template <typename Stream>
 class Session {
  public:
   Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating,
-          const DashboardRoutes* dashboard)
-      : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating), dashboard_(dashboard) {}
+          const DashboardRoutes* dashboard, ResponseStore* responses)
+      : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating), dashboard_(dashboard), responses_(responses) {}
 
   // Serves requests until the client leaves, an error, or a timeout. The first request's head
   // must be complete by `head_deadline`; a later one's within the header timeout of its first
@@ -309,7 +310,7 @@ class Session {
       if (path != "/v1/responses")
         co_return co_await Generate(req, path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions);
       ApiError err;
-      std::optional<ResponsesRequest> responses = ReadResponsesRequest(req.body(), &err);
+      std::optional<ResponsesRequest> responses = ReadResponsesRequest(req.body(), responses_, &err);
       if (responses) co_return co_await Generate(req, Endpoint::kChat, std::move(responses));
       http::response<http::string_body> res = ErrorResponse(req, err);
       co_return co_await Write(std::move(res));
@@ -324,6 +325,7 @@ class Session {
     const std::string target(req.target());
     if (DashboardRoutes::Serves(path)) return WebResponse(req, dashboard_->Handle(WebCallOf(req, target, kTls)));
     const bool get = req.method() == http::verb::get;
+    if (absl::StartsWith(path, kStoredResponses)) return StoredResponseRoute(req, path.substr(kStoredResponses.size()));
     const bool tokenizer = path == "/tokenize" || path == "/detokenize";
     const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
                        path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
@@ -358,6 +360,30 @@ class Session {
     json model = {{"id", ctx_->model_name()}, {"object", "model"}, {"created", created_},
                   {"owned_by", "latentserve"}, {"max_model_len", ctx_->engine().max_model_len()}};
     return JsonResponse(req, http::status::ok, {{"object", "list"}, {"data", json::array({model})}});
+  }
+
+  // GET and DELETE /v1/responses/{id}: a stored response, or its removal.
+  static constexpr absl::string_view kStoredResponses = "/v1/responses/";
+  http::response<http::string_body> StoredResponseRoute(const Request& req, const std::string& id) {
+    if (!ctx_->keys().Authorize(std::string(req[http::field::authorization])))
+      return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
+    if (id.empty() || id.find('/') != std::string::npos)
+      return ErrorResponse(req, Err(404, absl::StrCat("no route for ", kStoredResponses, id), "", "not_found_error"));
+    const bool get = req.method() == http::verb::get;
+    if (!get && req.method() != http::verb::delete_)
+      return ErrorResponse(req, Err(405, absl::StrCat("use GET or DELETE for ", kStoredResponses, "{id}")));
+    const auto not_found = [&] {
+      return ErrorResponse(
+          req,
+          Err(404, absl::StrCat("response '", id, "' is not stored here (never stored, deleted, or dropped for room)"),
+              "", "not_found_error"));
+    };
+    if (get) {
+      std::optional<ResponseStore::Entry> entry = responses_->Get(id);
+      return entry ? JsonTextResponse(req, http::status::ok, std::move(entry->response)) : not_found();
+    }
+    if (!responses_->Erase(id)) return not_found();
+    return JsonResponse(req, http::status::ok, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
   }
 
   // Watches the socket while a generation runs: a client that hangs up cancels its requests.
@@ -483,7 +509,12 @@ class Session {
         first[i] = false;
       }
       if (g.tally.all_finished() && events) {
-        if (!g.tally.failure) data += events->Finish(g.tally.usage);
+        if (!g.tally.failure) {
+          data += events->Finish(g.tally.usage);
+          // Kept before the client reads its end, so that a next request may continue it at once.
+          if (g.responses->store)
+            responses_->Put(g.id, StoredResponse(*g.responses, events->final_response(), events->reply()));
+        }
       } else if (g.tally.all_finished()) {
         if (r.include_usage)
           absl::StrAppend(&data, "data: ", UsageChunk(r, g.id, g.created, ctx_->model_name(), g.tally.usage).dump(),
@@ -508,10 +539,14 @@ class Session {
     co_return ok;
   }
 
-  // The text of a whole reply: a chat or text completion, or a Response (its fields in their order).
+  // The text of a whole reply: a chat or text completion, or a Response (its fields in their
+  // order; stored first when it asks to be).
   std::string ReplyBody(const Generation& g, const std::vector<Choice>& choices) const {
-    if (g.responses)
-      return ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage).dump();
+    if (g.responses) {
+      const auto body = ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage);
+      if (g.responses->store) responses_->Put(g.id, StoredResponse(*g.responses, body, choices[0]));
+      return body.dump();
+    }
     return CompletionBody(g.r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_).dump();
   }
 
@@ -579,6 +614,7 @@ class Session {
   const HttpOptions& opt_;
   std::atomic<int>* generating_;
   const DashboardRoutes* dashboard_;
+  ResponseStore* responses_;
   const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
 };
@@ -595,12 +631,14 @@ struct HttpServer::Impl {
   int port = 0;
   std::atomic<int> generating{0};  // generation requests read and not yet answered
   const DashboardRoutes dashboard;
+  ResponseStore responses;  // the Responses API's stored responses
 
   Impl(HttpOptions o, ApiContext* c)
       : opt(std::move(o)),
         ctx(c),
         ioc(std::max(1, opt.threads)),
-        dashboard(&c->keys(), &c->engine(), c->model_name()) {}
+        dashboard(&c->keys(), &c->engine(), c->model_name()),
+        responses(opt.responses_store_bytes) {}
 
   // Counts a served connection as open until it ends.
   struct OpenConnection {
@@ -618,13 +656,13 @@ struct HttpServer::Impl {
       co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
       if (ec == beast::error::timeout) ++ctx->http_connections().header_timeouts;
       if (ec) co_return;
-      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating, &dashboard);
+      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating, &dashboard, &responses);
       co_await s.Run(head_deadline);
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
       co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
     } else {
       beast::tcp_stream stream(std::move(socket));
-      Session<beast::tcp_stream> s(stream, ctx, opt, &generating, &dashboard);
+      Session<beast::tcp_stream> s(stream, ctx, opt, &generating, &dashboard, &responses);
       co_await s.Run(head_deadline);
       boost::system::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);

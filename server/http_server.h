@@ -28,6 +28,8 @@ struct HttpOptions {
   std::chrono::milliseconds keepalive_timeout = std::chrono::seconds(60);
   // Connections served at once; one more is answered 503 (JSON error, Connection: close) and closed.
   int max_connections = 10000;
+  // Bytes of stored Responses API responses kept at most (0: none are kept; see ResponseStore).
+  size_t responses_store_bytes = size_t{64} << 20;
 };
 
 class HttpServer {

@@ -100,6 +100,9 @@ ABSL_FLAG(int32_t, http_keepalive_timeout_s, 60,
 ABSL_FLAG(std::string, api_key_file, "", "file of accepted API keys, one per line (empty: no authentication)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both ports (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
+ABSL_FLAG(int32_t, responses_store_mb, 64,
+          "MiB of Responses API responses kept for GET /v1/responses/{id} and previous_response_id (store: true, "
+          "the default); past it the least recently used go first (0: keep none, and refuse store: true)");
 ABSL_FLAG(int32_t, drain_timeout_s, 30, "on SIGTERM, seconds to let in-flight requests finish");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 ABSL_FLAG(int32_t, weight_budget_ranks, 0,
@@ -154,7 +157,8 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
       {"Network", {"host", "http_port", "grpc_port", "http_threads"}},
       {"Serving limits",
        {"max_num_seqs", "max_num_batched_tokens", "max_waiting", "max_body_mb", "max_connections",
-        "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s", "speculative_config"}},
+        "http_header_timeout_s", "http_keepalive_timeout_s", "drain_timeout_s", "responses_store_mb",
+        "speculative_config"}},
       {"Cache",
        {"kv_cache_mb", "gpu_memory_utilization", "kv_cache_dtype", "block_size", "enable_prefix_caching",
         "state_cache_mb", "state_snapshot_interval"}},
@@ -242,6 +246,9 @@ absl::StatusOr<LogLevel> CheckFlags() {
                          {"rank_heartbeat_ms", absl::GetFlag(FLAGS_rank_heartbeat_ms)}})
     if (v < 1) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least 1, got ", v));
   if (absl::GetFlag(FLAGS_drain_timeout_s) < 0) return absl::InvalidArgumentError("--drain_timeout_s must not be negative");
+  if (absl::GetFlag(FLAGS_responses_store_mb) < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--responses_store_mb must not be negative, got ", absl::GetFlag(FLAGS_responses_store_mb)));
   if (absl::GetFlag(FLAGS_rank_heartbeat_ms) >= 1000 * absl::GetFlag(FLAGS_rank_timeout_s))
     return absl::InvalidArgumentError(
         "--rank_heartbeat_ms must be below --rank_timeout_s (a worker counts a silent leader as gone)");
@@ -354,6 +361,7 @@ ls::server::HttpOptions HttpOptionsFromFlags() {
   http_opt.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   http_opt.tls_key = absl::GetFlag(FLAGS_tls_key);
   http_opt.max_connections = absl::GetFlag(FLAGS_max_connections);
+  http_opt.responses_store_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_responses_store_mb)) << 20;
   http_opt.header_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_header_timeout_s));
   http_opt.keepalive_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_keepalive_timeout_s));
   return http_opt;

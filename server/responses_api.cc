@@ -172,7 +172,7 @@ ojson Response(const ResponsesRequest& req, const std::string& id, int64_t creat
 
 }  // namespace
 
-std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ApiError* error) {
+std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ResponseStore* store, ApiError* error) {
   const ojson j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return RequestError(error, "", "request body is not valid JSON");
   if (!j.is_object()) return RequestError(error, "", "request body must be a JSON object");
@@ -188,7 +188,6 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
   };
   // Asking for state or hosted features this server does not keep or have: refused by name.
   const std::vector<std::pair<const char*, const char*>> refused = {
-      {"previous_response_id", "a stored previous response (no response is stored: send the conversation as input)"},
       {"conversation", "a stored conversation (send the conversation as input)"},
       {"prompt", "a stored prompt template"},
       {"max_tool_calls", "a limit on built-in tool calls"},
@@ -197,9 +196,37 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
   for (const auto& [k, what] : refused)
     if (!null_or(k, ojson()))
       return RequestError(error, k, absl::StrCat("'", k, "' is not supported yet (it asks for ", what, ")"));
-  if (!null_or("store", false))
-    return RequestError(error, "store",
-                        "'store' is not supported yet (it asks for the response to be kept; send store: false)");
+  // store: true is the API's default; a server without a store (--responses_store_mb 0) keeps
+  // nothing unless asked, and refuses being asked.
+  if (j.contains("store") && !j["store"].is_null() && !j["store"].is_boolean())
+    return RequestError(error, "store", "'store' must be true or false");
+  const bool store_asked = j.contains("store") && j["store"].is_boolean() && j["store"].get<bool>();
+  if (store_asked && !store->enabled())
+    return RequestError(
+        error, "store",
+        "'store' is true but this server keeps no responses (--responses_store_mb 0); send store: false");
+  out.store = store->enabled() && (!j.contains("store") || j["store"].is_null() || store_asked);
+  echo["store"] = out.store;
+  ojson previous = ojson::array();  // the stored conversation that previous_response_id continues
+  if (j.contains("previous_response_id") && !j["previous_response_id"].is_null()) {
+    const ojson& v = j["previous_response_id"];
+    if (!v.is_string()) return RequestError(error, "previous_response_id", "'previous_response_id' must be a string");
+    const std::string id = v.get<std::string>();
+    if (!store->enabled())
+      return RequestError(error, "previous_response_id",
+                          "'previous_response_id' needs stored responses, and this server keeps none "
+                          "(--responses_store_mb 0): send the conversation as input");
+    std::optional<ResponseStore::Entry> entry = store->Get(id);
+    if (!entry) {
+      *error = ApiError{
+          404,
+          absl::StrCat("previous response '", id, "' is not stored here (never stored, deleted, or dropped for room)"),
+          "previous_response_id", "not_found_error"};
+      return std::nullopt;
+    }
+    previous = ojson::parse(entry->conversation);
+    echo["previous_response_id"] = id;
+  }
   if (!null_or("background", false))
     return RequestError(error, "background", "'background' is not supported yet (it asks for a background response)");
   if (!null_or("truncation", "disabled"))
@@ -294,14 +321,18 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Ap
       if (!v.is_null()) echo[k] = v;
     } else if (k == "include" || k == "user" || k == "safety_identifier" || k == "prompt_cache_key" ||
                k == "prompt_cache_retention" || k == "service_tier" || k == "stream_options" || k == "store" ||
-               k == "background" || k == "truncation" || k == "reasoning" ||
-               std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return k == r.first; }) != refused.end()) {
+               k == "previous_response_id" || k == "background" || k == "truncation" || k == "reasoning" ||
+               std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return k == r.first; }) !=
+                   refused.end()) {
       // Ignored (they label the request or tune delivery), or checked above as asking for nothing.
     } else {
       return RequestError(error, k, absl::StrCat("'", k, "' is not a request field of /v1/responses"));
     }
   }
   if (!j.contains("input")) return RequestError(error, "input", "'input' is required");
+  // A previous response's conversation comes first; its instructions are not carried over.
+  chat["messages"].insert(chat["messages"].begin(), previous.begin(), previous.end());
+  out.conversation = chat["messages"];
   if (!echo["instructions"].is_null())
     chat["messages"].insert(chat["messages"].begin(), ojson{{"role", "system"}, {"content", echo["instructions"]}});
   out.chat_body = chat.dump();
@@ -321,6 +352,21 @@ ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t c
                               "completed"));
   const bool incomplete = reply.finish == FinishReason::kLength && !reply.tool_calls_made;
   return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
+}
+
+ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const ojson& response, const Choice& reply) {
+  ojson message = {{"role", "assistant"}, {"content", reply.text}};
+  if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
+  if (!reply.tool_calls.empty()) {
+    ojson calls = ojson::array();
+    for (const chat::ToolCallDelta& c : reply.tool_calls)
+      calls.push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    message["tool_calls"] = std::move(calls);
+  }
+  ojson conversation = req.conversation;
+  conversation.push_back(std::move(message));
+  return {response.dump(), conversation.dump()};
 }
 
 ResponseEvents::ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model)
@@ -428,8 +474,8 @@ std::string ResponseEvents::Finish(const Usage& usage) {
   std::string out;
   Close(&out);
   const bool incomplete = reply_.finish == FinishReason::kLength && !reply_.tool_calls_made;
-  ojson final = Response(req_, id_, created_, model_, items_, incomplete ? "incomplete" : "completed", usage, incomplete);
-  out += Event(incomplete ? "response.incomplete" : "response.completed", {{"response", std::move(final)}});
+  final_ = Response(req_, id_, created_, model_, items_, incomplete ? "incomplete" : "completed", usage, incomplete);
+  out += Event(incomplete ? "response.incomplete" : "response.completed", {{"response", final_}});
   return out;
 }
 

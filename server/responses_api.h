@@ -4,8 +4,9 @@
 // and its reply written back as a Response object: reasoning, message and function_call output
 // items, or, streamed, as the Responses events (response.created, response.output_item.added,
 // response.output_text.delta, response.function_call_arguments.delta, response.completed, ...).
-// store and previous_response_id are refused by name: no response is kept. Where vLLM's
-// implementation and OpenAI's differ, vLLM's shapes are followed.
+// A response asked to be stored (store: true, the default) is kept in the server's ResponseStore
+// with its conversation, which previous_response_id continues. Where vLLM's implementation and
+// OpenAI's differ, vLLM's shapes are followed.
 #pragma once
 
 #include <cstdint>
@@ -16,17 +17,27 @@
 #include "nlohmann/json.hpp"
 #include "server/api_error.h"
 #include "server/openai_protocol.h"
+#include "server/response_store.h"
 
 namespace ls::server {
 
 struct ResponsesRequest {
   std::string chat_body;          // the chat completion request it stands for (JSON text)
   nlohmann::ordered_json echo;    // the settings the Response repeats (instructions, tools, text, ...)
+  // The chat messages without the instructions: a previous response's conversation, then the input.
+  nlohmann::ordered_json conversation;
   bool stream = false;
+  bool store = false;  // keep the finished response in the store
 };
 
-// Reads a /v1/responses body; false with *error naming the field (as the chat fields' errors do).
-std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ApiError* error);
+// Reads a /v1/responses body; nullopt with *error naming the field (as the chat fields' errors
+// do). previous_response_id is looked up in `store`.
+std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ResponseStore* store, ApiError* error);
+
+// What the store keeps of a finished response: its Response object, and its conversation with
+// the reply appended as the assistant's message (reasoning, text and function calls).
+ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const nlohmann::ordered_json& response,
+                                    const Choice& reply);
 
 // The Response object of a finished reply (its one choice, whole).
 nlohmann::ordered_json ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created,
@@ -40,6 +51,9 @@ class ResponseEvents {
   std::string Delta(const Choice& delta);  // items opened and closed, text and argument deltas
   std::string Finish(const Usage& usage);  // the last item closed, then response.completed (or .incomplete)
   std::string Error(const ApiError& e);    // an `error` event (the response fails)
+  // After Finish: the Response object it sent, and the whole reply.
+  const nlohmann::ordered_json& final_response() const { return final_; }
+  const Choice& reply() const { return reply_; }
 
  private:
   enum class Open { kNone, kReasoning, kMessage, kCall };
@@ -57,6 +71,7 @@ class ResponseEvents {
   Choice reply_;                    // everything so far, for the final Response
   nlohmann::ordered_json items_ = nlohmann::ordered_json::array();  // the finished output items
   nlohmann::ordered_json item_;     // the open item
+  nlohmann::ordered_json final_;    // the Response of response.completed / .incomplete
 };
 
 }  // namespace ls::server

@@ -1,12 +1,14 @@
 """The Responses API (POST /v1/responses), driven by the OpenAI SDK and the OpenAI Agents SDK: a
 response is the chat completion its input stands for (same greedy text), streamed as the Responses
 events in order, with function calls as output items that round-trip as input, text.format held to
-its JSON schema, and what the server does not keep (stored responses) refused by name."""
+its JSON schema, stored responses retrieved, deleted and continued with previous_response_id, and
+what the server does not serve refused by name."""
 import json
 import os
 from typing import Annotated
 
 import pytest
+import requests
 
 from conftest import ROOT, Server
 
@@ -164,8 +166,9 @@ def test_text_format_json_schema_is_followed(plain):
 
 
 @pytest.mark.parametrize("extra,named", [
-    ({"previous_response_id": "resp_0"}, "previous_response_id"),
-    ({"store": True}, "store"),
+    ({"previous_response_id": 7}, "'previous_response_id' must be a string"),
+    ({"store": "yes"}, "'store' must be true or false"),
+    ({"conversation": "conv_1"}, "conversation"),
     ({"background": True}, "background"),
     ({"tools": [{"type": "web_search"}]}, "web_search"),
     ({"input": [{"type": "image_generation_call", "id": "x"}]}, "image_generation_call"),
@@ -207,3 +210,95 @@ def test_the_agents_sdk_runs_a_tool_through_the_server(served):
     result = agents.Runner.run_sync(agent, "Weather in Paris?", max_turns=2)
     assert len(seen) == 1 and 1 <= seen[0] <= 7
     assert result.final_output == f"sunny for {seen[0]} days"
+
+
+def test_a_stored_response_is_retrieved_and_continued(plain):
+    """store is the default: the response comes back from GET, and previous_response_id continues its
+    conversation (its input and its reply, not its instructions) as the same chat would."""
+    _, client = plain
+    first = client.responses.create(model="tiny", input="The old man", instructions="Tell a story.", temperature=0,
+                                    max_output_tokens=12)
+    assert first.store is True
+    again = client.responses.retrieve(first.id)
+    assert again.model_dump() == first.model_dump()
+    second = client.responses.create(model="tiny", input="And then", previous_response_id=first.id, temperature=0,
+                                     max_output_tokens=12)
+    assert second.previous_response_id == first.id and second.instructions is None
+    messages = [{"role": "user", "content": "The old man"}, {"role": "assistant", "content": first.output_text},
+                {"role": "user", "content": "And then"}]
+    text, usage = chat_text(client, messages, 12)
+    assert second.output_text == text and second.usage.input_tokens == usage.prompt_tokens
+    # A third turn, streamed, continues the second; the streamed response is stored as it ended.
+    events = list(client.responses.create(model="tiny", input="The end", previous_response_id=second.id,
+                                          instructions="Be brief.", temperature=0, max_output_tokens=12,
+                                          stream=True))
+    third = events[-1].response
+    messages += [{"role": "assistant", "content": second.output_text}, {"role": "user", "content": "The end"}]
+    text, usage = chat_text(client, [{"role": "system", "content": "Be brief."}, *messages], 12)
+    assert third.output_text == text and third.usage.input_tokens == usage.prompt_tokens
+    assert client.responses.retrieve(third.id).output_text == text
+
+
+def test_a_stored_function_call_is_answered_by_its_output_alone(served):
+    """The Agents-SDK way of a tool turn: the next request sends only the call's output and the id of
+    the response that made the call; the stored conversation supplies the rest, reasoning included."""
+    _, client = served
+    first = client.responses.create(model="tiny", input="Weather?", tools=TOOLS, tool_choice="required",
+                                    parallel_tool_calls=False, temperature=1.0, extra_body={"seed": 1})
+    call = next(item for item in first.output if item.type == "function_call")
+    reasoning = "".join(part.text for item in first.output if item.type == "reasoning" for part in item.content)
+    second = client.responses.create(
+        model="tiny", previous_response_id=first.id, tools=TOOLS, tool_choice="none", temperature=0,
+        max_output_tokens=8, input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Sunny"}],
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    assistant = {"role": "assistant", "content": first.output_text,
+                 "tool_calls": [{"id": call.call_id, "type": "function",
+                                 "function": {"name": call.name, "arguments": call.arguments}}]}
+    if reasoning:
+        assistant["reasoning_content"] = reasoning
+    messages = [{"role": "user", "content": "Weather?"}, assistant,
+                {"role": "tool", "tool_call_id": call.call_id, "content": "Sunny"}]
+    chat = client.chat.completions.create(model="tiny", messages=messages, tools=[CHAT_TOOL], tool_choice="none",
+                                          temperature=0, max_tokens=8,
+                                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    assert second.usage.input_tokens == chat.usage.prompt_tokens
+    assert second.output_text == chat.choices[0].message.content
+
+
+def test_deleted_and_unstored_responses_are_not_found(plain):
+    server, client = plain
+    kept = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
+    deleted = requests.delete(f"{server.url}/v1/responses/{kept.id}", timeout=10)
+    assert deleted.status_code == 200
+    assert deleted.json() == {"id": kept.id, "object": "response.deleted", "deleted": True}
+    by_sdk = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
+    client.responses.delete(by_sdk.id)
+    for gone in (kept.id, by_sdk.id, "resp_unknown"):
+        with pytest.raises(openai.NotFoundError) as e:
+            client.responses.retrieve(gone)
+        assert gone in str(e.value)
+        with pytest.raises(openai.NotFoundError) as e:
+            client.responses.create(model="tiny", input="Hi", previous_response_id=gone, max_output_tokens=2)
+        assert gone in str(e.value) and "previous response" in str(e.value)
+    assert requests.delete(f"{server.url}/v1/responses/{kept.id}", timeout=10).status_code == 404
+    unstored = client.responses.create(model="tiny", input="Hi", max_output_tokens=2, store=False)
+    assert unstored.store is False
+    assert requests.get(f"{server.url}/v1/responses/{unstored.id}", timeout=10).status_code == 404
+    assert requests.post(f"{server.url}/v1/responses/{unstored.id}", json={}, timeout=10).status_code == 405
+    assert requests.get(f"{server.url}/v1/responses/{unstored.id}/input_items", timeout=10).status_code == 404
+
+
+def test_a_server_without_a_store_keeps_nothing_and_says_so():
+    server = Server("--responses_store_mb", "0")
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
+        r = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
+        assert r.store is False
+        assert requests.get(f"{server.url}/v1/responses/{r.id}", timeout=10).status_code == 404
+        for extra, named in (({"store": True}, "store"), ({"previous_response_id": r.id}, "previous_response_id")):
+            with pytest.raises(openai.BadRequestError) as e:
+                client.post("/responses", body={"model": "tiny", "input": "Hi", **extra}, cast_to=object)
+            assert "--responses_store_mb 0" in str(e.value) and named in str(e.value)
+        assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
+    finally:
+        server.stop()
