@@ -529,6 +529,173 @@ int ServeUntilSignal(const sigset_t& stop_signals, ls::server::ApiContext& ctx, 
   return 0;
 }
 
+// The stop signals, blocked in every thread (those started later inherit the mask); ServeUntilSignal
+// waits for them. SIGPIPE is ignored: a client that hangs up is an error on its socket.
+sigset_t BlockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
+
+ls::dist::RankTimeouts RankTimeoutsFromFlags() {
+  ls::dist::RankTimeouts t;
+  t.step = std::chrono::seconds(absl::GetFlag(FLAGS_rank_timeout_s));
+  t.start = std::chrono::seconds(absl::GetFlag(FLAGS_rank_start_timeout_s));
+  t.idle = std::chrono::milliseconds(absl::GetFlag(FLAGS_rank_heartbeat_ms));
+  return t;
+}
+
+// What the server runs on, built in this order by LoadModelFromFlags and BuildEngineFromFlags;
+// members are destroyed in reverse, so the engine goes before the draft model and the model it
+// steps, and the backend last.
+struct ServingStack {
+  ls::BackendOptions backend_options;
+  std::unique_ptr<ls::Backend> backend;
+  std::unique_ptr<ls::Model> model;
+  std::unique_ptr<ls::tok::Tokenizer> tokenizer;     // null: the model directory has none
+  std::shared_ptr<const ls::chat::ChatFormat> chat;  // null: no chat
+  ls::GenerationDefaults generation_defaults;
+  ls::EngineConfig cfg;
+  std::unique_ptr<ls::Model> draft_model;  // a draft model or the MTP layer; outlives the engine
+  std::unique_ptr<ls::Engine> engine;
+  std::string placement_plan;  // --expert_placement auto: the start-up log's fields (empty: none)
+};
+
+// The backend and the model (a rank's share of it, in a rank group, joined to its groups).
+absl::Status LoadModelFromFlags(const std::string& dir, ls::dist::RankProcess* group, ServingStack* stack) {
+  const int32_t local_rank = group ? group->local_rank() : 0;  // a node's ranks take its GPUs in turn
+  std::string backend_error;
+  stack->backend_options = {absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads),
+                            absl::GetFlag(FLAGS_cuda_device) + local_rank, absl::GetFlag(FLAGS_activation_dtype),
+                            absl::GetFlag(FLAGS_cpu_isa)};
+  stack->backend = ls::CreateBackend(stack->backend_options, &backend_error);
+  if (!stack->backend) return absl::InvalidArgumentError(backend_error);
+  auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
+  if (!quantization.ok()) return quantization.status();
+  // A rank holds only the experts its devices are given: the others stay in the mapped checkpoint.
+  ls::LoadOptions load;
+  load.quantization = *quantization;
+  load.routed_experts_on_host = group != nullptr;
+  if (const int32_t tp = absl::GetFlag(FLAGS_tensor_parallel_size); tp != 1) {
+    if (!group)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tensor_parallel_size ", tp,
+                       " needs a rank group: launch a multiple of it ranks with mpirun (docs/deploy.md)"));
+    if (auto s = group->FormTensorGroups(tp); !s.ok()) return s;
+    load.tensor_parallel = group->tensor_parallel();
+  }
+  auto model = ls::LoadModel(dir, stack->backend.get(), load);
+  if (!model.ok()) return model.status();
+  stack->model = std::move(*model);
+  if (group) {
+    if (auto s = stack->model->JoinRankGroup(group->transport()); !s.ok()) return s;
+    if (ls::RankTransport* tensor = group->tensor_group())
+      if (auto s = stack->model->JoinTensorGroup(tensor); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The rest of the stack on the leader: tokenizer, chat format, generation defaults, the engine
+// with its draft model, and the initial expert placement.
+absl::Status BuildEngineFromFlags(const std::string& dir, ls::dist::RankProcess* group, ServingStack* stack) {
+  if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
+    auto t = ls::tok::LoadTokenizer(dir);
+    if (!t.ok()) return t.status();
+    stack->tokenizer = std::move(*t);
+  }
+  auto chat = ChatFromFlags(dir, *stack->model, stack->tokenizer.get());
+  if (!chat.ok()) return chat.status();
+  stack->chat = std::move(*chat);
+  auto generation_defaults = GenerationDefaultsFromFlags(dir, stack->model->config().vocab_size);
+  if (!generation_defaults.ok()) return generation_defaults.status();
+  stack->generation_defaults = std::move(*generation_defaults);
+  std::string draft_dir;
+  bool mtp = false;
+  auto cfg = EngineConfigFromFlags(&draft_dir, &mtp, group != nullptr);
+  if (!cfg.ok()) return cfg.status();
+  stack->cfg = std::move(*cfg);
+  // A rank group's model steps only with its ranks: its set runs through the engine once it is up.
+  const bool auto_placement = absl::GetFlag(FLAGS_expert_placement) == "auto";
+  if (auto_placement && !group) {
+    auto plan = PlanInputsFromFlags(*stack->model, stack->tokenizer.get(), &stack->cfg.experts);
+    if (!plan.ok()) return plan.status();
+    stack->placement_plan = std::move(*plan);
+  }
+  if (!draft_dir.empty()) {
+    auto draft = ls::server::LoadDraftModel(draft_dir, stack->backend.get(), *stack->model, stack->tokenizer.get());
+    if (!draft.ok()) return draft.status();
+    stack->draft_model = std::move(*draft);
+  }
+  if (mtp) {
+    auto layer = ls::LoadModel(dir, stack->backend.get(), ls::LoadOptions{.next_token_layer = true});
+    if (!layer.ok())
+      return absl::Status(layer.status().code(),
+                          absl::StrCat("--speculative_config method \"mtp\": ", layer.status().message()));
+    stack->draft_model = std::move(*layer);
+  }
+  stack->cfg.speculative.draft_model = stack->draft_model.get();
+  if (group) {
+    stack->cfg.ranks = group->leader_group(stack->model.get());
+    // The group broke: the engine has answered every request; main wakes up and ends the process.
+    stack->cfg.on_group_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
+  }
+  auto engine = ls::Engine::Create(stack->model.get(), stack->tokenizer.get(), stack->cfg);
+  if (!engine.ok()) return engine.status();
+  stack->engine = std::move(*engine);
+  if (auto_placement && group) {
+    auto plan = PlanThroughEngineFromFlags(*stack->engine, stack->tokenizer.get());
+    if (!plan.ok()) return plan.status();
+    stack->placement_plan = std::move(*plan);
+  }
+  return absl::OkStatus();
+}
+
+// --weight_budget_ranks: prints the per-rank weight budget of the model as JSON instead of serving.
+int PrintWeightBudget(const std::string& dir) {
+  std::string error;
+  std::unique_ptr<ls::Backend> cpu = ls::CreateBackend(ls::BackendOptions{"cpu", 1}, &error);
+  if (!cpu) return Fail(error);
+  auto budget =
+      ls::server::WeightBudgetJson(dir, cpu.get(), absl::GetFlag(FLAGS_weight_budget_ranks),
+                                   absl::GetFlag(FLAGS_tensor_parallel_size), absl::GetFlag(FLAGS_expert_slots));
+  if (!budget.ok()) return Fail(std::string(budget.status().message()));
+  std::printf("%s\n", budget->c_str());
+  return 0;
+}
+
+// --api_key_file's keys (none: no authentication).
+absl::StatusOr<ls::server::ApiKeys> ApiKeysFromFlags() {
+  if (absl::GetFlag(FLAGS_api_key_file).empty()) return ls::server::ApiKeys();
+  return ls::server::ApiKeys::LoadFile(absl::GetFlag(FLAGS_api_key_file));
+}
+
+// The start-up log: the chat format and generation defaults, then "ready" (which tells a watcher
+// the start-up log is complete), the expert placement's plan and the warnings.
+void LogStartup(ls::server::ApiContext& ctx, const ServingStack& stack, const std::string& name,
+                ls::dist::RankProcess* group, int http_port, int grpc_port) {
+  if (stack.chat) ctx.Log(LogLevel::kInfo, "chat_format", stack.chat->Describe());
+  ctx.Log(LogLevel::kInfo, "generation_config",
+          absl::StrCat("\"source\":", nlohmann::json(absl::GetFlag(FLAGS_generation_config)).dump(), ",\"defaults\":{",
+                       stack.generation_defaults.Describe(), "}"));
+  const std::string ready = ReadyFields(name, *stack.model, *stack.engine, *stack.backend, stack.backend_options, group,
+                                        http_port, grpc_port, ctx.keys().enabled())
+                                .dump();
+  ctx.Log(LogLevel::kInfo, "ready", ready.substr(1, ready.size() - 2));
+  if (!stack.placement_plan.empty()) {
+    const ls::MetricsSnapshot m = stack.engine->Metrics();
+    ctx.Log(LogLevel::kInfo, "expert_placement_plan",
+            group ? stack.placement_plan  // its figures are the switch's
+                  : absl::StrCat(stack.placement_plan,
+                                 ",\"expected_device_max_over_mean\":", m.planned_device_max_over_mean,
+                                 ",\"uniform_expected_device_max_over_mean\":", m.uniform_device_max_over_mean));
+  }
+  LogStartupWarnings(ctx, *stack.model, *stack.engine, stack.cfg);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -536,41 +703,16 @@ int main(int argc, char** argv) {
   const auto level = CheckFlags();
   if (!level.ok()) return Fail(std::string(level.status().message()));
   const std::string dir = absl::GetFlag(FLAGS_model);
-  if (const int32_t ranks = absl::GetFlag(FLAGS_weight_budget_ranks); ranks > 0) {
-    std::string error;
-    std::unique_ptr<ls::Backend> cpu = ls::CreateBackend(ls::BackendOptions{"cpu", 1}, &error);
-    if (!cpu) return Fail(error);
-    auto budget = ls::server::WeightBudgetJson(dir, cpu.get(), ranks, absl::GetFlag(FLAGS_tensor_parallel_size),
-                                               absl::GetFlag(FLAGS_expert_slots));
-    if (!budget.ok()) return Fail(std::string(budget.status().message()));
-    std::printf("%s\n", budget->c_str());
-    return 0;
-  }
-  ls::server::ApiKeys keys;
-  if (!absl::GetFlag(FLAGS_api_key_file).empty()) {
-    auto k = ls::server::ApiKeys::LoadFile(absl::GetFlag(FLAGS_api_key_file));
-    if (!k.ok()) return Fail(std::string(k.status().message()));
-    keys = std::move(*k);
-  }
-
-  // Block the stop signals in every thread; ServeUntilSignal waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  if (absl::GetFlag(FLAGS_weight_budget_ranks) > 0) return PrintWeightBudget(dir);
+  auto keys = ApiKeysFromFlags();
+  if (!keys.ok()) return Fail(std::string(keys.status().message()));
+  const sigset_t stop_signals = BlockStopSignals();
   RaiseFileLimit();
 
   // Launched by mpirun as one of several ranks: join the group (rank 0 leads, the others work).
-  ls::dist::RankTimeouts rank_timeouts;
-  rank_timeouts.step = std::chrono::seconds(absl::GetFlag(FLAGS_rank_timeout_s));
-  rank_timeouts.start = std::chrono::seconds(absl::GetFlag(FLAGS_rank_start_timeout_s));
-  rank_timeouts.idle = std::chrono::milliseconds(absl::GetFlag(FLAGS_rank_heartbeat_ms));
-  auto joined = ls::dist::RankProcess::JoinIfLaunched(rank_timeouts);
+  auto joined = ls::dist::RankProcess::JoinIfLaunched(RankTimeoutsFromFlags());
   if (!joined.ok()) return Fail(std::string(joined.status().message()));
   ls::dist::RankProcess* group = joined->get();
-  const int32_t local_rank = group ? group->local_rank() : 0;  // a node's ranks take its GPUs in turn
   // Once in a group, a failure ends the process without finalizing MPI (the peers may be gone).
   auto fail = [&](absl::string_view msg) {
     Fail(std::string(msg));
@@ -578,90 +720,19 @@ int main(int argc, char** argv) {
     return 1;
   };
 
-  // The stack: backend, model (a worker rank stops there and runs the workers' loop), tokenizer,
-  // chat, engine, API context, front ends.
-  std::string backend_error;
-  const ls::BackendOptions backend_options{absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_threads),
-                                           absl::GetFlag(FLAGS_cuda_device) + local_rank,
-                                           absl::GetFlag(FLAGS_activation_dtype), absl::GetFlag(FLAGS_cpu_isa)};
-  std::unique_ptr<ls::Backend> backend = ls::CreateBackend(backend_options, &backend_error);
-  if (!backend) return fail(backend_error);
-  auto quantization = ls::ParseQuantScheme(absl::GetFlag(FLAGS_quantization));
-  if (!quantization.ok()) return fail(quantization.status().message());
-  // A rank holds only the experts its devices are given: the others stay in the mapped checkpoint.
-  ls::LoadOptions load;
-  load.quantization = *quantization;
-  load.routed_experts_on_host = group != nullptr;
-  if (const int32_t tp = absl::GetFlag(FLAGS_tensor_parallel_size); tp != 1) {
-    if (!group)
-      return fail(absl::StrCat("--tensor_parallel_size ", tp,
-                               " needs a rank group: launch a multiple of it ranks with mpirun (docs/deploy.md)"));
-    if (auto s = group->FormTensorGroups(tp); !s.ok()) return fail(s.message());
-    load.tensor_parallel = group->tensor_parallel();
+  ServingStack stack;
+  if (auto s = LoadModelFromFlags(dir, group, &stack); !s.ok()) return fail(s.message());
+  if (group && group->rank() != 0) {  // a worker rank: the workers' loop, until the group stops
+    const int status = group->RunWorker(stack.model.get());
+    if (status != 0) ls::dist::ExitBrokenGroup(status);
+    return 0;
   }
-  auto model = ls::LoadModel(dir, backend.get(), load);
-  if (!model.ok()) return fail(model.status().message());
-  if (group) {
-    if (auto s = (*model)->JoinRankGroup(group->transport()); !s.ok()) return fail(s.message());
-    if (ls::RankTransport* tensor = group->tensor_group())
-      if (auto s = (*model)->JoinTensorGroup(tensor); !s.ok()) return fail(s.message());
-    if (group->rank() != 0) {
-      const int status = group->RunWorker(model->get());
-      if (status != 0) ls::dist::ExitBrokenGroup(status);
-      return 0;
-    }
-  }
-  std::unique_ptr<ls::tok::Tokenizer> tokenizer;
-  if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
-    auto t = ls::tok::LoadTokenizer(dir);
-    if (!t.ok()) return fail(t.status().message());
-    tokenizer = std::move(*t);
-  }
-  auto chat = ChatFromFlags(dir, **model, tokenizer.get());
-  if (!chat.ok()) return fail(chat.status().message());
-  auto generation_defaults = GenerationDefaultsFromFlags(dir, (*model)->config().vocab_size);
-  if (!generation_defaults.ok()) return fail(generation_defaults.status().message());
-  std::string draft_dir;
-  bool mtp = false;
-  auto cfg = EngineConfigFromFlags(&draft_dir, &mtp, group != nullptr);
-  if (!cfg.ok()) return fail(cfg.status().message());
-  std::string placement_plan;  // for the start-up log
-  // A rank group's model steps only with its ranks: its set runs through the engine once it is up.
-  const bool auto_placement = absl::GetFlag(FLAGS_expert_placement) == "auto";
-  if (auto_placement && !group) {
-    auto plan = PlanInputsFromFlags(**model, tokenizer.get(), &cfg->experts);
-    if (!plan.ok()) return fail(plan.status().message());
-    placement_plan = std::move(*plan);
-  }
-  std::unique_ptr<ls::Model> draft_model;  // outlives the engine
-  if (!draft_dir.empty()) {
-    auto draft = ls::server::LoadDraftModel(draft_dir, backend.get(), **model, tokenizer.get());
-    if (!draft.ok()) return fail(draft.status().message());
-    draft_model = std::move(*draft);
-    cfg->speculative.draft_model = draft_model.get();
-  }
-  if (mtp) {
-    auto layer = ls::LoadModel(dir, backend.get(), ls::LoadOptions{.next_token_layer = true});
-    if (!layer.ok()) return fail(absl::StrCat("--speculative_config method \"mtp\": ", layer.status().message()));
-    draft_model = std::move(*layer);
-    cfg->speculative.draft_model = draft_model.get();
-  }
-  if (group) {
-    cfg->ranks = group->leader_group(model->get());
-    // The group broke: the engine has answered every request; main wakes up and ends the process.
-    cfg->on_group_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
-  }
-  auto engine = ls::Engine::Create(model->get(), tokenizer.get(), *cfg);
-  if (!engine.ok()) return fail(engine.status().message());
-  if (auto_placement && group) {
-    auto plan = PlanThroughEngineFromFlags(**engine, tokenizer.get());
-    if (!plan.ok()) return fail(plan.status().message());
-    placement_plan = std::move(*plan);
-  }
+  if (auto s = BuildEngineFromFlags(dir, group, &stack); !s.ok()) return fail(s.message());
 
+  // The front ends.
   const std::string name = ServedModelName(dir);
-  ls::server::ApiContext ctx(engine->get(), tokenizer.get(), *chat, name, std::string(backend->name()),
-                             std::move(keys), *level, *generation_defaults);
+  ls::server::ApiContext ctx(stack.engine.get(), stack.tokenizer.get(), stack.chat, name,
+                             std::string(stack.backend->name()), std::move(*keys), *level, stack.generation_defaults);
   ls::server::GrpcServer grpc_server({absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_grpc_port),
                                       absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
                                      &ctx);
@@ -670,24 +741,7 @@ int main(int argc, char** argv) {
   // reports only that it cannot listen.
   if (auto s = http_server.Start(); !s.ok()) return fail(s.message());
   if (auto s = grpc_server.Start(); !s.ok()) return fail(s.message());
+  LogStartup(ctx, stack, name, group, http_server.port(), grpc_server.port());
 
-  // Logged before "ready", which tells a watcher the start-up log is complete.
-  if (*chat) ctx.Log(LogLevel::kInfo, "chat_format", (*chat)->Describe());
-  ctx.Log(LogLevel::kInfo, "generation_config",
-          absl::StrCat("\"source\":", nlohmann::json(absl::GetFlag(FLAGS_generation_config)).dump(),
-                       ",\"defaults\":{", generation_defaults->Describe(), "}"));
-  const std::string ready = ReadyFields(name, **model, **engine, *backend, backend_options, group,
-                                        http_server.port(), grpc_server.port(), ctx.keys().enabled())
-                                .dump();
-  ctx.Log(LogLevel::kInfo, "ready", ready.substr(1, ready.size() - 2));
-  if (!placement_plan.empty()) {
-    const ls::MetricsSnapshot m = (*engine)->Metrics();
-    ctx.Log(LogLevel::kInfo, "expert_placement_plan",
-            group ? placement_plan  // its figures are the switch's
-                  : absl::StrCat(placement_plan, ",\"expected_device_max_over_mean\":", m.planned_device_max_over_mean,
-                                 ",\"uniform_expected_device_max_over_mean\":", m.uniform_device_max_over_mean));
-  }
-  LogStartupWarnings(ctx, **model, **engine, *cfg);
-
-  return ServeUntilSignal(stop_signals, ctx, *engine, grpc_server, http_server, group);
+  return ServeUntilSignal(stop_signals, ctx, stack.engine, grpc_server, http_server, group);
 }
