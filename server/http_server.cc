@@ -362,14 +362,21 @@ class Session {
     return JsonResponse(req, http::status::ok, {{"object", "list"}, {"data", json::array({model})}});
   }
 
-  // GET and DELETE /v1/responses/{id}: a stored response, or its removal.
+  // GET and DELETE /v1/responses/{id}: a stored response, or its removal; GET
+  // /v1/responses/{id}/input_items: a page of its input items.
   static constexpr absl::string_view kStoredResponses = "/v1/responses/";
-  http::response<http::string_body> StoredResponseRoute(const Request& req, const std::string& id) {
+  http::response<http::string_body> StoredResponseRoute(const Request& req, std::string id) {
     if (!ctx_->keys().Authorize(std::string(req[http::field::authorization])))
       return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
+    constexpr absl::string_view kItems = "/input_items";
+    const bool items = absl::EndsWith(id, kItems);
+    if (items) id.resize(id.size() - kItems.size());
     if (id.empty() || id.find('/') != std::string::npos)
-      return ErrorResponse(req, Err(404, absl::StrCat("no route for ", kStoredResponses, id), "", "not_found_error"));
+      return ErrorResponse(req,
+                           Err(404, absl::StrCat("no route for ", std::string(req.target())), "", "not_found_error"));
     const bool get = req.method() == http::verb::get;
+    if (items && !get)
+      return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", kStoredResponses, "{id}", kItems)));
     if (!get && req.method() != http::verb::delete_)
       return ErrorResponse(req, Err(405, absl::StrCat("use GET or DELETE for ", kStoredResponses, "{id}")));
     const auto not_found = [&] {
@@ -380,7 +387,14 @@ class Session {
     };
     if (get) {
       std::optional<ResponseStore::Entry> entry = responses_->Get(id);
-      return entry ? JsonTextResponse(req, http::status::ok, std::move(entry->response)) : not_found();
+      if (!entry) return not_found();
+      if (!items) return JsonTextResponse(req, http::status::ok, std::move(entry->response));
+      const std::string target(req.target());
+      const size_t q = target.find('?');
+      ApiError err;
+      std::optional<nlohmann::ordered_json> page = InputItemsPage(
+          entry->input_items, q == std::string::npos ? "" : std::string_view(target).substr(q + 1), &err);
+      return page ? JsonTextResponse(req, http::status::ok, page->dump()) : ErrorResponse(req, err);
     }
     if (!responses_->Erase(id)) return not_found();
     return JsonResponse(req, http::status::ok, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});

@@ -1,7 +1,7 @@
 // ResponseStore: the Responses API's stored responses. A response created with store: true (the
 // API's default) is kept here, as JSON text, with the conversation it ended, so that
-// GET /v1/responses/{id} returns it, DELETE removes it, and a later request's
-// previous_response_id continues that conversation. Memory is bounded by bytes: past the budget,
+// GET /v1/responses/{id} returns it (and /input_items its input), DELETE removes it, and a later
+// request's previous_response_id continues that conversation. Memory is bounded by bytes: past the budget,
 // the least recently used responses go first. Owned by the HTTP server; thread-safe.
 #pragma once
 
@@ -21,6 +21,7 @@ class ResponseStore {
   struct Entry {
     std::string response;      // the Response object, as returned
     std::string conversation;  // the chat messages up to and including its reply (JSON array)
+    std::string input_items;   // the request's input as Responses items, with ids (JSON array)
   };
 
   // max_bytes 0: nothing is stored (store: true is refused).
@@ -42,7 +43,8 @@ class ResponseStore {
  private:
   using Item = std::pair<std::string, Entry>;
   static size_t Bytes(const Item& item) {
-    return item.first.size() + item.second.response.size() + item.second.conversation.size();
+    return item.first.size() + item.second.response.size() + item.second.conversation.size() +
+           item.second.input_items.size();
   }
   void EraseLocked(std::list<Item>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -1,7 +1,11 @@
 // Responses API: requests to chat requests, chat replies to Response objects and events.
 #include "server/responses_api.h"
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/dashboard_routes.h"
 
 namespace ls::server {
 namespace {
@@ -122,6 +126,25 @@ bool Messages(const ojson& input, ojson* messages, ApiError* error) {
     }
   }
   return true;
+}
+
+// input (read by Messages already) as Responses items: a string is one user message, a message's
+// string content one text part, a role-only item a message.
+ojson InputItems(const ojson& input) {
+  if (input.is_string())
+    return ojson::array({{{"type", "message"},
+                          {"role", "user"},
+                          {"content", ojson::array({{{"type", "input_text"}, {"text", input}}})}}});
+  ojson items = ojson::array();
+  for (const ojson& given : input) {
+    ojson item = given;
+    if (!item.contains("type")) item["type"] = "message";
+    if (item["type"] == "message" && item.contains("content") && item["content"].is_string())
+      item["content"] = ojson::array({{{"type", item.value("role", "") == "assistant" ? "output_text" : "input_text"},
+                                       {"text", item["content"]}}});
+    items.push_back(std::move(item));
+  }
+  return items;
 }
 
 ojson ResponsesUsageJson(const Usage& u) {
@@ -246,6 +269,7 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
       chat["model"] = v;
     } else if (k == "input") {
       if (!Messages(v, &chat["messages"], error)) return std::nullopt;
+      out.input_items = InputItems(v);
     } else if (k == "instructions") {
       if (!v.is_null() && !v.is_string()) return RequestError(error, k, "'instructions' must be a string");
       echo[k] = v;
@@ -366,7 +390,52 @@ ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const ojson& re
   }
   ojson conversation = req.conversation;
   conversation.push_back(std::move(message));
-  return {response.dump(), conversation.dump()};
+  // Items sent without an id get one: the type's prefix, the response id's suffix, the position.
+  ojson items = req.input_items;
+  const std::string id = response.value("id", "");
+  const std::string suffix = id.substr(id.find('_') + 1);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].contains("id") && items[i]["id"].is_string()) continue;
+    const std::string type = items[i].value("type", "");
+    const char* prefix = type == "function_call"          ? "fc_"
+                         : type == "function_call_output" ? "fco_"
+                         : type == "reasoning"            ? "rs_"
+                                                          : "msg_";
+    items[i]["id"] = absl::StrCat(prefix, suffix, "_in", i);
+  }
+  return {response.dump(), conversation.dump(), items.dump()};
+}
+
+std::optional<ojson> InputItemsPage(const std::string& stored, std::string_view query, ApiError* error) {
+  ojson items = ojson::parse(stored);
+  const auto bad = [&](const char* param, std::string message) -> std::optional<ojson> {
+    *error = ApiError{400, std::move(message), param};
+    return std::nullopt;
+  };
+  const std::string order = FormValue(query, "order").value_or("desc");
+  if (order != "asc" && order != "desc")
+    return bad("order", absl::StrCat("'order' must be asc or desc, got '", order, "'"));
+  if (order == "desc") std::reverse(items.begin(), items.end());
+  int64_t limit = 20;
+  if (std::optional<std::string> v = FormValue(query, "limit");
+      v && (!absl::SimpleAtoi(*v, &limit) || limit < 1 || limit > 100))
+    return bad("limit", absl::StrCat("'limit' must be between 1 and 100, got '", *v, "'"));
+  size_t first = 0;
+  if (std::optional<std::string> after = FormValue(query, "after")) {
+    auto it =
+        std::find_if(items.begin(), items.end(), [&](const ojson& item) { return item.value("id", "") == *after; });
+    if (it == items.end())
+      return bad("after", absl::StrCat("'after' names no input item of this response: '", *after, "'"));
+    first = static_cast<size_t>(it - items.begin()) + 1;
+  }
+  ojson data = ojson::array();
+  for (size_t i = first; i < items.size() && data.size() < static_cast<size_t>(limit); ++i) data.push_back(items[i]);
+  const bool more = first + data.size() < items.size();
+  ojson page = {{"object", "list"}, {"data", data}};
+  page["first_id"] = data.empty() ? ojson(nullptr) : data[0]["id"];
+  page["last_id"] = data.empty() ? ojson(nullptr) : data[data.size() - 1]["id"];
+  page["has_more"] = more;
+  return page;
 }
 
 ResponseEvents::ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model)

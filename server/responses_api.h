@@ -26,6 +26,7 @@ struct ResponsesRequest {
   nlohmann::ordered_json echo;    // the settings the Response repeats (instructions, tools, text, ...)
   // The chat messages without the instructions: a previous response's conversation, then the input.
   nlohmann::ordered_json conversation;
+  nlohmann::ordered_json input_items;  // the input as Responses items (a string: one user message)
   bool stream = false;
   bool store = false;  // keep the finished response in the store
 };
@@ -34,10 +35,17 @@ struct ResponsesRequest {
 // do). previous_response_id is looked up in `store`.
 std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ResponseStore* store, ApiError* error);
 
-// What the store keeps of a finished response: its Response object, and its conversation with
-// the reply appended as the assistant's message (reasoning, text and function calls).
+// What the store keeps of a finished response: its Response object, its conversation with the
+// reply appended as the assistant's message (reasoning, text and function calls), and its input
+// items, each with an id (the one it was sent with, else one made from the response's).
 ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const nlohmann::ordered_json& response,
                                     const Choice& reply);
+
+// GET /v1/responses/{id}/input_items: a page of a stored response's input items (`items`, as
+// stored) as the list object, by the query's `order` (desc, the default, or asc), `limit` (1-100,
+// default 20) and `after` (an item id: the page starts after it); nullopt with *error naming a
+// bad parameter.
+std::optional<nlohmann::ordered_json> InputItemsPage(const std::string& items, std::string_view query, ApiError* error);
 
 // The Response object of a finished reply (its one choice, whole).
 nlohmann::ordered_json ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created,

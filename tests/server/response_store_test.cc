@@ -10,16 +10,17 @@ namespace ls::server {
 namespace {
 
 // An entry of exactly `bytes` bytes under a 4-character id.
-ResponseStore::Entry EntryOf(size_t bytes, char fill) { return {std::string(bytes - 4 - 2, fill), "[]"}; }
+ResponseStore::Entry EntryOf(size_t bytes, char fill) { return {std::string(bytes - 4 - 4, fill), "[]", "[]"}; }
 
 TEST(ResponseStoreTest, KeepsReturnsAndDeletes) {
   ResponseStore store(1000);
   EXPECT_TRUE(store.enabled());
-  store.Put("r001", {"{\"id\":\"r001\"}", "[{\"role\":\"user\"}]"});
+  store.Put("r001", {"{\"id\":\"r001\"}", "[{\"role\":\"user\"}]", "[{\"type\":\"message\"}]"});
   auto e = store.Get("r001");
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->response, "{\"id\":\"r001\"}");
   EXPECT_EQ(e->conversation, "[{\"role\":\"user\"}]");
+  EXPECT_EQ(e->input_items, "[{\"type\":\"message\"}]");
   EXPECT_FALSE(store.Get("r002").has_value());
   EXPECT_TRUE(store.Erase("r001"));
   EXPECT_FALSE(store.Erase("r001"));
@@ -42,7 +43,7 @@ TEST(ResponseStoreTest, DropsTheLeastRecentlyUsedPastItsBudget) {
   // Replacing an entry counts its new size only.
   store.Put("r003", EntryOf(100, 'e'));
   EXPECT_EQ(store.bytes(), 700u);
-  EXPECT_EQ(store.Get("r003")->response, std::string(94, 'e'));
+  EXPECT_EQ(store.Get("r003")->response, std::string(92, 'e'));
   // One entry larger than the whole budget is not kept, and drops nothing.
   store.Put("r005", EntryOf(1001, 'f'));
   EXPECT_FALSE(store.Get("r005").has_value());

@@ -265,6 +265,32 @@ def test_a_stored_function_call_is_answered_by_its_output_alone(served):
     assert second.output_text == chat.choices[0].message.content
 
 
+def test_a_stored_responses_input_items_are_listed_by_page(plain):
+    server, client = plain
+    items = [{"role": "developer", "content": "Be brief."},
+             {"type": "message", "role": "user", "id": "msg_mine", "content": [{"type": "input_text", "text": "Hi"}]},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello."}]},
+             {"role": "user", "content": "Once upon"}]
+    r = client.responses.create(model="tiny", input=items, temperature=0, max_output_tokens=2)
+    page = client.responses.input_items.list(r.id)  # newest first, by default
+    texts = [item.content[0].text for item in page.data]
+    assert texts == ["Once upon", "Hello.", "Hi", "Be brief."] and not page.has_more
+    assert [item.role for item in page.data] == ["user", "assistant", "user", "developer"]
+    ids = [item.id for item in page.data]
+    assert ids[2] == "msg_mine" and len(set(ids)) == 4 and all(ids)
+    assert page.first_id == ids[0] and page.last_id == ids[-1]
+    first = client.responses.input_items.list(r.id, order="asc", limit=3)
+    assert [item.id for item in first.data] == ids[::-1][:3] and first.has_more
+    rest = client.responses.input_items.list(r.id, order="asc", limit=3, after=first.last_id)
+    assert [item.id for item in rest.data] == [ids[0]] and not rest.has_more
+    simple = client.responses.create(model="tiny", input="The old man", max_output_tokens=2)
+    [only] = client.responses.input_items.list(simple.id).data
+    assert only.type == "message" and only.role == "user" and only.content[0].text == "The old man"
+    for query, named in (("order=up", "order"), ("limit=0", "limit"), ("limit=x", "limit"), ("after=nope", "after")):
+        bad = requests.get(f"{server.url}/v1/responses/{r.id}/input_items?{query}", timeout=10)
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == named, bad.text
+
+
 def test_deleted_and_unstored_responses_are_not_found(plain):
     server, client = plain
     kept = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
@@ -286,6 +312,8 @@ def test_deleted_and_unstored_responses_are_not_found(plain):
     assert requests.get(f"{server.url}/v1/responses/{unstored.id}", timeout=10).status_code == 404
     assert requests.post(f"{server.url}/v1/responses/{unstored.id}", json={}, timeout=10).status_code == 405
     assert requests.get(f"{server.url}/v1/responses/{unstored.id}/input_items", timeout=10).status_code == 404
+    assert requests.delete(f"{server.url}/v1/responses/{unstored.id}/input_items", timeout=10).status_code == 405
+    assert requests.get(f"{server.url}/v1/responses/{unstored.id}/other", timeout=10).status_code == 404
 
 
 def test_a_server_without_a_store_keeps_nothing_and_says_so():
