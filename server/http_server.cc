@@ -220,6 +220,72 @@ struct Generation {
   Tally tally;
 };
 
+// Adds a choice's next delta to the choice so far (a whole reply, as CollectChoices returns it).
+void AppendDelta(Choice* c, Choice delta) {
+  c->token_ids.insert(c->token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+  c->text += delta.text;
+  c->reasoning += delta.reasoning;
+  chat::ChatDelta calls;
+  calls.tool_calls = std::move(c->tool_calls);
+  calls.Append({"", "", std::move(delta.tool_calls)});
+  c->tool_calls = std::move(calls.tool_calls);
+  c->tool_calls_made = delta.tool_calls_made;
+  for (auto& lp : delta.logprobs) c->logprobs.push_back(std::move(lp));
+  if (!delta.echo_ids.empty()) {
+    c->echo_ids = std::move(delta.echo_ids);
+    c->echo_logprobs = std::move(delta.echo_logprobs);
+  }
+  if (!delta.prompt_ids.empty()) {
+    c->prompt_ids = std::move(delta.prompt_ids);
+    c->prompt_logprobs = std::move(delta.prompt_logprobs);
+  }
+}
+
+// A background response after its request was answered: collects the reply, detached from the
+// connection (a client that leaves does not cancel it), and keeps its Response in the store as it
+// goes: in_progress at its first output, then completed or incomplete, cancelled (POST
+// /v1/responses/{id}/cancel) or failed.
+awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
+                                Clock::time_point start) {
+  const ResponsesRequest& req = *g->responses;
+  ChoiceStream stream(g->r, 0, ctx, g->id);
+  Choice reply;
+  bool started = false, cancelled = false;
+  while (!g->tally.all_finished()) {
+    for (auto& [i, o] : co_await g->channel->Wait()) {
+      Choice delta = stream.Next(o);
+      const FinishReason finish = delta.finish;
+      AppendDelta(&reply, std::move(delta));
+      if (o.finished()) {
+        g->tally.Finished(i, o);
+        reply.finish = finish;
+        cancelled = o.finish_reason == FinishReason::kCancelled && o.error.empty();
+      }
+    }
+    if (!started && !g->tally.all_finished()) {
+      store->Put(g->id,
+                 StoredResponse(
+                     req, UnfinishedResponse(req, g->id, g->created, ctx->model_name(), "in_progress", reply), reply));
+      started = true;
+    }
+  }
+  const std::string& model = ctx->model_name();
+  nlohmann::ordered_json body;
+  if (g->tally.failure) {
+    body = UnfinishedResponse(req, g->id, g->created, model, "failed", reply, &*g->tally.failure);
+    g->tally.log.status = std::to_string(g->tally.failure->http_status);
+  } else if (cancelled) {
+    body = UnfinishedResponse(req, g->id, g->created, model, "cancelled", reply);
+    g->tally.log.status = "cancelled";
+  } else {
+    body = ResponseBody(req, g->id, g->created, model, reply, g->tally.usage);
+    g->tally.log.status = "200";
+  }
+  store->Put(g->id, StoredResponse(req, body, reply));
+  g->tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
+  ctx->LogRequest(g->tally.log);
+}
+
 // Per-connection state and handlers.
 template <typename Stream>
 class Session {
@@ -368,16 +434,19 @@ class Session {
   http::response<http::string_body> StoredResponseRoute(const Request& req, std::string id) {
     if (!ctx_->keys().Authorize(std::string(req[http::field::authorization])))
       return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
-    constexpr absl::string_view kItems = "/input_items";
-    const bool items = absl::EndsWith(id, kItems);
+    constexpr absl::string_view kItems = "/input_items", kCancel = "/cancel";
+    const bool items = absl::EndsWith(id, kItems), cancel = absl::EndsWith(id, kCancel);
     if (items) id.resize(id.size() - kItems.size());
+    if (cancel) id.resize(id.size() - kCancel.size());
     if (id.empty() || id.find('/') != std::string::npos)
       return ErrorResponse(req,
                            Err(404, absl::StrCat("no route for ", std::string(req.target())), "", "not_found_error"));
     const bool get = req.method() == http::verb::get;
     if (items && !get)
       return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", kStoredResponses, "{id}", kItems)));
-    if (!get && req.method() != http::verb::delete_)
+    if (cancel && req.method() != http::verb::post)
+      return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", kStoredResponses, "{id}", kCancel)));
+    if (!cancel && !get && req.method() != http::verb::delete_)
       return ErrorResponse(req, Err(405, absl::StrCat("use GET or DELETE for ", kStoredResponses, "{id}")));
     const auto not_found = [&] {
       return ErrorResponse(
@@ -385,6 +454,7 @@ class Session {
           Err(404, absl::StrCat("response '", id, "' is not stored here (never stored, deleted, or dropped for room)"),
               "", "not_found_error"));
     };
+    if (cancel) return CancelResponse(req, id, not_found);
     if (get) {
       std::optional<ResponseStore::Entry> entry = responses_->Get(id);
       if (!entry) return not_found();
@@ -398,6 +468,28 @@ class Session {
     }
     if (!responses_->Erase(id)) return not_found();
     return JsonResponse(req, http::status::ok, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
+  }
+
+  // POST /v1/responses/{id}/cancel: a background response still generating is cancelled (the
+  // store says so once the engine has stopped it, at its next step) and answered as cancelled; a
+  // finished one is left as it is, and an error says so.
+  template <typename NotFound>
+  http::response<http::string_body> CancelResponse(const Request& req, const std::string& id, NotFound not_found) {
+    std::optional<ResponseStore::Entry> entry = responses_->Get(id);
+    if (!entry) return not_found();
+    nlohmann::ordered_json r = nlohmann::ordered_json::parse(entry->response);
+    if (r.value("background", false) != true)
+      return ErrorResponse(req, Err(400, absl::StrCat("response '", id,
+                                                      "' was not created with background: true; "
+                                                      "only background responses can be cancelled")));
+    const std::string status = r.value("status", "");
+    if (status == "cancelled") return JsonTextResponse(req, http::status::ok, std::move(entry->response));
+    if (status != "queued" && status != "in_progress")
+      return ErrorResponse(req, Err(400, absl::StrCat("response '", id, "' has already finished (status ", status,
+                                                      "); only a queued or in-progress response can be cancelled")));
+    ctx_->engine().Cancel(id);
+    r["status"] = "cancelled";
+    return JsonTextResponse(req, http::status::ok, r.dump());
   }
 
   // Watches the socket while a generation runs: a client that hangs up cancels its requests.
@@ -436,10 +528,20 @@ class Session {
       co_return co_await Write(std::move(res));
     }
     std::string id = ctx_->NewRequestId(responses ? "resp_" : endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
-    Generation g(std::move(*parsed), std::move(id), co_await net::this_coro::executor, std::move(responses));
+    auto generation = std::make_shared<Generation>(std::move(*parsed), std::move(id), co_await net::this_coro::executor,
+                                                   std::move(responses));
+    Generation& g = *generation;
     if (g.responses) g.tally.log.endpoint = "responses";
     if (std::optional<ApiError> refused = Submit(g)) {
       http::response<http::string_body> res = ErrorResponse(req, *refused);
+      co_return co_await Write(std::move(res));
+    }
+    if (g.responses && g.responses->background) {  // stored as queued, answered, generated detached
+      const auto queued = UnfinishedResponse(*g.responses, g.id, g.created, ctx_->model_name(), "queued", Choice{});
+      responses_->Put(g.id, StoredResponse(*g.responses, queued, Choice{}));
+      net::co_spawn(co_await net::this_coro::executor, RunInBackground(generation, ctx_, responses_, start),
+                    net::detached);
+      http::response<http::string_body> res = JsonTextResponse(req, http::status::ok, queued.dump());
       co_return co_await Write(std::move(res));
     }
     net::co_spawn(co_await net::this_coro::executor, WatchDisconnect(g.ids, g.done), net::detached);
@@ -581,26 +683,11 @@ class Session {
       for (auto& [i, o] : co_await g.channel->Wait()) {
         Choice delta = streams[i].Next(o);
         Choice& c = choices[i];
-        c.token_ids.insert(c.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
-        c.text += delta.text;
-        c.reasoning += delta.reasoning;
-        chat::ChatDelta calls;
-        calls.tool_calls = std::move(c.tool_calls);
-        calls.Append({"", "", std::move(delta.tool_calls)});
-        c.tool_calls = std::move(calls.tool_calls);
-        c.tool_calls_made = delta.tool_calls_made;
-        for (auto& lp : delta.logprobs) c.logprobs.push_back(std::move(lp));
-        if (!delta.echo_ids.empty()) {
-          c.echo_ids = std::move(delta.echo_ids);
-          c.echo_logprobs = std::move(delta.echo_logprobs);
-        }
-        if (!delta.prompt_ids.empty()) {
-          c.prompt_ids = std::move(delta.prompt_ids);
-          c.prompt_logprobs = std::move(delta.prompt_logprobs);
-        }
+        const FinishReason finish = delta.finish;
+        AppendDelta(&c, std::move(delta));
         if (o.finished()) {
           g.tally.Finished(i, o);
-          c.finish = delta.finish;
+          c.finish = finish;
           if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) client_left = true;
         }
       }

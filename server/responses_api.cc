@@ -250,8 +250,15 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
     previous = ojson::parse(entry->conversation);
     echo["previous_response_id"] = id;
   }
-  if (!null_or("background", false))
-    return RequestError(error, "background", "'background' is not supported yet (it asks for a background response)");
+  if (j.contains("background") && !j["background"].is_null() && !j["background"].is_boolean())
+    return RequestError(error, "background", "'background' must be true or false");
+  out.background = j.contains("background") && j["background"].is_boolean() && j["background"].get<bool>();
+  if (out.background && !out.store)
+    return RequestError(error, "background",
+                        store->enabled() ? "'background' needs the response stored: leave 'store' true"
+                                         : "'background' needs stored responses, and this server keeps none "
+                                           "(--responses_store_mb 0)");
+  echo["background"] = out.background;
   if (!null_or("truncation", "disabled"))
     return RequestError(error, "truncation",
                         "'truncation' is not supported yet (only \"disabled\": a prompt too long is an error)");
@@ -354,6 +361,9 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
     }
   }
   if (!j.contains("input")) return RequestError(error, "input", "'input' is required");
+  if (out.background && out.stream)
+    return RequestError(error, "background",
+                        "'background' with 'stream' is not supported: poll GET /v1/responses/{id} instead");
   // A previous response's conversation comes first; its instructions are not carried over.
   chat["messages"].insert(chat["messages"].begin(), previous.begin(), previous.end());
   out.conversation = chat["messages"];
@@ -364,16 +374,36 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
   return out;
 }
 
-ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created, const std::string& model,
-                   const Choice& reply, const Usage& usage) {
+namespace {
+
+// The output items of a reply, in the order reasoning, message, function calls; a reply with
+// nothing in it is one empty message unless `empty_ok`.
+ojson OutputItems(const std::string& id, const Choice& reply, bool empty_ok) {
   const std::string suffix = id.substr(id.find('_') + 1);
   ojson output = ojson::array();
   if (!reply.reasoning.empty()) output.push_back(ReasoningItem("rs_" + suffix, reply.reasoning, "completed"));
-  if (!reply.text.empty() || (reply.tool_calls.empty() && reply.reasoning.empty()))
+  if (!reply.text.empty() || (reply.tool_calls.empty() && reply.reasoning.empty() && !empty_ok))
     output.push_back(MessageItem("msg_" + suffix, reply.text, "completed"));
   for (size_t i = 0; i < reply.tool_calls.size(); ++i)
     output.push_back(CallItem(absl::StrCat("fc_", suffix, "_", i), reply.tool_calls[i], reply.tool_calls[i].arguments,
                               "completed"));
+  return output;
+}
+
+}  // namespace
+
+ojson UnfinishedResponse(const ResponsesRequest& req, const std::string& id, int64_t created, const std::string& model,
+                         const char* status, const Choice& reply, const ApiError* error) {
+  ojson output = OutputItems(id, reply, /*empty_ok=*/true);
+  for (ojson& item : output) item["status"] = "incomplete";
+  ojson r = Response(req, id, created, model, std::move(output), status, std::nullopt, false);
+  if (error) r["error"] = {{"code", error->type}, {"message", error->message}};
+  return r;
+}
+
+ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created, const std::string& model,
+                   const Choice& reply, const Usage& usage) {
+  ojson output = OutputItems(id, reply, /*empty_ok=*/false);
   const bool incomplete = reply.finish == FinishReason::kLength && !reply.tool_calls_made;
   return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
 }

@@ -5,7 +5,8 @@
 // items, or, streamed, as the Responses events (response.created, response.output_item.added,
 // response.output_text.delta, response.function_call_arguments.delta, response.completed, ...).
 // A response asked to be stored (store: true, the default) is kept in the server's ResponseStore
-// with its conversation, which previous_response_id continues. Where vLLM's implementation and
+// with its conversation, which previous_response_id continues; a background one is answered at
+// once (queued) and generated detached, the store following it to its end. Where vLLM's implementation and
 // OpenAI's differ, vLLM's shapes are followed.
 #pragma once
 
@@ -28,12 +29,19 @@ struct ResponsesRequest {
   nlohmann::ordered_json conversation;
   nlohmann::ordered_json input_items;  // the input as Responses items (a string: one user message)
   bool stream = false;
-  bool store = false;  // keep the finished response in the store
+  bool store = false;       // keep the finished response in the store
+  bool background = false;  // answer at once; the store has the response as it goes
 };
 
 // Reads a /v1/responses body; nullopt with *error naming the field (as the chat fields' errors
 // do). previous_response_id is looked up in `store`.
 std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ResponseStore* store, ApiError* error);
+
+// The Response of a background request that has not finished ("queued", "in_progress") or that
+// ended without its reply ("cancelled", "failed": `error` then says why), with the output so far.
+nlohmann::ordered_json UnfinishedResponse(const ResponsesRequest& req, const std::string& id, int64_t created,
+                                          const std::string& model, const char* status, const Choice& reply,
+                                          const ApiError* error = nullptr);
 
 // What the store keeps of a finished response: its Response object, its conversation with the
 // reply appended as the assistant's message (reasoning, text and function calls), and its input

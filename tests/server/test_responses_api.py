@@ -1,10 +1,12 @@
 """The Responses API (POST /v1/responses), driven by the OpenAI SDK and the OpenAI Agents SDK: a
 response is the chat completion its input stands for (same greedy text), streamed as the Responses
 events in order, with function calls as output items that round-trip as input, text.format held to
-its JSON schema, stored responses retrieved, deleted and continued with previous_response_id, and
-what the server does not serve refused by name."""
+its JSON schema, stored responses retrieved, deleted and continued with previous_response_id, background responses
+polled and cancelled, and what the server does not serve refused by name."""
 import json
 import os
+import threading
+import time
 from typing import Annotated
 
 import pytest
@@ -169,7 +171,9 @@ def test_text_format_json_schema_is_followed(plain):
     ({"previous_response_id": 7}, "'previous_response_id' must be a string"),
     ({"store": "yes"}, "'store' must be true or false"),
     ({"conversation": "conv_1"}, "conversation"),
-    ({"background": True}, "background"),
+    ({"background": "yes"}, "'background' must be true or false"),
+    ({"background": True, "stream": True}, "'background' with 'stream'"),
+    ({"background": True, "store": False}, "'background' needs the response stored"),
     ({"tools": [{"type": "web_search"}]}, "web_search"),
     ({"input": [{"type": "image_generation_call", "id": "x"}]}, "image_generation_call"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input_image"),
@@ -323,10 +327,70 @@ def test_a_server_without_a_store_keeps_nothing_and_says_so():
         r = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
         assert r.store is False
         assert requests.get(f"{server.url}/v1/responses/{r.id}", timeout=10).status_code == 404
-        for extra, named in (({"store": True}, "store"), ({"previous_response_id": r.id}, "previous_response_id")):
+        for extra, named in (({"store": True}, "store"), ({"previous_response_id": r.id}, "previous_response_id"),
+                             ({"background": True}, "background")):
             with pytest.raises(openai.BadRequestError) as e:
                 client.post("/responses", body={"model": "tiny", "input": "Hi", **extra}, cast_to=object)
             assert "--responses_store_mb 0" in str(e.value) and named in str(e.value)
+        assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
+    finally:
+        server.stop()
+
+
+def settled(client, response_id, deadline_s=60):
+    """The stored response once it is no longer queued or in progress."""
+    deadline = time.time() + deadline_s
+    while True:
+        r = client.responses.retrieve(response_id)
+        if r.status not in ("queued", "in_progress") or time.time() > deadline:
+            return r
+        time.sleep(0.02)
+
+
+def test_a_background_response_is_answered_at_once_and_polled_to_its_end(plain):
+    server, client = plain
+    queued = client.responses.create(model="tiny", input="The old man", background=True, temperature=0,
+                                     max_output_tokens=16)
+    assert queued.background is True and queued.status == "queued" and queued.output == []
+    final = settled(client, queued.id)
+    whole = client.responses.create(model="tiny", input="The old man", temperature=0, max_output_tokens=16)
+    assert final.status == whole.status and final.output_text == whole.output_text
+    assert final.usage.output_tokens == whole.usage.output_tokens
+    follow = client.responses.create(model="tiny", input="And then", previous_response_id=queued.id, temperature=0,
+                                     max_output_tokens=4)
+    assert follow.status in ("completed", "incomplete")
+    finished = requests.post(f"{server.url}/v1/responses/{queued.id}/cancel", timeout=10)
+    assert finished.status_code == 400 and "already finished" in finished.text
+    foreground = requests.post(f"{server.url}/v1/responses/{whole.id}/cancel", timeout=10)
+    assert foreground.status_code == 400 and "only background responses" in foreground.text
+    assert requests.get(f"{server.url}/v1/responses/{whole.id}/cancel", timeout=10).status_code == 405
+
+
+def test_a_queued_background_response_is_cancelled():
+    """One sequence at a time: a long request holds the engine, the background one waits behind it and
+    is cancelled before it starts; the long one is not disturbed and the server serves on."""
+    server = Server("--max_num_seqs", "1")
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
+        blocker = {}
+
+        def hold():
+            blocker["r"] = requests.post(f"{server.url}/v1/completions", timeout=120, json={
+                "model": "tiny", "prompt": "The", "n": 8, "max_tokens": 200, "ignore_eos": True})
+
+        t = threading.Thread(target=hold)
+        t.start()
+        time.sleep(0.2)
+        queued = client.responses.create(model="tiny", input="The old man", background=True, max_output_tokens=64)
+        cancelled = client.responses.cancel(queued.id)
+        assert cancelled.id == queued.id and cancelled.status == "cancelled"
+        final = settled(client, queued.id)
+        assert final.status == "cancelled"
+        again = client.responses.cancel(queued.id)  # cancelling twice answers the same
+        assert again.status == "cancelled"
+        t.join()
+        assert blocker["r"].status_code == 200, blocker["r"].text
+        assert all(c["finish_reason"] == "length" for c in blocker["r"].json()["choices"])
         assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
     finally:
         server.stop()
