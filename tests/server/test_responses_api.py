@@ -39,6 +39,22 @@ def plain(server):
     return server, openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
 
 
+def call_message(content, call):
+    """The assistant's chat message that made function call `call` (a function_call item)."""
+    return {"role": "assistant", "content": content, "tool_calls": [
+        {"id": call.call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]}
+
+
+def tool_turn_chat(client, assistant, call, output):
+    """The chat completion of a tool turn without thinking: the question, the assistant's call and
+    the tool's output."""
+    messages = [{"role": "user", "content": "Weather?"}, assistant,
+                {"role": "tool", "tool_call_id": call.call_id, "content": output}]
+    return client.chat.completions.create(model="tiny", messages=messages, tools=[CHAT_TOOL], tool_choice="none",
+                                          temperature=0, max_tokens=8,
+                                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+
+
 def chat_text(client, messages, max_tokens):
     r = client.chat.completions.create(model="tiny", messages=messages, temperature=0, max_tokens=max_tokens)
     return r.choices[0].message.content, r.usage
@@ -124,14 +140,7 @@ def test_function_calls_validate_and_round_trip_as_input(served):
               {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 21 C"}]
     r2 = client.responses.create(model="tiny", input=follow, tools=TOOLS, tool_choice="none", temperature=0,
                                  max_output_tokens=8, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
-    messages = [{"role": "user", "content": "Weather?"},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"id": call.call_id, "type": "function",
-                     "function": {"name": call.name, "arguments": call.arguments}}]},
-                {"role": "tool", "tool_call_id": call.call_id, "content": "Sunny, 21 C"}]
-    chat = client.chat.completions.create(model="tiny", messages=messages, tools=[CHAT_TOOL], tool_choice="none",
-                                          temperature=0, max_tokens=8,
-                                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    chat = tool_turn_chat(client, call_message("", call), call, "Sunny, 21 C")
     assert r2.usage.input_tokens == chat.usage.prompt_tokens
     assert r2.output_text == chat.choices[0].message.content
     assert all(item.type == "message" for item in r2.output)
@@ -255,16 +264,10 @@ def test_a_stored_function_call_is_answered_by_its_output_alone(served):
         model="tiny", previous_response_id=first.id, tools=TOOLS, tool_choice="none", temperature=0,
         max_output_tokens=8, input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Sunny"}],
         extra_body={"chat_template_kwargs": {"enable_thinking": False}})
-    assistant = {"role": "assistant", "content": first.output_text,
-                 "tool_calls": [{"id": call.call_id, "type": "function",
-                                 "function": {"name": call.name, "arguments": call.arguments}}]}
+    assistant = call_message(first.output_text, call)
     if reasoning:
         assistant["reasoning_content"] = reasoning
-    messages = [{"role": "user", "content": "Weather?"}, assistant,
-                {"role": "tool", "tool_call_id": call.call_id, "content": "Sunny"}]
-    chat = client.chat.completions.create(model="tiny", messages=messages, tools=[CHAT_TOOL], tool_choice="none",
-                                          temperature=0, max_tokens=8,
-                                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    chat = tool_turn_chat(client, assistant, call, "Sunny")
     assert second.usage.input_tokens == chat.usage.prompt_tokens
     assert second.output_text == chat.choices[0].message.content
 
