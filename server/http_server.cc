@@ -419,7 +419,7 @@ class Session {
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.set(http::field::content_type, "text/plain; version=0.0.4");
       res.keep_alive(req.keep_alive());
-      res.body() = RenderPrometheus(*ctx_);
+      res.body() = RenderPrometheus(*ctx_, responses_);
       res.prepare_payload();
       return res;
     }

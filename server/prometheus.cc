@@ -49,7 +49,7 @@ std::vector<std::pair<int32_t, double>> ExpertLoadMaxOverMean(const MetricsSnaps
   return r;
 }
 
-std::string RenderPrometheus(const ApiContext& ctx) {
+std::string RenderPrometheus(const ApiContext& ctx, const ResponseStore* responses) {
   const MetricsSnapshot m = ctx.engine().Metrics();
   std::string out;
   Header(&out, "latentserve_requests_total", "counter", "Finished front-end requests by API and status.");
@@ -201,6 +201,15 @@ std::string RenderPrometheus(const ApiContext& ctx) {
   Value(&out, "latentserve_http_connections_rejected_total", "counter",
         "HTTP connections answered 503 and closed because --max_connections were open.", hc.rejected.load());
   Value(&out, "latentserve_ready", "gauge", "1 when the server accepts requests.", ctx.ready() ? 1 : 0);
+  if (responses && responses->enabled()) {
+    Value(&out, "latentserve_responses_stored", "gauge", "Responses API responses kept for retrieval and chaining.",
+          static_cast<double>(responses->size()));
+    Value(&out, "latentserve_responses_store_bytes", "gauge", "Bytes the stored responses take (--responses_store_mb).",
+          static_cast<double>(responses->bytes()));
+    Value(&out, "latentserve_responses_dropped_total", "counter",
+          "Stored responses dropped for room, least recently used first (a steady rise: raise --responses_store_mb).",
+          static_cast<double>(responses->dropped()));
+  }
   return out;
 }
 

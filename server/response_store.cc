@@ -15,7 +15,10 @@ void ResponseStore::Put(const std::string& id, Entry e) {
   Item item{id, std::move(e)};
   const size_t size = Bytes(item);
   if (size > max_bytes_) return;
-  while (bytes_ + size > max_bytes_) EraseLocked(std::prev(lru_.end()));
+  while (bytes_ + size > max_bytes_) {
+    EraseLocked(std::prev(lru_.end()));
+    ++dropped_;
+  }
   lru_.push_front(std::move(item));
   index_[id] = lru_.begin();
   bytes_ += size;
@@ -40,6 +43,11 @@ bool ResponseStore::Erase(const std::string& id) {
 size_t ResponseStore::bytes() const {
   MutexLock lock(&mu_);
   return bytes_;
+}
+
+uint64_t ResponseStore::dropped() const {
+  MutexLock lock(&mu_);
+  return dropped_;
 }
 
 size_t ResponseStore::size() const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@ class ResponseStore {
 
   size_t bytes() const;
   size_t size() const;
+  uint64_t dropped() const;  // entries dropped for room since the start
 
  private:
   using Item = std::pair<std::string, Entry>;
@@ -53,6 +55,7 @@ class ResponseStore {
   std::list<Item> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   std::unordered_map<std::string, std::list<Item>::iterator> index_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ls::server

@@ -39,6 +39,7 @@ TEST(ResponseStoreTest, DropsTheLeastRecentlyUsedPastItsBudget) {
   store.Put("r004", EntryOf(300, 'd'));
   EXPECT_FALSE(store.Get("r002").has_value());
   for (const char* id : {"r001", "r003", "r004"}) EXPECT_TRUE(store.Get(id).has_value()) << id;
+  EXPECT_EQ(store.dropped(), 1u);
   EXPECT_EQ(store.bytes(), 900u);
   // Replacing an entry counts its new size only.
   store.Put("r003", EntryOf(100, 'e'));
@@ -51,6 +52,7 @@ TEST(ResponseStoreTest, DropsTheLeastRecentlyUsedPastItsBudget) {
   // One that needs every byte drops all the others.
   store.Put("r006", EntryOf(1000, 'g'));
   EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.dropped(), 4u);
   EXPECT_EQ(store.bytes(), 1000u);
 }
 

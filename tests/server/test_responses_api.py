@@ -301,6 +301,8 @@ def test_a_stored_responses_input_items_are_listed_by_page(plain):
 def test_deleted_and_unstored_responses_are_not_found(plain):
     server, client = plain
     kept = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
+    stored, store_bytes = server.metric("latentserve_responses_stored"), server.metric("latentserve_responses_store_bytes")
+    assert stored >= 1 and store_bytes > 0 and server.metric("latentserve_responses_dropped_total") == 0
     deleted = requests.delete(f"{server.url}/v1/responses/{kept.id}", timeout=10)
     assert deleted.status_code == 200
     assert deleted.json() == {"id": kept.id, "object": "response.deleted", "deleted": True}
@@ -314,6 +316,7 @@ def test_deleted_and_unstored_responses_are_not_found(plain):
             client.responses.create(model="tiny", input="Hi", previous_response_id=gone, max_output_tokens=2)
         assert gone in str(e.value) and "previous response" in str(e.value)
     assert requests.delete(f"{server.url}/v1/responses/{kept.id}", timeout=10).status_code == 404
+    assert server.metric("latentserve_responses_store_bytes") < store_bytes  # (no other test runs beside)
     unstored = client.responses.create(model="tiny", input="Hi", max_output_tokens=2, store=False)
     assert unstored.store is False
     assert requests.get(f"{server.url}/v1/responses/{unstored.id}", timeout=10).status_code == 404
@@ -329,6 +332,8 @@ def test_a_server_without_a_store_keeps_nothing_and_says_so():
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
         r = client.responses.create(model="tiny", input="Hi", max_output_tokens=2)
         assert r.store is False
+        with pytest.raises(KeyError):
+            server.metric("latentserve_responses_stored")
         assert requests.get(f"{server.url}/v1/responses/{r.id}", timeout=10).status_code == 404
         for extra, named in (({"store": True}, "store"), ({"previous_response_id": r.id}, "previous_response_id"),
                              ({"background": True}, "background")):
