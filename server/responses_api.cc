@@ -247,6 +247,11 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
           "previous_response_id", "not_found_error"};
       return std::nullopt;
     }
+    const std::string status = ojson::parse(entry->response).value("status", "");
+    if (status == "queued" || status == "in_progress")
+      return RequestError(error, "previous_response_id",
+                          absl::StrCat("previous response '", id, "' has not finished (status ", status,
+                                       "): wait until GET /v1/responses/", id, " shows it done"));
     previous = ojson::parse(entry->conversation);
     echo["previous_response_id"] = id;
   }

@@ -390,6 +390,9 @@ def test_a_queued_background_response_is_cancelled():
         t.start()
         time.sleep(0.2)
         queued = client.responses.create(model="tiny", input="The old man", background=True, max_output_tokens=64)
+        with pytest.raises(openai.BadRequestError) as e:  # nothing to continue yet
+            client.responses.create(model="tiny", input="Go on", previous_response_id=queued.id)
+        assert "has not finished" in str(e.value)
         cancelled = client.responses.cancel(queued.id)
         assert cancelled.id == queued.id and cancelled.status == "cancelled"
         final = settled(client, queued.id)
