@@ -594,6 +594,7 @@ class Session {
     std::vector<bool> first(num_choices, true);    // no output of the choice sent yet
     std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
     std::optional<ResponseEvents> events;          // a Responses stream: its events, not chunks
+    bool client_left = false;                      // a choice was cancelled because the client hung up
     if (g.responses) events.emplace(*g.responses, g.id, g.created, ctx_->model_name());
     std::string pending = events ? events->Start() : "";
     while (!g.tally.all_finished()) {
@@ -603,7 +604,10 @@ class Session {
       for (auto& [i, o] : batch) {
         Choice delta = streams[i].Next(o);
         delta.text_offset = offsets[i];
-        if (o.finished()) g.tally.Finished(i, o);
+        if (o.finished()) {
+          g.tally.Finished(i, o);
+          if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) client_left = true;
+        }
         if (events) {
           if (auto f = Tally::FailureOf(o)) {
             data += events->Error(*f);
@@ -627,8 +631,9 @@ class Session {
       if (g.tally.all_finished() && events) {
         if (!g.tally.failure) {
           data += events->Finish(g.tally.usage);
-          // Kept before the client reads its end, so that a next request may continue it at once.
-          if (g.responses->store)
+          // Kept before the client reads its end, so that a next request may continue it at once;
+          // one whose client hung up was cut short, and is not kept (as a whole reply is not).
+          if (g.responses->store && ok && !client_left)
             responses_->Put(g.id, StoredResponse(*g.responses, events->final_response(), events->reply()));
         }
       } else if (g.tally.all_finished()) {

@@ -3,8 +3,11 @@ response is the chat completion its input stands for (same greedy text), streame
 events in order, with function calls as output items that round-trip as input, text.format held to
 its JSON schema, stored responses retrieved, deleted and continued with previous_response_id, background responses
 polled and cancelled, and what the server does not serve refused by name."""
+import http.client
 import json
 import os
+import re
+import socket
 import threading
 import time
 from typing import Annotated
@@ -270,6 +273,22 @@ def test_a_stored_function_call_is_answered_by_its_output_alone(served):
     chat = tool_turn_chat(client, assistant, call, "Sunny")
     assert second.usage.input_tokens == chat.usage.prompt_tokens
     assert second.output_text == chat.choices[0].message.content
+
+
+def test_a_response_whose_client_hung_up_is_not_stored(plain):
+    """A streamed response cut short by its client is cancelled, and not kept as if it had completed."""
+    server, client = plain
+    body = {"model": "tiny", "input": "The old man", "stream": True, "max_output_tokens": 200, "temperature": 0}
+    c = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    c.request("POST", "/v1/responses", json.dumps(body), {"content-type": "application/json"})
+    first = c.getresponse().read(300).decode()  # into response.created (200 tokens take far longer)
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    response_id = re.search(r'"id":"(resp_[^"]+)"', first).group(1)
+    deadline = time.time() + 30
+    while server.metric("latentserve_num_requests_running") > 0 and time.time() < deadline:
+        time.sleep(0.02)
+    assert requests.get(f"{server.url}/v1/responses/{response_id}", timeout=10).status_code == 404
 
 
 def test_a_stored_responses_input_items_are_listed_by_page(plain):
