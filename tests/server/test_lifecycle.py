@@ -31,6 +31,13 @@ def test_api_key_required_except_health_and_ready(grpc_stubs):
         good = {"Authorization": "Bearer secret-two"}
         assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}, headers=good).status_code == 200
         assert requests.get(s.url + "/v1/models", headers=good).status_code == 200
+        # Stored responses are the key holders' too: every route under /v1/responses/ asks for one.
+        stored = requests.post(s.url + "/v1/responses", json={"input": "x", "max_output_tokens": 1}, headers=good)
+        rid = stored.json()["id"]
+        for method, path in (("GET", rid), ("GET", rid + "/input_items"), ("POST", rid + "/cancel"), ("DELETE", rid)):
+            assert requests.request(method, f"{s.url}/v1/responses/{path}").status_code == 401, (method, path)
+            assert requests.request(method, f"{s.url}/v1/responses/{path}", headers=bad).status_code == 401
+        assert requests.get(f"{s.url}/v1/responses/{rid}", headers=good).json()["id"] == rid
         assert "secret-two" not in s.logs() and "secret-one" not in s.logs()
         pb2, pb2_grpc = grpc_stubs
         stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{s.grpc_port}"))
