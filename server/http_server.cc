@@ -244,7 +244,7 @@ void AppendDelta(Choice* c, Choice delta) {
 // A background response after its request was answered: collects the reply, detached from the
 // connection (a client that leaves does not cancel it), and keeps its Response in the store as it
 // goes: in_progress at its first output, then completed or incomplete, cancelled (POST
-// /v1/responses/{id}/cancel) or failed.
+// /v1/responses/{id}/cancel) or failed. Once deleted (or dropped for room) it is not stored again.
 awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
                                 Clock::time_point start) {
   const ResponsesRequest& req = *g->responses;
@@ -263,8 +263,8 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
       }
     }
     if (!started && !g->tally.all_finished()) {
-      store->Put(g->id,
-                 StoredResponse(
+      store->Replace(
+          g->id, StoredResponse(
                      req, UnfinishedResponse(req, g->id, g->created, ctx->model_name(), "in_progress", reply), reply));
       started = true;
     }
@@ -281,7 +281,7 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
     body = ResponseBody(req, g->id, g->created, model, reply, g->tally.usage);
     g->tally.log.status = "200";
   }
-  store->Put(g->id, StoredResponse(req, body, reply));
+  store->Replace(g->id, StoredResponse(req, body, reply));
   g->tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
   ctx->LogRequest(g->tally.log);
 }
@@ -466,7 +466,13 @@ class Session {
           entry->input_items, q == std::string::npos ? "" : std::string_view(target).substr(q + 1), &err);
       return page ? JsonTextResponse(req, http::status::ok, page->dump()) : ErrorResponse(req, err);
     }
-    if (!responses_->Erase(id)) return not_found();
+    // A background response still generating stops with its deletion.
+    std::optional<ResponseStore::Entry> entry = responses_->Get(id);
+    if (!entry || !responses_->Erase(id)) return not_found();
+    const nlohmann::ordered_json r = nlohmann::ordered_json::parse(entry->response);
+    const std::string status = r.value("status", "");
+    if (r.value("background", false) == true && (status == "queued" || status == "in_progress"))
+      ctx_->engine().Cancel(id);
     return JsonResponse(req, http::status::ok, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
   }
 

@@ -11,6 +11,17 @@ void ResponseStore::EraseLocked(std::list<Item>::iterator it) {
 
 void ResponseStore::Put(const std::string& id, Entry e) {
   MutexLock lock(&mu_);
+  PutLocked(id, std::move(e));
+}
+
+bool ResponseStore::Replace(const std::string& id, Entry e) {
+  MutexLock lock(&mu_);
+  if (!index_.count(id)) return false;
+  PutLocked(id, std::move(e));
+  return true;
+}
+
+void ResponseStore::PutLocked(const std::string& id, Entry e) {
   if (auto found = index_.find(id); found != index_.end()) EraseLocked(found->second);
   Item item{id, std::move(e)};
   const size_t size = Bytes(item);

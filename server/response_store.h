@@ -32,6 +32,9 @@ class ResponseStore {
   // Keeps `e` under `id` (replacing an entry of that id), then drops the least recently used
   // entries until the store fits its budget; an entry larger than the whole budget is not kept.
   void Put(const std::string& id, Entry e);
+  // Put, but only where `id` is stored now (a response deleted or dropped meanwhile stays gone);
+  // false when it was not.
+  bool Replace(const std::string& id, Entry e);
   // The entry of `id`, now the most recently used; nullopt when it was never stored, was deleted
   // or was dropped for room.
   std::optional<Entry> Get(const std::string& id);
@@ -49,6 +52,7 @@ class ResponseStore {
            item.second.input_items.size();
   }
   void EraseLocked(std::list<Item>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PutLocked(const std::string& id, Entry e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_bytes_;
   mutable Mutex mu_;

@@ -56,6 +56,19 @@ TEST(ResponseStoreTest, DropsTheLeastRecentlyUsedPastItsBudget) {
   EXPECT_EQ(store.bytes(), 1000u);
 }
 
+TEST(ResponseStoreTest, ReplaceKeepsOnlyWhatIsStillThere) {
+  ResponseStore store(1000);
+  EXPECT_FALSE(store.Replace("r001", EntryOf(100, 'a')));  // never stored
+  EXPECT_FALSE(store.Get("r001").has_value());
+  store.Put("r001", EntryOf(100, 'a'));
+  EXPECT_TRUE(store.Replace("r001", EntryOf(200, 'b')));
+  EXPECT_EQ(store.Get("r001")->response, std::string(192, 'b'));
+  EXPECT_EQ(store.bytes(), 200u);
+  ASSERT_TRUE(store.Erase("r001"));
+  EXPECT_FALSE(store.Replace("r001", EntryOf(100, 'c')));  // deleted meanwhile: stays gone
+  EXPECT_EQ(store.size(), 0u);
+}
+
 TEST(ResponseStoreTest, ABudgetOfZeroKeepsNothing) {
   ResponseStore store(0);
   EXPECT_FALSE(store.enabled());

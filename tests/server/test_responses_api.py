@@ -418,7 +418,15 @@ def test_a_queued_background_response_is_cancelled():
         assert final.status == "cancelled"
         again = client.responses.cancel(queued.id)  # cancelling twice answers the same
         assert again.status == "cancelled"
+        # Deleting one still queued stops it too, and it is not stored again when it ends.
+        deleted = client.responses.create(model="tiny", input="The old man", background=True, max_output_tokens=64)
+        assert requests.delete(f"{server.url}/v1/responses/{deleted.id}", timeout=10).status_code == 200
         t.join()
+        deadline = time.time() + 30
+        while server.metric("latentserve_num_requests_running") > 0 and time.time() < deadline:
+            time.sleep(0.02)
+        assert requests.get(f"{server.url}/v1/responses/{deleted.id}", timeout=10).status_code == 404
+        assert server.metric('latentserve_engine_requests_finished_total{reason="cancelled"}') == 2
         assert blocker["r"].status_code == 200, blocker["r"].text
         assert all(c["finish_reason"] == "length" for c in blocker["r"].json()["choices"])
         assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
