@@ -15,26 +15,9 @@
 #include "engine/engine.h"
 #include "server/api_keys.h"
 #include "server/request_fields.h"
+#include "server/web_call.h"
 
 namespace ls::server {
-
-struct WebCall {
-  std::string_view method;         // "GET", "POST", ...
-  std::string_view path;           // without the query
-  std::string_view query;          // after '?', still percent-encoded
-  std::string_view authorization;  // the Authorization header
-  std::string_view cookie;         // the Cookie header
-  std::string_view body;
-  bool tls = false;
-};
-
-struct WebReply {
-  int status = 200;
-  std::string content_type;
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // beyond Content-Type
-  std::optional<ApiError> error;  // set: answer with the API's JSON error instead of the fields above
-};
 
 class DashboardRoutes {
  public:

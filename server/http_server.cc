@@ -29,7 +29,6 @@
 #include <optional>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "server/api_error.h"
@@ -38,6 +37,7 @@
 #include "server/openai_protocol.h"
 #include "server/prometheus.h"
 #include "server/responses_api.h"
+#include "server/stored_response_routes.h"
 #include "server/tokenize_api.h"
 
 namespace ls::server {
@@ -291,8 +291,14 @@ template <typename Stream>
 class Session {
  public:
   Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating,
-          const DashboardRoutes* dashboard, ResponseStore* responses)
-      : stream_(stream), ctx_(ctx), opt_(opt), generating_(generating), dashboard_(dashboard), responses_(responses) {}
+          const DashboardRoutes* dashboard, const StoredResponseRoutes* stored, ResponseStore* responses)
+      : stream_(stream),
+        ctx_(ctx),
+        opt_(opt),
+        generating_(generating),
+        dashboard_(dashboard),
+        stored_(stored),
+        responses_(responses) {}
 
   // Serves requests until the client leaves, an error, or a timeout. The first request's head
   // must be complete by `head_deadline`; a later one's within the header timeout of its first
@@ -391,7 +397,7 @@ class Session {
     const std::string target(req.target());
     if (DashboardRoutes::Serves(path)) return WebResponse(req, dashboard_->Handle(WebCallOf(req, target, kTls)));
     const bool get = req.method() == http::verb::get;
-    if (absl::StartsWith(path, kStoredResponses)) return StoredResponseRoute(req, path.substr(kStoredResponses.size()));
+    if (StoredResponseRoutes::Serves(path)) return WebResponse(req, stored_->Handle(WebCallOf(req, target, kTls)));
     const bool tokenizer = path == "/tokenize" || path == "/detokenize";
     const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
                        path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
@@ -426,76 +432,6 @@ class Session {
     json model = {{"id", ctx_->model_name()}, {"object", "model"}, {"created", created_},
                   {"owned_by", "latentserve"}, {"max_model_len", ctx_->engine().max_model_len()}};
     return JsonResponse(req, http::status::ok, {{"object", "list"}, {"data", json::array({model})}});
-  }
-
-  // GET and DELETE /v1/responses/{id}: a stored response, or its removal; GET
-  // /v1/responses/{id}/input_items: a page of its input items.
-  static constexpr absl::string_view kStoredResponses = "/v1/responses/";
-  http::response<http::string_body> StoredResponseRoute(const Request& req, std::string id) {
-    if (!ctx_->keys().Authorize(std::string(req[http::field::authorization])))
-      return ErrorResponse(req, Err(401, "missing or invalid API key", "", "authentication_error"));
-    constexpr absl::string_view kItems = "/input_items", kCancel = "/cancel";
-    const bool items = absl::EndsWith(id, kItems), cancel = absl::EndsWith(id, kCancel);
-    if (items) id.resize(id.size() - kItems.size());
-    if (cancel) id.resize(id.size() - kCancel.size());
-    if (id.empty() || id.find('/') != std::string::npos)
-      return ErrorResponse(req,
-                           Err(404, absl::StrCat("no route for ", std::string(req.target())), "", "not_found_error"));
-    const bool get = req.method() == http::verb::get;
-    if (items && !get)
-      return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", kStoredResponses, "{id}", kItems)));
-    if (cancel && req.method() != http::verb::post)
-      return ErrorResponse(req, Err(405, absl::StrCat("use POST for ", kStoredResponses, "{id}", kCancel)));
-    if (!cancel && !get && req.method() != http::verb::delete_)
-      return ErrorResponse(req, Err(405, absl::StrCat("use GET or DELETE for ", kStoredResponses, "{id}")));
-    const auto not_found = [&] {
-      return ErrorResponse(
-          req,
-          Err(404, absl::StrCat("response '", id, "' is not stored here (never stored, deleted, or dropped for room)"),
-              "", "not_found_error"));
-    };
-    if (cancel) return CancelResponse(req, id, not_found);
-    if (get) {
-      std::optional<ResponseStore::Entry> entry = responses_->Get(id);
-      if (!entry) return not_found();
-      if (!items) return JsonTextResponse(req, http::status::ok, std::move(entry->response));
-      const std::string target(req.target());
-      const size_t q = target.find('?');
-      ApiError err;
-      std::optional<nlohmann::ordered_json> page = InputItemsPage(
-          entry->input_items, q == std::string::npos ? "" : std::string_view(target).substr(q + 1), &err);
-      return page ? JsonTextResponse(req, http::status::ok, page->dump()) : ErrorResponse(req, err);
-    }
-    // A background response still generating stops with its deletion.
-    std::optional<ResponseStore::Entry> entry = responses_->Get(id);
-    if (!entry || !responses_->Erase(id)) return not_found();
-    const nlohmann::ordered_json r = nlohmann::ordered_json::parse(entry->response);
-    const std::string status = r.value("status", "");
-    if (r.value("background", false) == true && (status == "queued" || status == "in_progress"))
-      ctx_->engine().Cancel(id);
-    return JsonResponse(req, http::status::ok, {{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
-  }
-
-  // POST /v1/responses/{id}/cancel: a background response still generating is cancelled (the
-  // store says so once the engine has stopped it, at its next step) and answered as cancelled; a
-  // finished one is left as it is, and an error says so.
-  template <typename NotFound>
-  http::response<http::string_body> CancelResponse(const Request& req, const std::string& id, NotFound not_found) {
-    std::optional<ResponseStore::Entry> entry = responses_->Get(id);
-    if (!entry) return not_found();
-    nlohmann::ordered_json r = nlohmann::ordered_json::parse(entry->response);
-    if (r.value("background", false) != true)
-      return ErrorResponse(req, Err(400, absl::StrCat("response '", id,
-                                                      "' was not created with background: true; "
-                                                      "only background responses can be cancelled")));
-    const std::string status = r.value("status", "");
-    if (status == "cancelled") return JsonTextResponse(req, http::status::ok, std::move(entry->response));
-    if (status != "queued" && status != "in_progress")
-      return ErrorResponse(req, Err(400, absl::StrCat("response '", id, "' has already finished (status ", status,
-                                                      "); only a queued or in-progress response can be cancelled")));
-    ctx_->engine().Cancel(id);
-    r["status"] = "cancelled";
-    return JsonTextResponse(req, http::status::ok, r.dump());
   }
 
   // Watches the socket while a generation runs: a client that hangs up cancels its requests.
@@ -726,6 +662,7 @@ class Session {
   const HttpOptions& opt_;
   std::atomic<int>* generating_;
   const DashboardRoutes* dashboard_;
+  const StoredResponseRoutes* stored_;
   ResponseStore* responses_;
   const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch()).count();
@@ -744,13 +681,15 @@ struct HttpServer::Impl {
   std::atomic<int> generating{0};  // generation requests read and not yet answered
   const DashboardRoutes dashboard;
   ResponseStore responses;  // the Responses API's stored responses
+  const StoredResponseRoutes stored;
 
   Impl(HttpOptions o, ApiContext* c)
       : opt(std::move(o)),
         ctx(c),
         ioc(std::max(1, opt.threads)),
         dashboard(&c->keys(), &c->engine(), c->model_name()),
-        responses(opt.responses_store_bytes) {}
+        responses(opt.responses_store_bytes),
+        stored(&c->keys(), &c->engine(), &responses) {}
 
   // Counts a served connection as open until it ends.
   struct OpenConnection {
@@ -768,13 +707,13 @@ struct HttpServer::Impl {
       co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
       if (ec == beast::error::timeout) ++ctx->http_connections().header_timeouts;
       if (ec) co_return;
-      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating, &dashboard, &responses);
+      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating, &dashboard, &stored, &responses);
       co_await s.Run(head_deadline);
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
       co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
     } else {
       beast::tcp_stream stream(std::move(socket));
-      Session<beast::tcp_stream> s(stream, ctx, opt, &generating, &dashboard, &responses);
+      Session<beast::tcp_stream> s(stream, ctx, opt, &generating, &dashboard, &stored, &responses);
       co_await s.Run(head_deadline);
       boost::system::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);

@@ -12,9 +12,23 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::optional<ResponsesRequest> RequestError(ApiError* error, const std::string& param, std::string message) {
+// A 400 naming `param`; converts to any empty optional.
+std::nullopt_t RequestError(ApiError* error, const std::string& param, std::string message) {
   *error = ApiError{400, std::move(message), param};
   return std::nullopt;
+}
+
+// An optional boolean field: *value is nullopt when it is absent or null; false with *error when
+// it is anything but a boolean.
+bool OptionalBool(const ojson& j, const char* k, std::optional<bool>* value, ApiError* error) {
+  value->reset();
+  if (!j.contains(k) || j[k].is_null()) return true;
+  if (!j[k].is_boolean()) {
+    RequestError(error, k, absl::StrCat("'", k, "' must be true or false"));
+    return false;
+  }
+  *value = j[k].get<bool>();
+  return true;
 }
 
 // The text of a content field: a string, or text parts (input_text, output_text, text); any other
@@ -221,14 +235,14 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
       return RequestError(error, k, absl::StrCat("'", k, "' is not supported yet (it asks for ", what, ")"));
   // store: true is the API's default; a server without a store (--responses_store_mb 0) keeps
   // nothing unless asked, and refuses being asked.
-  if (j.contains("store") && !j["store"].is_null() && !j["store"].is_boolean())
-    return RequestError(error, "store", "'store' must be true or false");
-  const bool store_asked = j.contains("store") && j["store"].is_boolean() && j["store"].get<bool>();
-  if (store_asked && !store->enabled())
+  std::optional<bool> store_field, background_field;
+  if (!OptionalBool(j, "store", &store_field, error) || !OptionalBool(j, "background", &background_field, error))
+    return std::nullopt;
+  if (store_field == true && !store->enabled())
     return RequestError(
         error, "store",
         "'store' is true but this server keeps no responses (--responses_store_mb 0); send store: false");
-  out.store = store->enabled() && (!j.contains("store") || j["store"].is_null() || store_asked);
+  out.store = store->enabled() && store_field.value_or(true);
   echo["store"] = out.store;
   ojson previous = ojson::array();  // the stored conversation that previous_response_id continues
   if (j.contains("previous_response_id") && !j["previous_response_id"].is_null()) {
@@ -247,17 +261,16 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
           "previous_response_id", "not_found_error"};
       return std::nullopt;
     }
-    const std::string status = ojson::parse(entry->response).value("status", "");
-    if (status == "queued" || status == "in_progress")
-      return RequestError(error, "previous_response_id",
-                          absl::StrCat("previous response '", id, "' has not finished (status ", status,
-                                       "): wait until GET /v1/responses/", id, " shows it done"));
+    const ojson response = ojson::parse(entry->response);
+    if (StillRunning(response))
+      return RequestError(
+          error, "previous_response_id",
+          absl::StrCat("previous response '", id, "' has not finished (status ", response.value("status", ""),
+                       "): wait until GET /v1/responses/", id, " shows it done"));
     previous = ojson::parse(entry->conversation);
     echo["previous_response_id"] = id;
   }
-  if (j.contains("background") && !j["background"].is_null() && !j["background"].is_boolean())
-    return RequestError(error, "background", "'background' must be true or false");
-  out.background = j.contains("background") && j["background"].is_boolean() && j["background"].get<bool>();
+  out.background = background_field.value_or(false);
   if (out.background && !out.store)
     return RequestError(error, "background",
                         store->enabled() ? "'background' needs the response stored: leave 'store' true"
@@ -413,6 +426,11 @@ ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t c
   return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
 }
 
+bool StillRunning(const ojson& response) {
+  const std::string status = response.value("status", "");
+  return status == "queued" || status == "in_progress";
+}
+
 ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const ojson& response, const Choice& reply) {
   ojson message = {{"role", "assistant"}, {"content", reply.text}};
   if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
@@ -443,24 +461,20 @@ ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const ojson& re
 
 std::optional<ojson> InputItemsPage(const std::string& stored, std::string_view query, ApiError* error) {
   ojson items = ojson::parse(stored);
-  const auto bad = [&](const char* param, std::string message) -> std::optional<ojson> {
-    *error = ApiError{400, std::move(message), param};
-    return std::nullopt;
-  };
   const std::string order = FormValue(query, "order").value_or("desc");
   if (order != "asc" && order != "desc")
-    return bad("order", absl::StrCat("'order' must be asc or desc, got '", order, "'"));
+    return RequestError(error, "order", absl::StrCat("'order' must be asc or desc, got '", order, "'"));
   if (order == "desc") std::reverse(items.begin(), items.end());
   int64_t limit = 20;
   if (std::optional<std::string> v = FormValue(query, "limit");
       v && (!absl::SimpleAtoi(*v, &limit) || limit < 1 || limit > 100))
-    return bad("limit", absl::StrCat("'limit' must be between 1 and 100, got '", *v, "'"));
+    return RequestError(error, "limit", absl::StrCat("'limit' must be between 1 and 100, got '", *v, "'"));
   size_t first = 0;
   if (std::optional<std::string> after = FormValue(query, "after")) {
     auto it =
         std::find_if(items.begin(), items.end(), [&](const ojson& item) { return item.value("id", "") == *after; });
     if (it == items.end())
-      return bad("after", absl::StrCat("'after' names no input item of this response: '", *after, "'"));
+      return RequestError(error, "after", absl::StrCat("'after' names no input item of this response: '", *after, "'"));
     first = static_cast<size_t>(it - items.begin()) + 1;
   }
   ojson data = ojson::array();

@@ -43,6 +43,10 @@ nlohmann::ordered_json UnfinishedResponse(const ResponsesRequest& req, const std
                                           const std::string& model, const char* status, const Choice& reply,
                                           const ApiError* error = nullptr);
 
+// Whether a stored Response is still generating (status "queued" or "in_progress"): only a
+// background response is ever stored so.
+bool StillRunning(const nlohmann::ordered_json& response);
+
 // What the store keeps of a finished response: its Response object, its conversation with the
 // reply appended as the assistant's message (reasoning, text and function calls), and its input
 // items, each with an id (the one it was sent with, else one made from the response's).
