@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -19,12 +19,12 @@ TEST(CudaGluActivation, MatchesCpuForSiTUAndSiLU) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const int64_t rows = 33, width = 1001;
   std::mt19937 rng(6);
-  ThreadPool pool(1);
+  CpuBackend cpu(1);
   for (Activation act : {Activation::kSiTU, Activation::kSiLU}) {
     const std::vector<float> gate = cuda_test::RandomFloats(rows * width, rng, 4.f);
     const std::vector<float> up = cuda_test::RandomFloats(rows * width, rng);
     std::vector<float> ref(rows * width);
-    cpu::GluActivation(pool, gate.data(), up.data(), rows, width, act, ref.data());
+    cpu.GluActivation(gate.data(), up.data(), rows, width, act, ref.data());
     DeviceArray<float> dgate(gate), dup(up), dout(ref.size());
     dout.Poison();
     cuda::GluActivation(dgate.get(), dup.get(), rows, width, act, dout.get(), nullptr);

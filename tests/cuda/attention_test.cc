@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -95,8 +95,8 @@ void CheckAgainstCpu(int32_t H, int32_t Hkv, int32_t hd, int32_t block_size, con
   p.v_new = v_new.data();
   p.out = out.data();
   p.cache = KvLayer{k_cache.data(), v_cache.data(), num_blocks, block_size};
-  ThreadPool pool(2);
-  cpu::PagedAttention(pool, p);
+  CpuBackend cpu(2);
+  cpu.PagedAttention(p);
 
   EXPECT_TRUE(AllClose(unsplit, out, 1e-5, 1e-5)) << "H " << H << " Hkv " << Hkv << " hd " << hd;
   EXPECT_TRUE(AllClose(dout.Download(), out, 1e-5, 1e-5)) << "split: H " << H << " Hkv " << Hkv << " hd " << hd;

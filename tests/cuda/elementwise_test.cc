@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -63,12 +63,12 @@ TEST(CudaMulSigmoid, MatchesTheCpuOpForRowAndElementGates) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   std::mt19937 rng(10);
   const int64_t rows = 23, width = 77;
-  ThreadPool pool(1);
+  CpuBackend cpu(1);
   for (int64_t gate_width : {int64_t{1}, width}) {
     std::vector<float> x = cuda_test::RandomFloats(rows * width, rng), gate = cuda_test::RandomFloats(rows * gate_width, rng, 4.f);
     DeviceArray<float> dx(x), dgate(gate);
     cuda::MulSigmoid(dx.get(), rows, width, dgate.get(), gate_width, nullptr);
-    cpu::MulSigmoid(pool, x.data(), rows, width, gate.data(), gate_width);
+    cpu.MulSigmoid(x.data(), rows, width, gate.data(), gate_width);
     EXPECT_TRUE(cuda_test::AllClose(dx.Download(), x, 1e-7, 1e-6)) << "gate width " << gate_width;
   }
 }

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -23,7 +23,7 @@ TEST(CudaEmbedding, CopiesRowsExactlyForEveryTableDtype) {
   std::vector<int32_t> ids(T);
   for (auto& i : ids) i = id(rng);
   ids[0] = V - 1;  // the last row too
-  ThreadPool pool(1);
+  CpuBackend cpu(1);
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const std::vector<float> values = cuda_test::RandomFloats(V * d, rng);
     std::vector<unsigned char> table(V * d * DTypeSize(dtype));
@@ -36,7 +36,7 @@ TEST(CudaEmbedding, CopiesRowsExactlyForEveryTableDtype) {
       }
     }
     std::vector<float> ref(T * d);
-    cpu::Embedding(pool, ids.data(), T, Tensor{table.data(), dtype, V, d}, ref.data());
+    cpu.Embedding(ids.data(), T, Tensor{table.data(), dtype, V, d}, ref.data());
     DeviceArray<int32_t> dids(ids);
     DeviceArray<unsigned char> dtable(table);
     DeviceArray<float> dout(T * d);

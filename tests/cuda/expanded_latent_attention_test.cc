@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -86,7 +85,7 @@ TEST(CudaExpandedLatentAttention, MatchesCpuAcrossTiles) {
   p.scale = 0.13f;
   p.k_rope_stride = rope_stride;
   p.seq = AttentionSeq{3, n, start, nullptr, 0};
-  ThreadPool threads(2);
+  CpuBackend cpu(2);
   for (int32_t first = 0; first < context; first += tile) {
     p.first_key = first;
     p.num_keys = std::min(tile, context - first);
@@ -105,7 +104,7 @@ TEST(CudaExpandedLatentAttention, MatchesCpuAcrossTiles) {
     p.v = values.data() + static_cast<size_t>(first) * H * v;
     p.out = out.data();
     p.state = state.data();
-    cpu::ExpandedLatentAttention(threads, p);
+    cpu.ExpandedLatentAttention(p);
   }
   EXPECT_TRUE(AllClose(dout.Download(), out, 1e-5, 1e-5));
   EXPECT_TRUE(AllClose(dstate.Download(), state, 1e-5, 1e-5));

@@ -2,14 +2,13 @@
 // weights: relative norm error ≤ 1e-2 (x is rounded to BF16 on the device only), for decode and
 // prefill shapes, K whose rows are not 16-byte aligned, accumulation, and outputs at offsets
 // that are only 4-byte aligned. Reports SKIPPED without a device.
-#include "kernels/cpu/gemm.h"
-
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemm_cublaslt.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -29,7 +28,7 @@ TEST(CudaGemm, MatchesCpuOnTheSameBf16Weights) {
     int64_t M, N, K;
   };
   std::mt19937 rng(12);
-  ThreadPool pool(2);
+  CpuBackend cpu(2);
   for (const Shape& s : {Shape{1, 257, 200}, Shape{7, 97, 190}, Shape{130, 1000, 512}, Shape{64, 64, 8}}) {
     for (bool accumulate : {false, true}) {
       const std::vector<float> x = cuda_test::RandomFloats(s.M * s.K, rng);
@@ -39,7 +38,7 @@ TEST(CudaGemm, MatchesCpuOnTheSameBf16Weights) {
       DeviceArray<uint16_t> dw(w);
       if (!accumulate) dy.Poison();
       gemm->Run(dx.get(), s.M, Tensor{dw.get(), DType::kBF16, s.N, s.K}, dy.get(), accumulate, nullptr);
-      cpu::Gemm(pool, x.data(), s.M, Tensor{w.data(), DType::kBF16, s.N, s.K}, y.data(), accumulate);
+      cpu.Gemm(x.data(), s.M, Tensor{w.data(), DType::kBF16, s.N, s.K}, y.data(), accumulate);
       EXPECT_LE(RelNormError(dy.Download(), y), 1e-2)
           << "M " << s.M << " N " << s.N << " K " << s.K << (accumulate ? " accumulate" : "");
     }
@@ -90,8 +89,8 @@ TEST(CudaGemm, HandlesOperandsAtUnalignedOffsets) {
   // Rows 1 .. M of x, of w and of y.
   gemm->Run(dx.get() + K, M, Tensor{dw.get() + K, DType::kBF16, N, K}, dy.get() + N, false, nullptr);
   std::vector<float> ref(M * N);
-  ThreadPool pool(1);
-  cpu::Gemm(pool, x.data() + K, M, Tensor{w.data() + K, DType::kBF16, N, K}, ref.data(), false);
+  CpuBackend cpu(1);
+  cpu.Gemm(x.data() + K, M, Tensor{w.data() + K, DType::kBF16, N, K}, ref.data(), false);
   const std::vector<float> all = dy.Download();
   EXPECT_LE(RelNormError(std::vector<float>(all.begin() + N, all.end()), ref), 1e-2);
 }
@@ -111,8 +110,8 @@ TEST(CudaGemm, Bf16InputsGiveTheSameProduct) {
   dy.Poison();
   gemm->RunBf16(dxb.get(), M, Tensor{dw.get(), DType::kBF16, N, K}, dy.get(), false, nullptr);
   std::vector<float> ref(M * N);
-  ThreadPool pool(1);
-  cpu::Gemm(pool, x.data(), M, Tensor{w.data(), DType::kBF16, N, K}, ref.data(), false);
+  CpuBackend cpu(1);
+  cpu.Gemm(x.data(), M, Tensor{w.data(), DType::kBF16, N, K}, ref.data(), false);
   // Both sides multiply the same BF16 values exactly: only the order and rounding of the float32
   // sums differ.
   EXPECT_LE(RelNormError(dy.Download(), ref), 1e-4);

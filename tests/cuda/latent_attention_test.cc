@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -88,8 +87,8 @@ TEST(CudaLatentAttention, MatchesCpuOverLongContexts) {
   p.k_rope_new = k_new.data();
   p.out = out.data();
   p.cache = KvLayer{cache.data(), nullptr, num_blocks, block};
-  ThreadPool threads(2);
-  cpu::PagedLatentAttention(threads, p);
+  CpuBackend cpu(2);
+  cpu.PagedLatentAttention(p);
   EXPECT_TRUE(AllClose(dout.Download(), out, 1e-5, 1e-5));
   EXPECT_EQ(dcache.Download(), cache);
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -105,9 +105,9 @@ MoeParams Params(const MoeShape& s, const float* z, const int32_t* ids, const fl
 MoeRun RunCpu(const MoeShape& s, const std::vector<float>& z, const std::vector<int32_t>& ids,
               const std::vector<float>& w, const Experts& x) {
   MoeRun r{std::vector<float>(s.T * s.dout), std::vector<int64_t>(s.N, 5)};
-  ThreadPool pool(2);
-  cpu::MoeExperts(pool, Params(s, z.data(), ids.data(), w.data(), x.gate.data(), x.up.data(), x.down.data(),
-                               r.out.data(), r.counts.data()));
+  CpuBackend cpu(2);
+  cpu.MoeExperts(Params(s, z.data(), ids.data(), w.data(), x.gate.data(), x.up.data(), x.down.data(), r.out.data(),
+                        r.counts.data()));
   return r;
 }
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -54,8 +54,8 @@ TEST(CudaShortConv, MatchesCpuOutputsAndSlots) {
   p.out = out.data();
   p.weight = &hweight;
   p.cache.state = state.data();
-  ThreadPool pool(2);
-  cpu::ShortConv(pool, p);
+  CpuBackend cpu(2);
+  cpu.ShortConv(p);
   EXPECT_TRUE(AllClose(dout.Download(), out, 1e-6, 1e-5));
   EXPECT_TRUE(AllClose(dstate.Download(), state, 0, 0));
 }
@@ -107,8 +107,8 @@ TEST(CudaKdaAttention, MatchesCpuRecurrence) {
     p.a_log = Tensor{a_log.data(), DType::kF32, 1, H};
     p.dt_bias = Tensor{dt.data(), DType::kF32, 1, width};
     p.cache.state = state.data();
-    ThreadPool pool(2);
-    cpu::KdaAttention(pool, p);
+    CpuBackend cpu(2);
+    cpu.KdaAttention(p);
     EXPECT_TRUE(AllClose(dout.Download(), out, 1e-5, 1e-4));
     EXPECT_TRUE(AllClose(dstate.Download(), state, 1e-5, 1e-4));
   }

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -36,12 +36,12 @@ TEST(CudaRmsNorm, MatchesCpuForEveryWeightDtype) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const int64_t rows = 37, width = 1000;
   std::mt19937 rng(2);
-  ThreadPool pool(1);
+  CpuBackend cpu(1);
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const std::vector<float> x = cuda_test::RandomFloats(rows * width, rng);
     const std::vector<unsigned char> w = Weights(dtype, width, rng);
     std::vector<float> ref(rows * width);
-    cpu::RmsNorm(pool, x.data(), rows, Tensor{w.data(), dtype, 1, width}, 1e-6f, ref.data());
+    cpu.RmsNorm(x.data(), rows, Tensor{w.data(), dtype, 1, width}, 1e-6f, ref.data());
     DeviceArray<float> dx(x), dout(x.size());
     DeviceArray<unsigned char> dw(w);
     dout.Poison();
@@ -54,11 +54,11 @@ TEST(CudaRmsNorm, WorksInPlaceOnNarrowRows) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const int64_t rows = 301, width = 12;  // e.g. a per-head q/k norm
   std::mt19937 rng(3);
-  ThreadPool pool(1);
+  CpuBackend cpu(1);
   const std::vector<float> x = cuda_test::RandomFloats(rows * width, rng, 3.f);
   const std::vector<unsigned char> w = Weights(DType::kBF16, width, rng);
   std::vector<float> ref(rows * width);
-  cpu::RmsNorm(pool, x.data(), rows, Tensor{w.data(), DType::kBF16, 1, width}, 1e-5f, ref.data());
+  cpu.RmsNorm(x.data(), rows, Tensor{w.data(), DType::kBF16, 1, width}, 1e-5f, ref.data());
   DeviceArray<float> dx(x);
   DeviceArray<unsigned char> dw(w);
   cuda::RmsNorm(dx.get(), rows, Tensor{dw.get(), DType::kBF16, 1, width}, 1e-5f, dx.get(), nullptr);

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -28,7 +28,7 @@ TEST(CudaRope, MatchesCpuAtLargePositions) {
   };
   std::mt19937 rng(5);
   std::uniform_int_distribution<int32_t> position(0, 8191);
-  ThreadPool pool(1);
+  CpuBackend cpu(1);
   for (const Case& c : {Case{5, 24, 10000.f, 24, false, 1.f}, Case{3, 128, 1e6f, 128, false, 1.f},
                         Case{7, 6, 500.f, 6, false, 1.f}, Case{4, 128, 10000.f, 64, false, 1.f},
                         Case{2, 64, 10000.f, 64, true, 1.25f}, Case{3, 192, 50000.f, 64, true, 0.8f}}) {
@@ -44,7 +44,7 @@ TEST(CudaRope, MatchesCpuAtLargePositions) {
     DeviceArray<float> dx(x), dfreq(inv_freq);
     DeviceArray<int32_t> dpos(pos);
     cuda::Rope(dx.get(), T, dpos.get(), p, dfreq.get(), nullptr);
-    cpu::Rope(pool, x.data(), T, pos.data(), p);
+    cpu.Rope(x.data(), T, pos.data(), p);
     EXPECT_TRUE(AllClose(dx.Download(), x, 1e-6, 1e-5)) << "head_dim " << c.head_dim << " rotary " << c.rotary_dim;
   }
 }

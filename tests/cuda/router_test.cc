@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -51,9 +52,9 @@ RouterParams Params(const Case& c, int64_t T, const float* logits, const float* 
 }
 
 Result RunCpu(const std::vector<float>& logits, const std::vector<float>& bias, int64_t T, const Case& c) {
-  ThreadPool pool(2);
+  CpuBackend cpu(2);
   Result r{std::vector<int32_t>(T * c.top_k), std::vector<float>(T * c.top_k)};
-  cpu::Router(pool, Params(c, T, logits.data(), bias.data(), r.ids.data(), r.weights.data()));
+  cpu.Router(Params(c, T, logits.data(), bias.data(), r.ids.data(), r.weights.data()));
   return r;
 }
 
