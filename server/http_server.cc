@@ -36,6 +36,7 @@
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
 #include "server/prometheus.h"
+#include "server/request_tally.h"
 #include "server/responses_api.h"
 #include "server/stored_response_routes.h"
 #include "server/tokenize_api.h"
@@ -160,45 +161,6 @@ class InFlight {
   std::atomic<int>* n_;
 };
 
-// Usage, latencies and failures of a generation request, from its choices' final outputs.
-class Tally {
- public:
-  Tally(const ParsedRequest& r, const std::string& id) : r_(r) {
-    for (const auto& p : r.prompts) usage.prompt_tokens += static_cast<int32_t>(p.size());
-    log.id = id;
-    log.api = "http";
-    log.endpoint = r.endpoint == Endpoint::kChat ? "chat" : "completions";
-    log.prompt_tokens = usage.prompt_tokens;
-  }
-  // A failure is an engine error (500) or the server's own cancellation, as it shuts down, which
-  // carries its reason (503); a client's cancellation carries none and is no failure.
-  static std::optional<ApiError> FailureOf(const RequestOutput& o) {
-    if (o.finish_reason == FinishReason::kError) return Err(500, o.error, "", "server_error");
-    if (o.finish_reason == FinishReason::kCancelled && !o.error.empty())
-      return Err(503, o.error, "", "service_unavailable");
-    return std::nullopt;
-  }
-  // Choice `i` finished with output `o`.
-  void Finished(int32_t i, const RequestOutput& o) {
-    ++finished_;
-    if (r_.generate) usage.completion_tokens += o.completion_tokens;
-    if (i % r_.n == 0) usage.cached_tokens += o.cached_prompt_tokens;
-    log.queue_s = std::max(log.queue_s, o.queue_seconds);
-    log.ttft_s = std::max(log.ttft_s, o.ttft_seconds);
-    log.output_tokens = usage.completion_tokens;
-    if (auto f = FailureOf(o)) failure = std::move(f);
-  }
-  bool all_finished() const { return finished_ == r_.num_choices(); }
-
-  Usage usage;
-  RequestLogEntry log;
-  std::optional<ApiError> failure;
-
- private:
-  const ParsedRequest& r_;
-  int32_t finished_ = 0;
-};
-
 // A generation request in flight: what was asked, its engine requests and where their outputs arrive.
 struct Generation {
   Generation(ParsedRequest parsed, std::string request_id, net::any_io_executor ex,
@@ -217,7 +179,7 @@ struct Generation {
   std::shared_ptr<Channel> channel;
   std::shared_ptr<std::vector<std::string>> ids = std::make_shared<std::vector<std::string>>();  // engine ids
   std::shared_ptr<bool> done = std::make_shared<bool>(false);  // every output is in: stop watching the socket
-  Tally tally;
+  RequestTally tally;
 };
 
 // Adds a choice's next delta to the choice so far (a whole reply, as CollectChoices returns it).
@@ -551,7 +513,7 @@ class Session {
           if (o.finish_reason == FinishReason::kCancelled && o.error.empty()) client_left = true;
         }
         if (events) {
-          if (auto f = Tally::FailureOf(o)) {
+          if (auto f = RequestTally::FailureOf(o)) {
             data += events->Error(*f);
             continue;
           }
@@ -561,7 +523,7 @@ class Session {
         if (delta.text.empty() && delta.reasoning.empty() && delta.tool_calls.empty() && delta.logprobs.empty() &&
             delta.finish == FinishReason::kNone && !first[i])
           continue;
-        if (auto f = Tally::FailureOf(o)) {
+        if (auto f = RequestTally::FailureOf(o)) {
           absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
           continue;
         }
