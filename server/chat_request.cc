@@ -216,6 +216,8 @@ bool ReadChatRequest(const ChatFields& f, const ApiContext& ctx, ChatRequest* ou
       return Fail(err, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
     in.chat_template_kwargs = *f.chat_template_kwargs;
   }
+  if (f.reasoning_effort && f.reasoning_effort->is_string() && !in.chat_template_kwargs.contains("reasoning_effort"))
+    in.chat_template_kwargs["reasoning_effort"] = *f.reasoning_effort;
   if (f.documents && !f.documents->is_null()) {
     if (!f.documents->is_array()) return Fail(err, "'documents' must be a list", "documents");
     if (!f.documents->empty()) in.documents = *f.documents;

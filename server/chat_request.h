@@ -25,6 +25,7 @@ struct ChatFields {
   const nlohmann::ordered_json* tool_choice = nullptr;
   const nlohmann::ordered_json* chat_template_kwargs = nullptr;
   const nlohmann::ordered_json* documents = nullptr;
+  const nlohmann::ordered_json* reasoning_effort = nullptr;  // a string: the template variable of that name
   std::optional<bool> add_generation_prompt;  // default: true, or false when continuing the final message
   bool continue_final_message = false;
   bool include_reasoning = true;

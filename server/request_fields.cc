@@ -247,6 +247,13 @@ const std::vector<Row>& Table() {
       Honoured("chat_template_kwargs", kH,
                [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.chat_template_kwargs = &v; }),
       Honoured("documents", kH, [](FieldReader&, const ojson& v, RequestDraft& d) { d.chat.documents = &v; }),
+      // The chat template's `reasoning_effort` variable, as vLLM passes it (chat_template_kwargs
+      // may set it instead, and win); templates that do not read it ignore it.
+      Honoured("reasoning_effort", kH,
+               [](FieldReader& f, const ojson& v, RequestDraft& d) {
+                 f.String(v);
+                 d.chat.reasoning_effort = &v;
+               }),
       Honoured("include_reasoning", kH,
                [](FieldReader& f, const ojson& v, RequestDraft& d) { f.Bool(v, &d.chat.include_reasoning); }),
       Honoured("truncate_prompt_tokens", kBoth,
@@ -299,7 +306,6 @@ const std::vector<Row>& Table() {
       Refused("mm_processor_kwargs", kBoth, "multimodal input", {"{}"}),
       Refused("echo", kH, "the last message echoed", {"false"}),
       Refused("chat_template", kH, "a request's own chat template (the server's is --chat_template)"),
-      Refused("reasoning_effort", kH, "reasoning effort, which no template served here reads"),
       Refused("verbosity", kH, "verbosity control"),
       Refused("audio", kH, "audio output"),
       Refused("modalities", kH, "output other than text", {"[\"text\"]"}),

@@ -280,12 +280,17 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
   if (!null_or("truncation", "disabled"))
     return RequestError(error, "truncation",
                         "'truncation' is not supported yet (only \"disabled\": a prompt too long is an error)");
+  // reasoning.effort is the chat request's reasoning_effort (the template's variable); the
+  // summary asks for nothing the reply does not already carry (reasoning items hold the text).
   if (j.contains("reasoning") && !j["reasoning"].is_null()) {
     const ojson& r = j["reasoning"];
-    if (!r.is_object() || (r.contains("effort") && !r["effort"].is_null()))
-      return RequestError(error, "reasoning",
-                          "'reasoning.effort' is not supported yet (it asks for reasoning effort, which no template "
-                          "served here reads)");
+    if (!r.is_object()) return RequestError(error, "reasoning", "'reasoning' must be an object");
+    if (r.contains("effort") && !r["effort"].is_null()) {
+      if (!r["effort"].is_string())
+        return RequestError(error, "reasoning.effort", "'reasoning.effort' must be a string");
+      chat["reasoning_effort"] = r["effort"];
+      echo["reasoning"]["effort"] = r["effort"];
+    }
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();

@@ -193,6 +193,8 @@ def test_text_format_json_schema_is_followed(plain):
     ({"frobnicate": 1}, "frobnicate"),
     ({"max_output_tokens": 0}, "'max_output_tokens' must be between 1"),  # named as sent, not as translated
     ({"max_output_tokens": "ten"}, "'max_output_tokens' must be between 1"),
+    ({"reasoning": {"effort": 3}}, "'reasoning.effort' must be a string"),
+    ({"reasoning": "high"}, "'reasoning' must be an object"),
 ])
 def test_what_is_not_served_is_refused_by_name(served, extra, named):
     server, client = served
@@ -201,6 +203,41 @@ def test_what_is_not_served_is_refused_by_name(served, extra, named):
         client.post("/responses", body=body, cast_to=object)
     assert named in str(e.value)
     assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
+
+
+def test_reasoning_effort_is_the_templates_variable(served):
+    """reasoning_effort (chat) and reasoning.effort (Responses) reach the chat template as its
+    reasoning_effort variable, as vLLM passes it; chat_template_kwargs set it instead and win."""
+    server, client = served
+    messages = [{"role": "user", "content": "Weather?"}]
+
+    def rendered(effort=None):
+        body = {"messages": messages}
+        if effort is not None:
+            body["chat_template_kwargs"] = {"reasoning_effort": effort}
+        r = requests.post(server.url + "/tokenize", json=body)
+        assert r.status_code == 200, r.text
+        return r.json()["count"]
+
+    def prompt_tokens(**kw):
+        return client.chat.completions.create(model="tiny", messages=messages, max_tokens=1, temperature=0,
+                                              **kw).usage.prompt_tokens
+
+    plain, high, slow = rendered(), rendered("high"), rendered("as much as it takes, and then some more")
+    assert plain < high < slow
+    assert prompt_tokens() == plain
+    assert prompt_tokens(reasoning_effort="high") == high
+    kwargs_win = {"chat_template_kwargs": {"reasoning_effort": "as much as it takes, and then some more"}}
+    assert prompt_tokens(reasoning_effort="high", extra_body=kwargs_win) == slow
+    r = client.responses.create(model="tiny", input="Weather?", reasoning={"effort": "high"}, max_output_tokens=1,
+                                temperature=0, store=False)
+    assert r.usage.input_tokens == high and r.reasoning.effort == "high"
+    r = client.responses.create(model="tiny", input="Weather?", reasoning={"summary": "auto"}, max_output_tokens=1,
+                                temperature=0, store=False)
+    assert r.usage.input_tokens == plain and r.reasoning.effort is None
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny", messages=messages, max_tokens=1, extra_body={"reasoning_effort": 3})
+    assert "'reasoning_effort' must be a string" in str(e.value)
 
 
 def test_the_agents_sdk_runs_a_tool_through_the_server(served):
