@@ -254,5 +254,20 @@ def test_kimi_k3_chat_is_rendered_and_read_as_xtml():
         r = client.chat.completions.create(model=k3.ready["model"], messages=[ASK], max_tokens=8, temperature=0,
                                            logit_bias={str(end_of_msg): 100})
         assert r.choices[0].finish_reason == "stop" and r.usage.completion_tokens == 1
+        # The request's own reasoning_effort is the format's: "none" leaves the think channel
+        # closed, "high" adds the effort message, and a value K3 does not know is a 400 naming it.
+        for effort in ("none", "high"):
+            t = requests.post(k3.url + "/tokenize",
+                              json={"messages": [ASK], "chat_template_kwargs": {"reasoning_effort": effort}}).json()
+            assert t["tokens"] != tok["tokens"]
+            r = client.chat.completions.create(model=k3.ready["model"], messages=[ASK], max_tokens=1, temperature=0,
+                                               reasoning_effort=effort)
+            assert r.usage.prompt_tokens == t["count"], effort
+        text = requests.post(k3.url + "/detokenize", json={"tokens": t["tokens"]}).json()["prompt"]
+        assert "thinking_effort=high" in text, text
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=k3.ready["model"], messages=[ASK], max_tokens=1,
+                                           extra_body={"reasoning_effort": "extreme"})
+        assert "reasoning_effort" in str(e.value) and "extreme" in str(e.value)
     finally:
         k3.stop()
