@@ -142,6 +142,8 @@ Status RenderGrpcChat(const pb::Chat& chat, const ApiContext& ctx, std::optional
   f.tool_choice = &tool_choice;
   f.chat_template_kwargs = &kwargs;
   f.documents = &documents;
+  const ojson effort = chat.reasoning_effort();
+  if (!chat.reasoning_effort().empty()) f.reasoning_effort = &effort;
   if (chat.has_add_generation_prompt()) f.add_generation_prompt = chat.add_generation_prompt();
   f.continue_final_message = chat.continue_final_message();
   f.include_reasoning = !chat.has_include_reasoning() || chat.include_reasoning();

@@ -215,7 +215,7 @@ def test_grpc_tokenize_and_tool_calls_match_http(tools_server, grpc_stubs):
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "tools_json" in e.value.details()
 
 
-def test_kimi_k3_chat_is_rendered_and_read_as_xtml():
+def test_kimi_k3_chat_is_rendered_and_read_as_xtml(grpc_stubs):
     """The tiny Kimi K3 (tests/data/k3) chats in XTML: the prompt is XtmlChat's ids, its reply goes
     through the XTML parser (random output comes back as reasoning, content or calls, never an
     error), and <|end_of_msg|> stops generation."""
@@ -263,6 +263,10 @@ def test_kimi_k3_chat_is_rendered_and_read_as_xtml():
             r = client.chat.completions.create(model=k3.ready["model"], messages=[ASK], max_tokens=1, temperature=0,
                                                reasoning_effort=effort)
             assert r.usage.prompt_tokens == t["count"], effort
+            pb2, pb2_grpc = grpc_stubs
+            stub = pb2_grpc.GenerationServiceStub(grpc.insecure_channel(f"127.0.0.1:{k3.grpc_port}"))
+            chat = pb2.Chat(messages=[pb2.ChatMessage(role="user", content="Weather?")], reasoning_effort=effort)
+            assert list(stub.Tokenize(pb2.TokenizeRequest(chat=chat)).token_ids) == t["tokens"], effort
         text = requests.post(k3.url + "/detokenize", json={"tokens": t["tokens"]}).json()["prompt"]
         assert "thinking_effort=high" in text, text
         with pytest.raises(openai.BadRequestError) as e:
