@@ -72,6 +72,30 @@ class StructuredEngine : public ::testing::Test {
   std::unique_ptr<structured::GrammarCache> cache_;
 };
 
+// The byte-level vocabulary has a token for the raw byte 0xFF, the byte that marks special tokens
+// in a grammar's view: it stands for nothing there, so text cannot spell a special marker out.
+TEST_F(StructuredEngine, NoTokenButTheSpecialOnesCarriesTheSpecialTokenMark) {
+  const std::vector<std::string> bytes = structured::VocabularyBytes(*tok_, model_->config().vocab_size);
+  int raw_marks = 0, specials = 0;
+  for (int32_t id = 0; id < tok_->vocab_size(); ++id) {
+    std::string raw;
+    tok_->AppendTokenBytes(id, /*skip_special=*/false, &raw);
+    const bool marked = bytes[id].find('\xFF') != std::string::npos;
+    if (tok_->IsSpecial(id)) {
+      ++specials;
+      EXPECT_EQ(bytes[id], structured::SpecialToken(raw)) << id;
+    } else if (raw.find('\xFF') != std::string::npos) {
+      ++raw_marks;
+      EXPECT_EQ(bytes[id], "") << id;
+    } else {
+      EXPECT_FALSE(marked) << id;
+      EXPECT_EQ(bytes[id], raw) << id;
+    }
+  }
+  EXPECT_GE(raw_marks, 1) << "the tiny vocabulary has a raw 0xFF token: the case this guards";
+  EXPECT_EQ(specials, 3);
+}
+
 TEST_F(StructuredEngine, ConstrainedAndFreeRequestsBatchTogetherAndEachMatchesItsRunAlone) {
   const std::string pattern = "[A-Z][a-z]{2,7}( [a-z]{1,8}){2,4}\\.";
   auto regex = Grammar(OutputConstraint::Kind::kRegex, pattern);
