@@ -75,9 +75,14 @@ Status ApplyStructuredOutput(const pb::SamplingParams& s, const ApiContext& ctx,
       c.kind = Kind::kGrammar;
       c.text = so.grammar();
       break;
+    case pb::StructuredOutput::kStructuralTag:
+      if (!ReadStructuralTag("structural_tag", so.structural_tag(), &c, &e))
+        return InvalidArgument(absl::StrCat("sampling.structured_output: ", e.message));
+      break;
     case pb::StructuredOutput::KIND_NOT_SET:
       return InvalidArgument(
-          "sampling.structured_output: set one of json_schema, json_object, regex, choice and grammar");
+          "sampling.structured_output: set one of json_schema, json_object, regex, choice, grammar and "
+          "structural_tag");
   }
   if (c.kind != Kind::kNone && c.kind != Kind::kChoice && c.kind != Kind::kJsonObject && c.text.empty())
     return InvalidArgument(absl::StrCat("sampling.structured_output.", c.KindName(), " must not be empty"));

@@ -274,6 +274,7 @@ const std::vector<Row>& Table() {
       Honoured("guided_regex", kBoth, ReadConstraint),
       Honoured("guided_choice", kBoth, ReadConstraint),
       Honoured("guided_grammar", kBoth, ReadConstraint),
+      Honoured("structural_tag", kBoth, ReadConstraint),
 
       Ignored("user", kBoth, "an end-user id for a provider's abuse monitoring; nothing here uses it"),
       Ignored("metadata", kBoth, "tags for stored completions; nothing is stored"),
@@ -294,7 +295,6 @@ const std::vector<Row>& Table() {
       Refused("function_call", kH, kFunctions, {"\"none\""}),
       Ignored("guided_decoding_backend", kBoth, "one grammar engine serves every structured-output request"),
       Refused("guided_whitespace_pattern", kBoth, "a custom whitespace pattern in JSON output"),
-      Refused("structural_tag", kBoth, "structural tags (use tools, or response_format)"),
       Refused("suffix", kC, "insertion (text after the completion)", {"\"\""}),
       Refused("best_of", kBoth, "best-of-n sampling", {"1"}),
       Refused("use_beam_search", kBoth, "beam search", {"false"}),

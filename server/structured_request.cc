@@ -1,7 +1,10 @@
 // Structured-output request fields and their compilation.
 #include "server/structured_request.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "structured/structural_tag.h"
 
 namespace ls::server {
 namespace {
@@ -52,6 +55,21 @@ bool Text(const std::string& field, const ojson& v, Kind kind, structured::Outpu
 
 }  // namespace
 
+bool ReadStructuralTag(const std::string& field, const ojson& v, structured::OutputConstraint* out, ApiError* error) {
+  ojson j = v;
+  if (v.is_string()) {
+    j = ojson::parse(v.get<std::string>(), nullptr, false);
+    if (j.is_discarded()) return Bad(error, field, absl::StrCat("'", field, "' is not valid JSON"));
+  }
+  if (j.is_object() && j.contains("special"))
+    return Bad(error, field, absl::StrCat("'", field, ".special' is not a field of a structural tag"));
+  auto tag = structured::StructuralTag::Parse(j);
+  if (!tag.ok()) return Bad(error, field, absl::StrCat("'", field, "': ", tag.status().message()));
+  out->kind = Kind::kStructuralTag;
+  out->text = tag->ToJson().dump();
+  return true;
+}
+
 bool ReadConstraintField(const std::string& key, const ojson& value, structured::OutputConstraint* out,
                          ApiError* error) {
   if (value.is_null()) return true;
@@ -62,13 +80,15 @@ bool ReadConstraintField(const std::string& key, const ojson& value, structured:
       return Bad(error, key, "'response_format' must be an object with a 'type'");
     const std::string type = value["type"].get<std::string>();
     if (type == "text") return true;
+    if (type == "structural_tag") return ReadStructuralTag(key, value, out, error);
     if (type == "json_object") {
       out->kind = Kind::kJsonObject;
       return true;
     }
     if (type != "json_schema")
-      return Bad(error, key, absl::StrCat("'response_format.type' '", type,
-                                          "' is not supported (expected text, json_object or json_schema)"));
+      return Bad(error, key,
+                 absl::StrCat("'response_format.type' '", type,
+                              "' is not supported (expected text, json_object, json_schema or structural_tag)"));
     const auto js = value.find("json_schema");
     if (js == value.end() || !js->is_object())
       return Bad(error, key, "'response_format.json_schema' must be an object with a 'schema'");
@@ -84,10 +104,12 @@ bool ReadConstraintField(const std::string& key, const ojson& value, structured:
   if (key == "structured_outputs") {
     if (!value.is_object()) return Bad(error, key, "'structured_outputs' must be an object");
     int kinds = 0;
-    for (const char* k : {"json", "regex", "choice", "grammar", "json_object"})
+    for (const char* k : {"json", "regex", "choice", "grammar", "json_object", "structural_tag"})
       kinds += value.contains(k) && !value[k].is_null() && !(std::string(k) == "json_object" && value[k] == false);
     if (kinds != 1)
-      return Bad(error, key, "'structured_outputs' must set exactly one of json, regex, choice, grammar and json_object");
+      return Bad(error, key,
+                 "'structured_outputs' must set exactly one of json, regex, choice, grammar, json_object and "
+                 "structural_tag");
     for (auto it = value.begin(); it != value.end(); ++it) {
       const std::string& k = it.key();
       const std::string field = "structured_outputs." + k;
@@ -101,6 +123,8 @@ bool ReadConstraintField(const std::string& key, const ojson& value, structured:
         if (!Choices(field, *it, out, error)) return false;
       } else if (k == "grammar") {
         if (!Text(field, *it, Kind::kGrammar, out, error)) return false;
+      } else if (k == "structural_tag") {
+        if (!ReadStructuralTag(field, *it, out, error)) return false;
       } else if (k == "json_object") {
         if (!it->is_boolean()) return Bad(error, field, "'structured_outputs.json_object' must be true or false");
         if (it->get<bool>()) out->kind = Kind::kJsonObject;
@@ -120,22 +144,55 @@ bool ReadConstraintField(const std::string& key, const ojson& value, structured:
   if (key == "guided_regex") return Text(key, value, Kind::kRegex, out, error);
   if (key == "guided_grammar") return Text(key, value, Kind::kGrammar, out, error);
   if (key == "guided_choice") return Choices(key, value, out, error);
+  if (key == "structural_tag") return ReadStructuralTag(key, value, out, error);
   return Bad(error, key, absl::StrCat("'", key, "' is not a structured-output field"));
 }
 
-bool ApplyConstraint(const structured::OutputConstraint& c, const ApiContext& ctx, const char* field,
+namespace {
+
+// A structural tag's markers as the model's vocabulary writes them: the special tokens among the
+// triggers, begins and ends, or leading a begin or an end, are named in the tag, so that its
+// grammar matches the special token (a marker written out in plain text stays text).
+structured::OutputConstraint SpelledForTheModel(const structured::OutputConstraint& c,
+                                                const tok::Tokenizer* tokenizer) {
+  if (c.kind != Kind::kStructuralTag || !tokenizer) return c;
+  auto tag = structured::StructuralTag::Parse(ojson::parse(c.text, nullptr, false));
+  if (!tag.ok()) return c;  // compiling says what is wrong
+  std::vector<std::string> markers = tag->triggers;
+  for (const auto& s : tag->structures) {
+    markers.push_back(s.begin);
+    markers.push_back(s.end);
+  }
+  for (const std::string& m : markers)
+    for (size_t n = 1; n <= m.size(); ++n) {
+      const std::string head = m.substr(0, n);
+      const int32_t id = tokenizer->TokenToId(head);
+      if (id >= 0 && tokenizer->IsSpecial(id) &&
+          std::find(tag->special.begin(), tag->special.end(), head) == tag->special.end())
+        tag->special.push_back(head);
+    }
+  structured::OutputConstraint out = c;
+  out.text = tag->ToJson().dump();
+  return out;
+}
+
+}  // namespace
+
+bool ApplyConstraint(const structured::OutputConstraint& request_constraint, const ApiContext& ctx, const char* field,
                      SamplingParams* params, ApiError* error) {
-  if (c.empty()) return true;
+  if (request_constraint.empty()) return true;
   structured::GrammarCache* cache = ctx.grammars();
   if (!cache) return Bad(error, field, "structured output needs the model's tokenizer, and this model has none");
+  const structured::OutputConstraint c = SpelledForTheModel(request_constraint, ctx.tokenizer());
   auto grammar = cache->Get(c);
   if (!grammar.ok()) return Bad(error, field, std::string(grammar.status().message()));
   params->grammar = std::move(*grammar);
   return true;
 }
 
-bool ApplyReplyConstraint(const ChatSession& chat, const structured::OutputConstraint& content, const ApiContext& ctx,
-                          const char* field, SamplingParams* params, ApiError* error) {
+bool ApplyReplyConstraint(const ChatSession& chat, const structured::OutputConstraint& request_content,
+                          const ApiContext& ctx, const char* field, SamplingParams* params, ApiError* error) {
+  const structured::OutputConstraint content = SpelledForTheModel(request_content, ctx.tokenizer());
   auto reply = chat.format->ReplyGrammar(chat.request.inputs, chat.request.render, chat.prompt, content,
                                          chat.request.parallel_tool_calls);
   if (!reply) return true;

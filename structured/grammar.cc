@@ -3,6 +3,7 @@
 #include "structured/grammar.h"
 
 #include <algorithm>
+#include <array>
 
 #include "absl/strings/str_cat.h"
 
@@ -133,30 +134,59 @@ Symbol GrammarBuilder::Utf8Char(const ByteSet& ascii, const std::string& name) {
 }
 
 Symbol GrammarBuilder::TextWithout(std::string_view stop, const std::string& name) {
-  // The automaton that finds `stop` (Knuth–Morris–Pratt): state k = its first k bytes matched.
-  const size_t m = stop.size();
-  std::vector<size_t> fail(m + 1, 0);
-  for (size_t i = 1, k = 0; i < m; ++i) {
-    while (k > 0 && stop[i] != stop[k]) k = fail[k];
-    if (stop[i] == stop[k]) ++k;
-    fail[i + 1] = k;
+  return TextWithoutAny({std::string(stop)}, name);
+}
+
+Symbol GrammarBuilder::TextWithoutAny(const std::vector<std::string>& stops, const std::string& name) {
+  // The automaton that finds any of `stops` (Aho–Corasick): a trie of the stops, each node the
+  // longest prefix of a stop that the text so far ends with. A node where a stop ends, or whose
+  // longer-to-shorter suffix chain reaches one, is a match: the text may not go there.
+  std::vector<std::array<int32_t, 256>> child(1);
+  child[0].fill(-1);
+  std::vector<char> match(1, 0);
+  for (const std::string& stop : stops) {
+    int32_t n = 0;
+    for (char ch : stop) {
+      const uint8_t c = static_cast<uint8_t>(ch);
+      if (child[n][c] < 0) {
+        child[n][c] = static_cast<int32_t>(child.size());
+        child.emplace_back().fill(-1);
+        match.push_back(0);
+      }
+      n = child[n][c];
+    }
+    match[n] = 1;
   }
-  const auto next = [&](size_t k, uint8_t c) {
-    while (k > 0 && static_cast<uint8_t>(stop[k]) != c) k = fail[k];
-    return static_cast<uint8_t>(stop[k]) == c ? k + 1 : size_t{0};
-  };
-  std::vector<int32_t> rules(m);
-  for (size_t k = 0; k < m; ++k) rules[k] = Declare(absl::StrCat(name, "#", k));
-  for (size_t k = 0; k < m; ++k) {
-    std::vector<ByteSet> to(m);  // bytes leading from k to each state short of a whole match
+  // Breadth first: each node's suffix link, then its transitions completed through it.
+  const size_t count = child.size();
+  std::vector<int32_t> link(count, 0), order = {0};
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int32_t n = order[i];
+    if (link[n] != n && match[link[n]]) match[n] = 1;
+    for (int c = 0; c < 256; ++c) {
+      const int32_t to = child[n][c];
+      if (to < 0) {
+        child[n][c] = n == 0 ? 0 : child[link[n]][c];
+        continue;
+      }
+      link[to] = n == 0 ? 0 : child[link[n]][c];
+      order.push_back(to);
+    }
+  }
+  std::vector<int32_t> rules(count, -1);
+  for (size_t n = 0; n < count; ++n)
+    if (!match[n]) rules[n] = Declare(absl::StrCat(name, "#", n));
+  for (size_t n = 0; n < count; ++n) {
+    if (match[n]) continue;
+    std::vector<ByteSet> to(count);  // bytes leading from n to each node short of a match
     for (int c = 0; c < 256; ++c) {
       if (c == kSpecialTokenByte) continue;
-      const size_t j = next(k, static_cast<uint8_t>(c));
-      if (j < m) to[j].set(c);
+      const int32_t j = child[n][c];
+      if (!match[j]) to[j].set(c);
     }
-    for (size_t j = 0; j < m; ++j)
-      if (to[j].any()) AddAlternative(rules[k], {Bytes(to[j]), Ref(rules[j])});
-    AddAlternative(rules[k], {});
+    for (size_t j = 0; j < count; ++j)
+      if (to[j].any()) AddAlternative(rules[n], {Bytes(to[j]), Ref(rules[j])});
+    AddAlternative(rules[n], {});
   }
   return Ref(rules[0]);
 }

@@ -64,6 +64,8 @@ class GrammarBuilder {
   // Any bytes but kSpecialTokenByte that do not contain `stop` (non-empty): free text up to a
   // marker. Its rules are tail calls, so the matcher's stack stays flat however long the text.
   Symbol TextWithout(std::string_view stop, const std::string& name);
+  // The same for several stops (each non-empty): text that contains none of them.
+  Symbol TextWithoutAny(const std::vector<std::string>& stops, const std::string& name);
 
   int32_t num_rules() const { return static_cast<int32_t>(g_.rules.size()); }
   // The grammar, checked: every rule has an alternative, no rule is left recursive, the root

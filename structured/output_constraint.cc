@@ -6,6 +6,7 @@
 #include "structured/ebnf.h"
 #include "structured/json_schema.h"
 #include "structured/regex.h"
+#include "structured/structural_tag.h"
 
 namespace ls::structured {
 
@@ -17,6 +18,8 @@ const char* OutputConstraint::KindName() const {
     case Kind::kRegex: return "regex";
     case Kind::kChoice: return "choice";
     case Kind::kGrammar: return "grammar";
+    case Kind::kStructuralTag:
+      return "structural_tag";
   }
   return "none";
 }
@@ -48,6 +51,11 @@ absl::StatusOr<Symbol> AddConstraint(GrammarBuilder& b, const OutputConstraint& 
         alts.push_back(b.Literal(s));
       }
       return b.OneOf(alts, "choice");
+    }
+    case OutputConstraint::Kind::kStructuralTag: {
+      auto tag = StructuralTag::Parse(nlohmann::ordered_json::parse(c.text, nullptr, false));
+      if (!tag.ok()) return tag.status();
+      return AddStructuralTag(b, *tag);
     }
     case OutputConstraint::Kind::kNone:
       break;

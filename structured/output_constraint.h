@@ -1,5 +1,5 @@
 // OutputConstraint: what a request asks its output to be (a JSON schema, any JSON object, a
-// regex, one of some strings, an EBNF grammar), and the GrammarCache that compiles each distinct
+// regex, one of some strings, an EBNF grammar, a structural tag), and the GrammarCache that compiles each distinct
 // constraint once per vocabulary and hands out the compiled grammar (matcher.h) every request of
 // that shape shares, with its lazily built automaton and token masks.
 #pragma once
@@ -19,9 +19,9 @@
 namespace ls::structured {
 
 struct OutputConstraint {
-  enum class Kind { kNone, kJsonSchema, kJsonObject, kRegex, kChoice, kGrammar };
+  enum class Kind { kNone, kJsonSchema, kJsonObject, kRegex, kChoice, kGrammar, kStructuralTag };
   Kind kind = Kind::kNone;
-  std::string text;                  // the schema (JSON text), the regex or the grammar
+  std::string text;  // the schema (JSON text), the regex, the grammar or the tag (StructuralTag::ToJson)
   std::vector<std::string> choices;  // kChoice
   bool empty() const { return kind == Kind::kNone; }
   // A key naming the constraint exactly (the cache's).

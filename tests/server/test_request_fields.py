@@ -55,7 +55,8 @@ PROBES = {
     "guided_json": {"guided_json": {"type": "object"}}, "guided_regex": {"guided_regex": "a+"},
     "guided_choice": {"guided_choice": ["a", "b"]}, "guided_grammar": {"guided_grammar": "root ::= \"a\""},
     "guided_decoding_backend": {"guided_decoding_backend": "xgrammar"},
-    "guided_whitespace_pattern": {"guided_whitespace_pattern": " "}, "structural_tag": {"structural_tag": "{}"},
+    "guided_whitespace_pattern": {"guided_whitespace_pattern": " "}, "structural_tag": {"structural_tag": json.dumps(
+        {"structures": [{"begin": "<a>", "schema": {"type": "integer"}, "end": "</a>"}], "triggers": ["<a"]})},
     "structured_outputs": {"structured_outputs": {"regex": "a+"}}, "suffix": {"suffix": "The end."},
     "best_of": {"best_of": 2}, "use_beam_search": {"use_beam_search": True}, "length_penalty": {"length_penalty": 0.5},
     "include_stop_str_in_output": {"stop": ["the"], "include_stop_str_in_output": True},

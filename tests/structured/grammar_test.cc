@@ -66,6 +66,54 @@ TEST(Grammar, UtfCharactersAreWellFormed) {
   EXPECT_FALSE(Matches(*g, "\xC3"));                   // cut short
 }
 
+// Text without any of several stops, then the stop that ends it: overlapping stops, a stop inside
+// another, and a stop whose start is another's end are found wherever they begin.
+TEST(Grammar, TextWithoutAnyStopsAtTheFirstOfItsStops) {
+  const std::vector<std::string> stops = {"abc", "bcd", "cab", "ca"};
+  GrammarBuilder b;
+  std::vector<std::vector<Symbol>> ends;
+  for (const std::string& s : stops) ends.push_back(b.Literal(s));
+  b.AddAlternative(0, {b.TextWithoutAny(stops, "text"), b.OneOf(ends, "stop")});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (const char* text : {"abc", "xxabc", "abbcd", "ca", "xca"}) EXPECT_TRUE(Matches(*g, text)) << text;
+  // A stop inside the text ends it there, so more may not follow.
+  for (const char* text : {"abcabc", "xcax", "cax", "cabx", ""}) EXPECT_FALSE(Matches(*g, text)) << text;
+  // The brute-force reading of the same rule on every string of a, b, c, d up to five bytes: some
+  // stop ends the string, and what comes before that stop holds none.
+  const auto contains_stop = [&](const std::string& t) {
+    for (const std::string& s : stops)
+      if (t.find(s) != std::string::npos) return true;
+    return false;
+  };
+  const auto ends_with_first_stop = [&](const std::string& t) {
+    for (const std::string& s : stops)
+      if (t.size() >= s.size() && t.compare(t.size() - s.size(), s.size(), s) == 0 &&
+          !contains_stop(t.substr(0, t.size() - s.size())))
+        return true;
+    return false;
+  };
+  std::vector<std::string> all = {""};
+  for (int len = 1; len <= 5; ++len) {
+    std::vector<std::string> next;
+    for (const std::string& t : all)
+      if (t.size() + 1 == static_cast<size_t>(len))
+        for (char c : std::string("abcd")) next.push_back(t + c);
+    all.insert(all.end(), next.begin(), next.end());
+  }
+  for (const std::string& t : all) EXPECT_EQ(Matches(*g, t), ends_with_first_stop(t)) << "'" << t << "'";
+}
+
+TEST(Grammar, TextWithoutAnyNeverTakesTheSpecialTokenByte) {
+  GrammarBuilder b;
+  b.AddAlternative(0, {b.TextWithoutAny({"x", SpecialToken("<s>")}, "text")});
+  auto g = std::move(b).Finish();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(Matches(*g, "abc<s>"));
+  EXPECT_FALSE(Matches(*g, SpecialToken("<s>")));
+  EXPECT_FALSE(Matches(*g, "ax"));
+}
+
 TEST(Grammar, LeftRecursionIsRefusedNamingTheRule) {
   GrammarBuilder b;
   const int32_t expr = b.Declare("expr");
