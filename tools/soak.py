@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Soak test: bounded load against a LatentServe server for N minutes with random cancellations
-and client disconnects. Checks that the server's RSS stays flat after warm-up (<= 5% growth),
-that no KV block leaks (from /metrics, once idle), and that no error other than the expected ones
-(429 under load) occurs. Starts its own server with --bin/--model, or uses --url and --pid.
-Prints a JSON summary; exit status 0 when every check holds.
+and client disconnects, and Responses API traffic beside it: stored responses continued with
+previous_response_id, and background responses polled, cancelled or deleted while they run.
+Checks that the server's RSS stays flat after warm-up (<= 5% growth; the server it starts keeps
+at most 1 MiB of stored responses, so the store is full and evicting by then), that no KV block
+leaks (from /metrics, once idle), and that no error other than the expected ones occurs (429
+under load; 404 for a previous response dropped for room; 400 for a chain of responses that
+outgrew the model's context). Starts its own server with
+--bin/--model, or uses --url and --pid. Prints a JSON summary; exit status 0 when every check
+holds.
 
   tools/soak.py --bin build/bin/latentserve --model models/tiny --minutes 2
 """
@@ -42,8 +47,53 @@ def metric(url, name):
     raise KeyError(name)
 
 
+PROMPTS = ["In the beginning", "And the LORD said", "Blessed are the meek", "x", "Let there be light " * 8]
+
+
+def responses_call(url, rng, args, last):
+    """One Responses API exchange; `last` holds this worker's latest stored response id. Returns
+    the outcome's kind."""
+    body = {"input": rng.choice(PROMPTS[:4]), "max_output_tokens": rng.randint(1, 16), "temperature": 0.8}
+    if rng.random() < 0.3:  # generated detached: polled until done, or cancelled or deleted on the way
+        r = requests.post(url + "/v1/responses", json={**body, "background": True}, timeout=120)
+        if r.status_code != 200:
+            return f"http_{r.status_code}"
+        rid, fate = r.json()["id"], rng.random()
+        for _ in range(600):
+            if fate < 0.3:
+                r = requests.post(f"{url}/v1/responses/{rid}/cancel", timeout=30)
+                # 400: it finished first; 404: it was dropped for room.
+                return "ok" if r.status_code in (200, 400) else "gone" if r.status_code == 404 else f"http_{r.status_code}"
+            if fate < 0.5:
+                r = requests.delete(f"{url}/v1/responses/{rid}", timeout=30)
+                return "ok" if r.status_code == 200 else "gone" if r.status_code == 404 else f"http_{r.status_code}"
+            r = requests.get(f"{url}/v1/responses/{rid}", timeout=30)
+            if r.status_code == 404:
+                return "gone"
+            if r.status_code != 200:
+                return f"http_{r.status_code}"
+            if r.json()["status"] not in ("queued", "in_progress"):
+                return "ok"
+            time.sleep(0.05)
+        return "background_never_finished"
+    if last and rng.random() < 0.5:
+        body["previous_response_id"] = last[0]
+    r = requests.post(url + "/v1/responses", json=body, timeout=120)
+    if r.status_code == 404 and "previous_response_id" in body:
+        last.clear()
+        return "gone"  # dropped for room meanwhile
+    if r.status_code == 400 and "previous_response_id" in body and "context length" in r.text:
+        last.clear()
+        return "chain_full"  # the conversation outgrew the model's context: a new one starts
+    if r.status_code != 200:
+        return f"http_{r.status_code}"
+    last[:] = [r.json()["id"]]
+    return "ok"
+
+
 def worker(url, deadline, rng, stats, lock, args):
-    prompts = ["In the beginning", "And the LORD said", "Blessed are the meek", "x", "Let there be light " * 8]
+    prompts = PROMPTS
+    last = []  # this worker's latest stored response
     while time.time() < deadline:
         body = {"prompt": rng.choice(prompts), "max_tokens": rng.randint(1, args.max_tokens),
                 "temperature": rng.choice([0, 0.8]), "ignore_eos": rng.random() < 0.5}
@@ -51,7 +101,9 @@ def worker(url, deadline, rng, stats, lock, args):
         action = rng.random()
         kind = "ok"
         try:
-            if action < args.disconnect_prob:
+            if action > 1 - args.responses_prob:
+                kind = responses_call(url, rng, args, last)
+            elif action < args.disconnect_prob:
                 # Send the request and hang up without reading the answer.
                 with socket.create_connection((url.split("//")[1].split(":")[0], int(url.rsplit(":", 1)[1])), 5) as s:
                     data = json.dumps({**body, "stream": stream}).encode()
@@ -92,6 +144,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--cancel-prob", type=float, default=0.15)
     ap.add_argument("--disconnect-prob", type=float, default=0.1)
+    ap.add_argument("--responses-prob", type=float, default=0.2)
     ap.add_argument("--warmup-fraction", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -100,7 +153,7 @@ def main():
         port = free_port()
         proc = subprocess.Popen([args.bin, "--model", args.model, "--host", "127.0.0.1", "--http_port", str(port),
                                  "--grpc_port", str(free_port()), "--max_waiting", "32", "--kv_cache_mb", "64",
-                                 "--log_level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 "--responses_store_mb", "1", "--log_level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         args.url, args.pid = f"http://127.0.0.1:{port}", proc.pid
         for _ in range(600):
             try:
@@ -140,8 +193,11 @@ def main():
     half = len(warm) // 2
     base, peak = (max(warm[:half]), max(warm[half:])) if half else (0, 0)
     growth = (peak - base) / base if base else 0.0
-    unexpected = {k: v for k, v in stats.items() if k not in ("ok", "cancelled", "disconnected", "http_429")}
-    summary = {"minutes": args.minutes, "requests": sum(stats.values()), "outcomes": stats,
+    expected = ("ok", "cancelled", "disconnected", "http_429", "gone", "chain_full")
+    unexpected = {k: v for k, v in stats.items() if k not in expected}
+    stored = {"responses_stored": metric(args.url, "latentserve_responses_stored"),
+              "responses_dropped": metric(args.url, "latentserve_responses_dropped_total")}
+    summary = {"minutes": args.minutes, "requests": sum(stats.values()), "outcomes": stats, **stored,
                "rss_kib_after_warmup": base, "rss_kib_peak": peak, "rss_growth": round(growth, 4),
                "kv_blocks_used_when_idle": blocks_used, "unexpected": unexpected}
     ok = growth <= 0.05 and blocks_used == 0 and not unexpected and stats.get("ok", 0) > 0
