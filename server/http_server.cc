@@ -426,7 +426,8 @@ class Session {
     const InFlight in_flight(generating_);
     const auto start = Clock::now();
     ApiError err;
-    auto parsed = ParseRequest(endpoint, responses ? responses->chat_body : req.body(), *ctx_, &err);
+    auto parsed =
+        responses ? ParseResponsesRequest(*responses, *ctx_, &err) : ParseRequest(endpoint, req.body(), *ctx_, &err);
     if (!parsed) {
       http::response<http::string_body> res = ErrorResponse(req, err);
       co_return co_await Write(std::move(res));

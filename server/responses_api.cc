@@ -277,9 +277,12 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
                                          : "'background' needs stored responses, and this server keeps none "
                                            "(--responses_store_mb 0)");
   echo["background"] = out.background;
-  if (!null_or("truncation", "disabled"))
-    return RequestError(error, "truncation",
-                        "'truncation' is not supported yet (only \"disabled\": a prompt too long is an error)");
+  if (!null_or("truncation", "disabled")) {
+    if (j["truncation"] != "auto")
+      return RequestError(error, "truncation", "'truncation' must be \"auto\" or \"disabled\"");
+    out.truncate = true;
+    echo["truncation"] = "auto";
+  }
   // reasoning.effort is the chat request's reasoning_effort (the template's variable); the
   // summary asks for nothing the reply does not already carry (reasoning items hold the text).
   if (j.contains("reasoning") && !j["reasoning"].is_null()) {
@@ -429,6 +432,44 @@ ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t c
   ojson output = OutputItems(id, reply, /*empty_ok=*/false);
   const bool incomplete = reply.finish == FinishReason::kLength && !reply.tool_calls_made;
   return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
+}
+
+std::optional<ParsedRequest> ParseResponsesRequest(const ResponsesRequest& req, const ApiContext& ctx,
+                                                   ApiError* error) {
+  std::optional<ParsedRequest> parsed = ParseRequest(Endpoint::kChat, req.chat_body, ctx, error);
+  if (parsed || !req.truncate) return parsed;
+  // Truncation: the leading system messages (the instructions) stay; the conversation after them
+  // may start at any later user message, so that a call is never parted from its output. The
+  // fewest turns dropped that let the prompt fit, found by bisection (the prompt only shrinks as
+  // more is dropped); a request that fails for another reason fails with every cut.
+  ojson chat = ojson::parse(req.chat_body);
+  const ojson messages = chat["messages"];
+  size_t lead = 0;
+  while (lead < messages.size() &&
+         (messages[lead].value("role", "") == "system" || messages[lead].value("role", "") == "developer"))
+    ++lead;
+  std::vector<size_t> cuts;
+  for (size_t i = lead + 1; i < messages.size(); ++i)
+    if (messages[i].value("role", "") == "user") cuts.push_back(i);
+  const auto attempt = [&](size_t k, ApiError* err) {
+    ojson kept = ojson::array();
+    for (size_t i = 0; i < lead; ++i) kept.push_back(messages[i]);
+    for (size_t i = cuts[k]; i < messages.size(); ++i) kept.push_back(messages[i]);
+    chat["messages"] = std::move(kept);
+    return ParseRequest(Endpoint::kChat, chat.dump(), ctx, err);
+  };
+  ApiError ignored;
+  if (cuts.empty() || !attempt(cuts.size() - 1, &ignored)) return std::nullopt;  // *error: the whole request's
+  size_t lo = 0, hi = cuts.size() - 1;  // the first cut that fits lies in [lo, hi]; hi fits
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (attempt(mid, &ignored)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return attempt(hi, error);
 }
 
 bool StillRunning(const ojson& response) {

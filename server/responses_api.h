@@ -31,11 +31,17 @@ struct ResponsesRequest {
   bool stream = false;
   bool store = false;       // keep the finished response in the store
   bool background = false;  // answer at once; the store has the response as it goes
+  bool truncate = false;    // truncation "auto": the oldest turns go when the prompt does not fit
 };
 
 // Reads a /v1/responses body; nullopt with *error naming the field (as the chat fields' errors
 // do). previous_response_id is looked up in `store`.
 std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, ResponseStore* store, ApiError* error);
+
+// The chat request `req` stands for, parsed as ParseRequest parses it. With truncation "auto", a
+// prompt that does not fit the context drops the conversation's oldest turns (from one user
+// message to the next; the instructions stay) until it does, as OpenAI's API does.
+std::optional<ParsedRequest> ParseResponsesRequest(const ResponsesRequest& req, const ApiContext& ctx, ApiError* error);
 
 // The Response of a background request that has not finished ("queued", "in_progress") or that
 // ended without its reply ("cancelled", "failed": `error` then says why), with the output so far.

@@ -193,6 +193,7 @@ def test_text_format_json_schema_is_followed(plain):
     ({"frobnicate": 1}, "frobnicate"),
     ({"max_output_tokens": 0}, "'max_output_tokens' must be between 1"),  # named as sent, not as translated
     ({"max_output_tokens": "ten"}, "'max_output_tokens' must be between 1"),
+    ({"truncation": "middle"}, "'truncation' must be \"auto\" or \"disabled\""),
     ({"reasoning": {"effort": 3}}, "'reasoning.effort' must be a string"),
     ({"reasoning": "high"}, "'reasoning' must be an object"),
 ])
@@ -238,6 +239,51 @@ def test_reasoning_effort_is_the_templates_variable(served):
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="tiny", messages=messages, max_tokens=1, extra_body={"reasoning_effort": 3})
     assert "'reasoning_effort' must be a string" in str(e.value)
+
+
+def test_truncation_auto_drops_the_oldest_turns_until_the_prompt_fits(plain):
+    """truncation "auto" keeps the instructions and drops whole turns from the start (from one user
+    message to the next) until the prompt and max_output_tokens fit the 256-token context: the
+    fewest turns that do, as /tokenize counts them. "disabled" (the default) refuses instead."""
+    server, client = plain
+    turns = []
+    for i in range(8):
+        turns.append({"role": "user", "content": f"Verse {i}: and the LORD spake unto Moses, saying"})
+        turns.append({"role": "assistant", "content": "Speak unto the children of Israel, and say unto them"})
+    turns.append({"role": "user", "content": "And then?"})
+    system = {"role": "system", "content": "Answer in the words of the book."}
+    budget = 16
+
+    def count(messages):
+        r = requests.post(server.url + "/tokenize", json={"messages": messages})
+        assert r.status_code == 200, r.text
+        return r.json()["count"]
+
+    assert count([system] + turns) + budget > 256  # the whole conversation does not fit
+    users = [i for i, m in enumerate(turns) if m["role"] == "user"]
+    expected = next(count([system] + turns[i:]) for i in users if count([system] + turns[i:]) + budget <= 256)
+    args = dict(model="tiny", instructions=system["content"], input=turns, max_output_tokens=budget, temperature=0,
+                store=False)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(**args)
+    assert "context length" in str(e.value)
+    r = client.responses.create(**args, truncation="auto")
+    assert r.truncation == "auto" and r.usage.input_tokens == expected, (r.usage, expected)
+    streamed = [ev for ev in client.responses.create(**args, truncation="auto", stream=True)]
+    assert streamed[-1].response.usage.input_tokens == expected
+    assert streamed[-1].response.output_text == r.output_text
+    # A chain continued with previous_response_id keeps going past the context.
+    prev = None
+    for i in range(10):
+        r = client.responses.create(model="tiny", input="Let there be light, and there was light " * 2,
+                                    max_output_tokens=budget, temperature=0, truncation="auto",
+                                    previous_response_id=prev)
+        assert r.status == "completed" or r.status == "incomplete"
+        prev = r.id
+    assert r.usage.input_tokens + budget <= 256
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(**args, truncation="sometimes")
+    assert "'truncation' must be" in str(e.value)
 
 
 def test_the_agents_sdk_runs_a_tool_through_the_server(served):
