@@ -78,11 +78,13 @@ def responses_call(url, rng, args, last):
         return "background_never_finished"
     if last and rng.random() < 0.5:
         body["previous_response_id"] = last[0]
+        if rng.random() < 0.5:
+            body["truncation"] = "auto"  # the chain goes on past the context, its oldest turns dropped
     r = requests.post(url + "/v1/responses", json=body, timeout=120)
     if r.status_code == 404 and "previous_response_id" in body:
         last.clear()
         return "gone"  # dropped for room meanwhile
-    if r.status_code == 400 and "previous_response_id" in body and "context length" in r.text:
+    if r.status_code == 400 and "truncation" not in body and "previous_response_id" in body and "context length" in r.text:
         last.clear()
         return "chain_full"  # the conversation outgrew the model's context: a new one starts
     if r.status_code != 200:
