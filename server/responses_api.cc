@@ -227,7 +227,6 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
   const std::vector<std::pair<const char*, const char*>> refused = {
       {"conversation", "a stored conversation (send the conversation as input)"},
       {"prompt", "a stored prompt template"},
-      {"max_tool_calls", "a limit on built-in tool calls"},
       {"top_logprobs", "logprobs in a Response"},
       {"context_management", "server-side context management"}};
   for (const auto& [k, what] : refused)
@@ -376,6 +375,11 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
       chat[k] = out.stream;
     } else if (k == "metadata") {
       if (!v.is_null()) echo[k] = v;
+    } else if (k == "max_tool_calls") {
+      // A limit on calls to built-in (hosted) tools, of which this server has none: nothing to hold.
+      if (!v.is_null() && (!v.is_number_integer() || v.get<int64_t>() < 0))
+        return RequestError(error, k, "'max_tool_calls' must be a non-negative integer");
+      echo[k] = v;
     } else if (k == "include" || k == "user" || k == "safety_identifier" || k == "prompt_cache_key" ||
                k == "prompt_cache_retention" || k == "service_tier" || k == "stream_options" || k == "store" ||
                k == "previous_response_id" || k == "background" || k == "truncation" || k == "reasoning" ||

@@ -194,6 +194,7 @@ def test_text_format_json_schema_is_followed(plain):
     ({"max_output_tokens": 0}, "'max_output_tokens' must be between 1"),  # named as sent, not as translated
     ({"max_output_tokens": "ten"}, "'max_output_tokens' must be between 1"),
     ({"truncation": "middle"}, "'truncation' must be \"auto\" or \"disabled\""),
+    ({"max_tool_calls": -1}, "'max_tool_calls' must be a non-negative integer"),
     ({"reasoning": {"effort": 3}}, "'reasoning.effort' must be a string"),
     ({"reasoning": "high"}, "'reasoning' must be an object"),
 ])
@@ -204,6 +205,20 @@ def test_what_is_not_served_is_refused_by_name(served, extra, named):
         client.post("/responses", body=body, cast_to=object)
     assert named in str(e.value)
     assert client.responses.create(model="tiny", input="Hi", max_output_tokens=2).status  # still serving
+
+
+def test_max_tool_calls_limits_hosted_tools_only_and_is_echoed(served):
+    """max_tool_calls counts calls to hosted tools, which this server has none of: function calls
+    go on as without it, and the Response repeats the limit."""
+    _, client = served
+    args = dict(model="tiny", input="Weather?", tools=TOOLS, tool_choice="required", parallel_tool_calls=False,
+                temperature=1.0, store=False, extra_body={"seed": 0})
+    plain = client.responses.create(**args)
+    limited = client.responses.create(**args, max_tool_calls=0)
+    assert limited.max_tool_calls == 0
+    assert [(o.type, getattr(o, "arguments", None)) for o in limited.output] == \
+        [(o.type, getattr(o, "arguments", None)) for o in plain.output]
+    assert any(o.type == "function_call" for o in limited.output)
 
 
 def test_reasoning_effort_is_the_templates_variable(served):
