@@ -1,7 +1,7 @@
-// Fuzz target: the structured-output compilers (JSON schema, regex, EBNF) on arbitrary text, and,
-// where one compiles, the matcher driven by the rest of the input (bytes fed, masks built over a
-// one-byte vocabulary). The first byte picks the compiler; a 0 byte separates the constraint from
-// the bytes fed. Any error must be a status, never a crash or a hang.
+// Fuzz target: the structured-output compilers (JSON schema, regex, EBNF, structural tag) on
+// arbitrary text, and, where one compiles, the matcher driven by the rest of the input (bytes
+// fed, masks built over a one-byte vocabulary). The first byte picks the compiler; a 0 byte separates the constraint
+// from the bytes fed. Any error must be a status, never a crash or a hang.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -10,7 +10,9 @@
 #include "structured/ebnf.h"
 #include "structured/json_schema.h"
 #include "structured/matcher.h"
+#include "structured/output_constraint.h"
 #include "structured/regex.h"
+#include "structured/structural_tag.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
@@ -18,11 +20,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t cut = all.find('\0');
   const std::string_view text = all.substr(0, cut), feed = cut == std::string_view::npos ? "" : all.substr(cut + 1);
   absl::StatusOr<ls::structured::Grammar> g = absl::InvalidArgumentError("");
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       const auto j = nlohmann::ordered_json::parse(text, nullptr, false);
       if (j.is_discarded()) return 0;
       g = ls::structured::JsonSchemaGrammar(j);
+      break;
+    }
+    case 3: {
+      const auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+      if (j.is_discarded()) return 0;
+      auto tag = ls::structured::StructuralTag::Parse(j);
+      if (!tag.ok()) return 0;
+      ls::structured::OutputConstraint c;
+      c.kind = ls::structured::OutputConstraint::Kind::kStructuralTag;
+      c.text = tag->ToJson().dump();
+      g = ls::structured::BuildGrammar(c);
       break;
     }
     case 1: g = ls::structured::RegexGrammar(text); break;

@@ -163,8 +163,9 @@ structured::OutputConstraint SpelledForTheModel(const structured::OutputConstrai
     markers.push_back(s.begin);
     markers.push_back(s.end);
   }
+  constexpr size_t kLongestSpecialToken = 128;  // bytes: a special token's text is short
   for (const std::string& m : markers)
-    for (size_t n = 1; n <= m.size(); ++n) {
+    for (size_t n = 1; n <= std::min(m.size(), kLongestSpecialToken); ++n) {
       const std::string head = m.substr(0, n);
       const int32_t id = tokenizer->TokenToId(head);
       if (id >= 0 && tokenizer->IsSpecial(id) &&

@@ -76,12 +76,18 @@ absl::StatusOr<StructuralTag> StructuralTag::Parse(const ojson& j) {
   const auto triggers = j.find("triggers");
   if (triggers == j.end() || !triggers->is_array() || triggers->empty())
     return Bad("triggers", "must be a non-empty list of strings");
+  size_t trigger_bytes = 0;
   for (size_t i = 0; i < triggers->size(); ++i) {
     const ojson& t = (*triggers)[i];
     if (!t.is_string() || t.get<std::string>().empty())
       return Bad(absl::StrCat("triggers[", i, "]"), "must be a non-empty string");
     tag.triggers.push_back(t.get<std::string>());
+    trigger_bytes += tag.triggers.back().size();
   }
+  // The free text's automaton has a state per trigger byte (each with a 256-entry table while
+  // it is built): a bound keeps a request from asking for gigabytes.
+  if (trigger_bytes > kMaxTriggerBytes)
+    return Bad("triggers", absl::StrCat("hold ", trigger_bytes, " bytes in all; at most ", kMaxTriggerBytes));
   if (const auto special = j.find("special"); special != j.end()) {
     if (!special->is_array()) return Bad("special", "must be a list of strings");
     for (const ojson& s : *special) {

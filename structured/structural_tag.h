@@ -15,6 +15,8 @@
 namespace ls::structured {
 
 struct StructuralTag {
+  static constexpr size_t kMaxTriggerBytes = 4096;  // all triggers together
+
   struct Structure {
     std::string begin, end;
     nlohmann::ordered_json schema;

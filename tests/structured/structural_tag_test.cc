@@ -83,6 +83,10 @@ TEST(StructuralTag, BadTagsAreRefusedNamingTheField) {
   bad_schema["structures"][1]["schema"] = 5;
   ojson text_schema = Tag();
   text_schema["structures"][0]["schema"] = "{not json";
+  ojson huge = Tag();
+  huge["triggers"] = {"<f=" + std::string(5000, 'x')};
+  huge["structures"][0]["begin"] = huge["triggers"][0];
+  huge["structures"].erase(1);
   ojson no_begin = Tag();
   no_begin["structures"][0].erase("begin");
   const std::vector<Case> cases = {
@@ -94,6 +98,7 @@ TEST(StructuralTag, BadTagsAreRefusedNamingTheField) {
       {bad_schema, "'structures[1].schema' must be a JSON schema"},
       {text_schema, "'structures[0].schema' is not valid JSON"},
       {no_begin, "'structures[0].begin' must be a string"},
+      {huge, "'triggers' hold 5003 bytes in all; at most 4096"},
       {{{"format", {{"type", "triggered_tags"}}}}, "'format' (the newer structural-tag form) is not supported yet"},
       {{{"structures", Tag()["structures"]}, {"triggers", {"<f="}}, {"at_least_one", true}},
        "'at_least_one' is not a field of a structural tag"},
