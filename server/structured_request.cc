@@ -151,18 +151,15 @@ bool ReadConstraintField(const std::string& key, const ojson& value, structured:
 namespace {
 
 // A structural tag's markers as the model's vocabulary writes them: the special tokens among the
-// triggers, begins and ends, or leading a begin or an end, are named in the tag, so that its
-// grammar matches the special token (a marker written out in plain text stays text).
+// strings it matches literally (triggers, begins, ends, ...), or leading one, are named in the
+// tag, so that its grammar matches the special token (a marker written out in plain text stays
+// text).
 structured::OutputConstraint SpelledForTheModel(const structured::OutputConstraint& c,
                                                 const tok::Tokenizer* tokenizer) {
   if (c.kind != Kind::kStructuralTag || !tokenizer) return c;
   auto tag = structured::StructuralTag::Parse(ojson::parse(c.text, nullptr, false));
   if (!tag.ok()) return c;  // compiling says what is wrong
-  std::vector<std::string> markers = tag->triggers;
-  for (const auto& s : tag->structures) {
-    markers.push_back(s.begin);
-    markers.push_back(s.end);
-  }
+  const std::vector<std::string> markers = tag->Markers();
   constexpr size_t kLongestSpecialToken = 128;  // bytes: a special token's text is short
   for (const std::string& m : markers)
     for (size_t n = 1; n <= std::min(m.size(), kLongestSpecialToken); ++n) {

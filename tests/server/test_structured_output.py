@@ -653,6 +653,24 @@ def test_structural_tag_holds_each_structure_and_leaves_the_text_free(server):
         tagged_values(sampled["text"], sampled["finish_reason"])
 
 
+def test_structural_tag_format_form(server):
+    """xgrammar's format form: triggered tags are the structures-and-triggers form, and formats
+    compose (a constant opening, then the tags; tags with a separator and nothing else)."""
+    number_tag = {"begin": " LORD", "content": {"type": "json_schema", "json_schema": NUMBER}, "end": "!"}
+    triggered = {"type": "triggered_tags", "triggers": [" LORD"], "tags": [number_tag]}
+    legacy = tag_completion(server, {"structural_tag": TAG})
+    assert tag_completion(server, {"response_format": {"type": "structural_tag", "format": triggered}}) == legacy
+    opened = tag_completion(server, {"structural_tag": {"format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": " And God said"}, triggered]}}})
+    assert opened["text"].startswith(" And God said")
+    tagged_values(opened["text"][len(" And God said"):], opened["finish_reason"])
+    listed = tag_completion(server, {"structural_tag": {"format": {
+        "type": "tags_with_separator", "separator": ",", "at_least_one": True, "tags": [number_tag]}}},
+        max_tokens=20)
+    assert re.fullmatch(r"( LORD(0|[1-9][0-9]?)!)(, LORD(0|[1-9][0-9]?)!)*,?( L?O?R?D?[0-9]{0,2})?", listed["text"]) or \
+        listed["finish_reason"] == "stop", listed
+
+
 def test_structural_tag_on_chat_and_grpc(server, stub):
     body = {"messages": [{"role": "user", "content": "And the LORD said unto Moses"}], "max_tokens": 40,
             "temperature": 1.0, "response_format": {"type": "structural_tag", **TAG}}
@@ -695,12 +713,14 @@ def test_structural_tag_markers_that_are_special_tokens_match_those_tokens(serve
                                     "triggers": [" LORD", " God"]})}, "structural_tag",
      "'triggers[1]' ' God' starts no structure's begin"),
     ({"structured_outputs": {"structural_tag": "{oops"}}, "structured_outputs.structural_tag", "is not valid JSON"),
-    ({"structural_tag": {"format": {"type": "triggered_tags"}}}, "structural_tag",
-     "'format' (the newer structural-tag form) is not supported yet"),
+    ({"structural_tag": {"format": {"type": "triggered_tags", "triggers": [" LORD"], "tags": []}}}, "structural_tag",
+     "'format.tags' must be a non-empty list of tags"),
+    ({"response_format": {"type": "structural_tag", "format": {"type": "qwen_xml_parameter"}}}, "response_format",
+     "'format.type' 'qwen_xml_parameter' is not supported"),
     ({"structural_tag": {"structures": [{"begin": "<", "schema": {"type": "object", "patternProperties": {}},
                                          "end": ">"}], "triggers": ["<"]}}, "structural_tag",
      "'structures[0].schema'"),
-], ids=["empty", "unused_trigger", "json", "format", "schema"])
+], ids=["empty", "unused_trigger", "json", "format", "format_type", "schema"])
 def test_bad_structural_tags_are_refused_by_name(server, fields, param, fragment):
     r = requests.post(server.url + C, json={"prompt": GENESIS, "max_tokens": 4, **fields}, timeout=60)
     assert r.status_code == 400, r.text
