@@ -528,8 +528,11 @@ class Session {
           absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
           continue;
         }
-        for (const json& chunk : StreamChunks(r, g.id, g.created, ctx_->model_name(), i, delta, first[i], *ctx_))
+        const json usage = r.continuous_usage ? ChunkUsage(r, i, o.completion_tokens) : json();
+        for (json& chunk : StreamChunks(r, g.id, g.created, ctx_->model_name(), i, delta, first[i], *ctx_)) {
+          if (!usage.is_null()) chunk["usage"] = usage;
           absl::StrAppend(&data, "data: ", chunk.dump(), "\n\n");
+        }
         offsets[i] += TextChars(delta.text);
         first[i] = false;
       }

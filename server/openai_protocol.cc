@@ -213,6 +213,7 @@ std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& 
   r.cache_salt = d.cache_salt;
   r.stream = d.stream;
   r.include_usage = d.include_usage;
+  r.continuous_usage = d.include_usage && d.continuous_usage;
   r.tokens_as_ids = d.tokens_as_ids;
   r.echo = d.echo;
   SamplingParams& p = r.params;
@@ -389,6 +390,12 @@ json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t creat
   if (r.prompt_logprobs && r.endpoint == Endpoint::kChat && !choices.empty())
     body["prompt_logprobs"] = PromptLogprobsJson(r, choices[0], ctx);
   return body;
+}
+
+json ChunkUsage(const ParsedRequest& r, int32_t index, int32_t completion_tokens) {
+  const int32_t prompt = static_cast<int32_t>(r.prompts[index / r.n].size());
+  const int32_t completion = r.generate ? completion_tokens : 0;
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
 std::vector<json> StreamChunks(const ParsedRequest& r, const std::string& id, int64_t created,

@@ -26,6 +26,7 @@ struct ParsedRequest {
   int32_t priority = 0;
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // with include_usage, vLLM's continuous_usage_stats: usage in every chunk
   bool chat_logprobs = false;     // chat: logprobs: true
   bool echo = false;              // completions: each choice's text starts with its prompt
   std::optional<int32_t> prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per prompt token
@@ -83,6 +84,9 @@ nlohmann::json CompletionBody(const ParsedRequest& r, const std::string& id, int
 std::vector<nlohmann::json> StreamChunks(const ParsedRequest& r, const std::string& id, int64_t created,
                                          const std::string& model, int32_t index, const Choice& delta, bool first,
                                          const ApiContext& ctx);
+// A streamed chunk's usage with continuous_usage_stats: choice `index`'s prompt and its completion
+// tokens so far (`completion_tokens`, as its latest output counts them).
+nlohmann::json ChunkUsage(const ParsedRequest& r, int32_t index, int32_t completion_tokens);
 nlohmann::json UsageChunk(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,
                           const Usage& usage);
 // OpenAI finish_reason string: "stop", "length" ("tool_calls" for a choice that called tools), or

@@ -123,11 +123,22 @@ void ReadConstraint(FieldReader& f, const ojson& v, RequestDraft& d) {
   if (!d.constraint.empty() && d.constraint_field.empty()) d.constraint_field = f.name();
 }
 
+// include_usage (OpenAI's), continuous_usage_stats (vLLM's: with include_usage, every chunk
+// carries its choice's usage so far), include_obfuscation (OpenAI's padding of chunks against
+// length side channels between a provider and its clients; nothing here pads, so it is accepted
+// and has no effect).
 void ReadStreamOptions(FieldReader& f, const ojson& v, RequestDraft& d) {
   if (!v.is_object()) return f.Fail("'stream_options' must be an object");
-  if (auto it = v.find("include_usage"); it != v.end() && !it->is_null()) {
-    if (!it->is_boolean()) return f.Fail("'stream_options.include_usage' must be true or false");
-    d.include_usage = it->get<bool>();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& k = it.key();
+    bool* out = k == "include_usage" ? &d.include_usage : k == "continuous_usage_stats" ? &d.continuous_usage : nullptr;
+    if (!out && k != "include_obfuscation")
+      return f.Fail(absl::StrCat("'stream_options.", k,
+                                 "' is not a stream option (include_usage, continuous_usage_stats, "
+                                 "include_obfuscation)"));
+    if (it->is_null()) continue;
+    if (!it->is_boolean()) return f.Fail(absl::StrCat("'stream_options.", k, "' must be true or false"));
+    if (out) *out = it->get<bool>();
   }
 }
 

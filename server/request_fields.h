@@ -33,6 +33,7 @@ struct RequestDraft {
   int32_t priority = 0;
   bool stream = false;
   bool include_usage = false;                     // stream_options.include_usage
+  bool continuous_usage = false;                  // stream_options.continuous_usage_stats (vLLM's)
   bool echo = false;                              // completions: the prompt precedes the completion
   std::optional<int32_t> logprobs;                // completions: top alternatives per token
   bool chat_logprobs = false;                     // chat: logprobs: true

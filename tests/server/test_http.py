@@ -47,6 +47,35 @@ def test_completion_stream_equals_non_stream(server):
     assert [c for c in chunks if c["choices"]][-1]["choices"][0]["finish_reason"] == "length"
 
 
+def test_continuous_usage_stats_put_each_choices_usage_in_every_chunk(server):
+    """vLLM's stream_options.continuous_usage_stats (with include_usage): every chunk carries its
+    choice's usage so far, counting up to the final usage; without include_usage, none does."""
+    body = {"prompt": ["And God said", "In the beginning God"], "n": 2, "max_tokens": 6, "temperature": 0.8,
+            "seed": 3, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    with requests.post(server.url + "/v1/completions", json=body, stream=True) as r:
+        assert r.status_code == 200, r.text
+        chunks = [json.loads(e) for e in sse_events(r)[:-1]]
+    prompts = [len(requests.post(server.url + "/tokenize", json={"prompt": p}).json()["tokens"]) for p in body["prompt"]]
+    seen = {}
+    for c in chunks[:-1]:
+        i = c["choices"][0]["index"]
+        u = c["usage"]
+        assert u["prompt_tokens"] == prompts[i // 2], (i, u)
+        assert u["completion_tokens"] >= seen.get(i, 0) and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+        seen[i] = u["completion_tokens"]
+    assert seen == {0: 6, 1: 6, 2: 6, 3: 6}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 24
+    body["stream_options"] = {"continuous_usage_stats": True, "include_obfuscation": False}
+    with requests.post(server.url + "/v1/completions", json=body, stream=True) as r:
+        chunks = [json.loads(e) for e in sse_events(r)[:-1]]
+    assert chunks and not any("usage" in c for c in chunks)
+    r = requests.post(server.url + "/v1/completions", json={**body, "stream_options": {"include_usage": 1}})
+    assert r.status_code == 400 and "'stream_options.include_usage' must be true or false" in r.json()["error"]["message"]
+    r = requests.post(server.url + "/v1/completions", json={**body, "stream_options": {"usage": True}})
+    assert r.status_code == 400 and "'stream_options.usage' is not a stream option" in r.json()["error"]["message"]
+
+
 def test_prompt_as_token_ids(server):
     r = requests.post(server.url + "/v1/completions", json={"prompt": [5, 6, 7, 8], "max_tokens": 3})
     assert r.status_code == 200
