@@ -35,6 +35,7 @@
 #include "server/choice_stream.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
+#include "server/output_channel.h"
 #include "server/prometheus.h"
 #include "server/request_tally.h"
 #include "server/responses_api.h"
@@ -52,43 +53,6 @@ using net::awaitable;
 using net::use_awaitable;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// Engine outputs for one HTTP request, handed from the engine thread to the connection's strand.
-class Channel : public std::enable_shared_from_this<Channel> {
- public:
-  explicit Channel(net::any_io_executor ex) : timer_(ex) {}
-  OutputCallback Callback(int32_t index) {
-    auto self = shared_from_this();
-    return [self, index](RequestOutput o) {
-      {
-        MutexLock lock(&self->mu_);
-        self->items_.emplace_back(index, std::move(o));
-      }
-      net::post(self->timer_.get_executor(), [self] { self->timer_.cancel(); });
-    };
-  }
-  awaitable<std::vector<std::pair<int32_t, RequestOutput>>> Wait() {
-    for (;;) {
-      {
-        MutexLock lock(&mu_);
-        if (!items_.empty()) {
-          std::vector<std::pair<int32_t, RequestOutput>> out(std::make_move_iterator(items_.begin()),
-                                                            std::make_move_iterator(items_.end()));
-          items_.clear();
-          co_return out;
-        }
-      }
-      timer_.expires_at(Clock::time_point::max());
-      boost::system::error_code ec;
-      co_await timer_.async_wait(net::redirect_error(use_awaitable, ec));
-    }
-  }
-
- private:
-  Mutex mu_;
-  std::deque<std::pair<int32_t, RequestOutput>> items_ ABSL_GUARDED_BY(mu_);
-  net::steady_timer timer_;
-};
 
 using Request = http::request<http::string_body>;
 
