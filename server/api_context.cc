@@ -69,6 +69,7 @@ void ApiContext::LogRequest(const RequestLogEntry& e) const {
                       {"ttft_ms", std::round(e.ttft_s * 1e4) / 10},
                       {"total_ms", std::round(e.total_s * 1e4) / 10},
                       {"status", e.status}};
+  if (!e.client_request_id.empty()) j["client_request_id"] = e.client_request_id;
   std::string fields = j.dump();
   Log(LogLevel::kInfo, "request", fields.substr(1, fields.size() - 2));
 }

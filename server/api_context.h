@@ -24,6 +24,7 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 
 struct RequestLogEntry {
   std::string id, api, endpoint;
+  std::string client_request_id;  // the client's X-Request-Id, when it sent one
   int32_t prompt_tokens = 0, output_tokens = 0;
   double queue_s = 0, ttft_s = 0, total_s = 0;
   std::string status;  // HTTP status code or gRPC code name, or the finish reason

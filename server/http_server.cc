@@ -29,6 +29,7 @@
 #include <optional>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "server/api_error.h"
@@ -80,6 +81,16 @@ http::response<http::string_body> ErrorResponse(const Request& req, const ApiErr
   if (e.http_status == 429) res.set(http::field::retry_after, "1");
   if (e.http_status == 401) res.set(http::field::www_authenticate, "Bearer");
   return res;
+}
+
+// The client's X-Request-Id when a log line and a header may carry it as it is (1 to 128 of
+// A-Z a-z 0-9 . _ : -), else "".
+std::string ClientRequestId(const Request& req) {
+  const auto v = req["X-Request-Id"];
+  if (v.empty() || v.size() > 128) return "";
+  for (char c : v)
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' && c != ':') return "";
+  return std::string(v);
 }
 
 // The dashboard's routes (server/dashboard_routes.h) see the request through a WebCall.
@@ -294,6 +305,7 @@ class Session {
  private:
   awaitable<bool> Write(http::response<http::string_body> res) {
     ctx_->CountRequest("http", std::to_string(res.result_int()));
+    if (!reply_id_.empty()) res.set("X-Request-Id", reply_id_);
     boost::system::error_code ec;
     co_await http::async_write(stream_, res, net::redirect_error(use_awaitable, ec));
     co_return !ec;
@@ -301,6 +313,7 @@ class Session {
 
   // Dispatches one request; false when the connection must close.
   awaitable<bool> Route(Request& req) {
+    client_id_ = reply_id_ = ClientRequestId(req);
     const std::string target(req.target());
     const std::string path = target.substr(0, target.find('?'));
     const bool generate = path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses";
@@ -397,9 +410,11 @@ class Session {
       co_return co_await Write(std::move(res));
     }
     std::string id = ctx_->NewRequestId(responses ? "resp_" : endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+    if (reply_id_.empty()) reply_id_ = id;
     auto generation = std::make_shared<Generation>(std::move(*parsed), std::move(id), co_await net::this_coro::executor,
                                                    std::move(responses));
     Generation& g = *generation;
+    g.tally.log.client_request_id = client_id_;
     if (g.responses) g.tally.log.endpoint = "responses";
     if (std::optional<ApiError> refused = Submit(g)) {
       http::response<http::string_body> res = ErrorResponse(req, *refused);
@@ -455,6 +470,7 @@ class Session {
     head.set(http::field::cache_control, "no-cache");
     head.chunked(true);
     head.keep_alive(req.keep_alive());
+    head.set("X-Request-Id", reply_id_);
     http::response_serializer<http::empty_body> sr{head};
     boost::system::error_code ec;
     co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
@@ -592,6 +608,9 @@ class Session {
   const HttpOptions& opt_;
   std::atomic<int>* generating_;
   const DashboardRoutes* dashboard_;
+  // The request's X-Request-Id as the client sent it, and as the reply carries it (the client's,
+  // else a generation's own id).
+  std::string client_id_, reply_id_;
   const StoredResponseRoutes* stored_;
   ResponseStore* responses_;
   const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(

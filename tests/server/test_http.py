@@ -1,6 +1,7 @@
 """OpenAI-compatible HTTP API over the network: completions and chat, streaming and not,
 models, health, readiness and Prometheus metrics."""
 import json
+import time
 
 import requests
 
@@ -74,6 +75,33 @@ def test_continuous_usage_stats_put_each_choices_usage_in_every_chunk(server):
     assert r.status_code == 400 and "'stream_options.include_usage' must be true or false" in r.json()["error"]["message"]
     r = requests.post(server.url + "/v1/completions", json={**body, "stream_options": {"usage": True}})
     assert r.status_code == 400 and "'stream_options.usage' is not a stream option" in r.json()["error"]["message"]
+
+
+def test_x_request_id_is_echoed_and_logged(server):
+    """A client's X-Request-Id comes back on the reply (whole or streamed, and on every route) and
+    in the request's log line; without one, a generation's reply carries its own id."""
+    body = {"prompt": "And God said", "max_tokens": 2}
+    r = requests.post(server.url + "/v1/completions", json=body, headers={"X-Request-Id": "trace-42.a:b_c"})
+    assert r.status_code == 200 and r.headers["X-Request-Id"] == "trace-42.a:b_c"
+    with requests.post(server.url + "/v1/chat/completions", stream=True, headers={"X-Request-Id": "trace-43"},
+                       json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "stream": True}) as s:
+        assert s.headers["X-Request-Id"] == "trace-43"
+        sse_events(s)
+    r = requests.post(server.url + "/v1/completions", json=body)
+    assert r.headers["X-Request-Id"] == r.json()["id"]
+    r = requests.post(server.url + "/v1/completions", json=body, headers={"X-Request-Id": "not ok <script>"})
+    assert r.headers["X-Request-Id"] == r.json()["id"]  # not echoed: it is not a plain id
+    assert requests.get(server.url + "/health", headers={"X-Request-Id": "hc-1"}).headers["X-Request-Id"] == "hc-1"
+    r = requests.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 0},
+                      headers={"X-Request-Id": "bad-1"})
+    assert r.status_code == 400 and r.headers["X-Request-Id"] == "bad-1"
+    for _ in range(50):
+        lines = [json.loads(l) for l in server.logs().splitlines() if '"client_request_id"' in l]
+        if {l["client_request_id"] for l in lines} >= {"trace-42.a:b_c", "trace-43"}:
+            break
+        time.sleep(0.1)
+    assert {l["client_request_id"] for l in lines} >= {"trace-42.a:b_c", "trace-43"}, lines
+    assert all(l["id"].startswith(("cmpl-", "chatcmpl-")) for l in lines)
 
 
 def test_prompt_as_token_ids(server):
