@@ -38,14 +38,6 @@ WebReply Html(int status, std::string body) {
   return r;
 }
 
-WebReply Error(int status, std::string message, std::string param = "", std::string type = "invalid_request_error") {
-  WebReply r;
-  r.error = ApiError{status, std::move(message), std::move(param), std::move(type)};
-  return r;
-}
-
-WebReply Unauthorized() { return Error(401, "missing or invalid API key", "", "authentication_error"); }
-
 WebReply SeeOther(std::string location) {
   WebReply r;
   r.status = 303;
@@ -150,7 +142,7 @@ WebReply DashboardRoutes::Handle(const WebCall& call) const {
   if (call.path == "/v1/expert_load") return ExpertLoad(call);
   if (call.path == "/dashboard/login") return Login(call);
   if (call.path == "/dashboard/logout") {
-    if (call.method != "POST") return Error(405, "use POST for /dashboard/logout");
+    if (call.method != "POST") return ErrorReply(405, "use POST for /dashboard/logout");
     WebReply r = SeeOther("/dashboard");
     r.headers.emplace_back("Set-Cookie", SessionCookie(call.tls, 0));
     return r;
@@ -159,7 +151,7 @@ WebReply DashboardRoutes::Handle(const WebCall& call) const {
 }
 
 WebReply DashboardRoutes::Page(const WebCall& call) const {
-  if (call.method != "GET") return Error(405, "use GET for /dashboard");
+  if (call.method != "GET") return ErrorReply(405, "use GET for /dashboard");
   if (!MayView(call)) return LoginPage(401, "");
   return Html(200, std::string(kDashboardHtml, kDashboardHtmlSize));
 }
@@ -167,7 +159,7 @@ WebReply DashboardRoutes::Page(const WebCall& call) const {
 WebReply DashboardRoutes::Login(const WebCall& call) const {
   if (!keys_->enabled()) return SeeOther("/dashboard");  // nothing to log in to
   if (call.method == "GET") return LoginPage(200, "");
-  if (call.method != "POST") return Error(405, "use GET or POST for /dashboard/login");
+  if (call.method != "POST") return ErrorReply(405, "use GET or POST for /dashboard/login");
   const std::optional<std::string> key = FormValue(call.body, "key");
   if (!key || key->empty()) return LoginPage(401, "Enter an API key.");
   if (!keys_->Authorize(absl::StrCat("Bearer ", *key))) return LoginPage(401, "That key is not valid.");
@@ -177,24 +169,25 @@ WebReply DashboardRoutes::Login(const WebCall& call) const {
 }
 
 WebReply DashboardRoutes::ExpertLoad(const WebCall& call) const {
-  if (!MayView(call)) return Unauthorized();
-  if (call.method != "GET") return Error(405, "use GET for /v1/expert_load");
+  if (!MayView(call)) return UnauthorizedReply();
+  if (call.method != "GET") return ErrorReply(405, "use GET for /v1/expert_load");
   ExpertLoadJsonOptions options;
   for (absl::string_view piece : absl::StrSplit(A(call.query), '&', absl::SkipEmpty())) {
     const std::string_view pair = S(piece);
     const size_t eq = pair.find('=');
     const std::string_view name = pair.substr(0, eq), value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
     if (name != "totals")
-      return Error(400, absl::StrCat("unknown query parameter '", A(name), "' (known: totals)"), std::string(name));
+      return ErrorReply(400, absl::StrCat("unknown query parameter '", A(name), "' (known: totals)"),
+                        std::string(name));
     if (value == "true" || value == "1") {
       options.totals = true;
     } else if (value == "false" || value == "0") {
       options.totals = false;
     } else {
-      return Error(400, "totals must be true, false, 1 or 0", "totals");
+      return ErrorReply(400, "totals must be true, false, 1 or 0", "totals");
     }
   }
-  if (!engine_) return Error(503, "no engine is serving", "", "service_unavailable");
+  if (!engine_) return ErrorReply(503, "no engine is serving", "", "service_unavailable");
   options.now_unix_seconds = UnixSeconds();
   options.model = model_name_;
   const MetricsSnapshot m = engine_->Metrics();

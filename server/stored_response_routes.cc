@@ -13,15 +13,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// This abseil's string_view is its own type, not std::string_view.
-absl::string_view A(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-WebReply Error(int status, std::string message, std::string param = "", std::string type = "invalid_request_error") {
-  WebReply r;
-  r.error = ApiError{status, std::move(message), std::move(param), std::move(type)};
-  return r;
-}
-
 WebReply Json(std::string body) {
   WebReply r;
   r.content_type = "application/json";
@@ -30,34 +21,37 @@ WebReply Json(std::string body) {
 }
 
 WebReply NotFound(const std::string& id) {
-  return Error(404, absl::StrCat("response '", id, "' is not stored here (never stored, deleted, or dropped for room)"),
-               "", "not_found_error");
+  return ErrorReply(404,
+                    absl::StrCat("response '", id, "' is not stored here (never stored, deleted, or dropped for room)"),
+                    "", "not_found_error");
 }
 
 }  // namespace
 
 WebReply StoredResponseRoutes::Handle(const WebCall& call) const {
   if (!keys_->Authorize(call.authorization))
-    return Error(401, "missing or invalid API key", "", "authentication_error");
+    return ErrorReply(401, "missing or invalid API key", "", "authentication_error");
   constexpr std::string_view kItems = "/input_items", kCancel = "/cancel";
   std::string_view id = call.path.substr(kPrefix.size());
   const bool items = id.ends_with(kItems), cancel = id.ends_with(kCancel);
   if (items) id.remove_suffix(kItems.size());
   if (cancel) id.remove_suffix(kCancel.size());
   if (id.empty() || id.find('/') != std::string_view::npos)
-    return Error(404, absl::StrCat("no route for ", A(call.path)), "", "not_found_error");
+    return ErrorReply(404, absl::StrCat("no route for ", std::string(call.path)), "", "not_found_error");
   const std::string name(id);
   if (items) {
-    if (call.method != "GET") return Error(405, absl::StrCat("use GET for ", A(kPrefix), "{id}", A(kItems)));
+    if (call.method != "GET")
+      return ErrorReply(405, absl::StrCat("use GET for ", std::string(kPrefix), "{id}", std::string(kItems)));
     return Get(call, name, true);
   }
   if (cancel) {
-    if (call.method != "POST") return Error(405, absl::StrCat("use POST for ", A(kPrefix), "{id}", A(kCancel)));
+    if (call.method != "POST")
+      return ErrorReply(405, absl::StrCat("use POST for ", std::string(kPrefix), "{id}", std::string(kCancel)));
     return Cancel(name);
   }
   if (call.method == "GET") return Get(call, name, false);
   if (call.method == "DELETE") return Delete(name);
-  return Error(405, absl::StrCat("use GET or DELETE for ", A(kPrefix), "{id}"));
+  return ErrorReply(405, absl::StrCat("use GET or DELETE for ", std::string(kPrefix), "{id}"));
 }
 
 WebReply StoredResponseRoutes::Get(const WebCall& call, const std::string& id, bool items) const {
@@ -66,11 +60,7 @@ WebReply StoredResponseRoutes::Get(const WebCall& call, const std::string& id, b
   if (!items) return Json(std::move(entry->response));
   ApiError err;
   std::optional<ojson> page = InputItemsPage(entry->input_items, call.query, &err);
-  if (!page) {
-    WebReply r;
-    r.error = std::move(err);
-    return r;
-  }
+  if (!page) return ErrorReply(std::move(err));
   return Json(page->dump());
 }
 
@@ -90,14 +80,14 @@ WebReply StoredResponseRoutes::Cancel(const std::string& id) const {
   if (!entry) return NotFound(id);
   ojson r = ojson::parse(entry->response);
   if (r.value("background", false) != true)
-    return Error(400, absl::StrCat("response '", id,
-                                   "' was not created with background: true; only background responses can be "
-                                   "cancelled"));
+    return ErrorReply(400, absl::StrCat("response '", id,
+                                        "' was not created with background: true; only background responses can be "
+                                        "cancelled"));
   const std::string status = r.value("status", "");
   if (status == "cancelled") return Json(std::move(entry->response));
   if (!StillRunning(r))
-    return Error(400, absl::StrCat("response '", id, "' has already finished (status ", status,
-                                   "); only a queued or in-progress response can be cancelled"));
+    return ErrorReply(400, absl::StrCat("response '", id, "' has already finished (status ", status,
+                                        "); only a queued or in-progress response can be cancelled"));
   engine_->Cancel(id);
   r["status"] = "cancelled";
   return Json(r.dump());

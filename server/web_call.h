@@ -31,4 +31,19 @@ struct WebReply {
   std::optional<ApiError> error;  // set: answer with the API's JSON error instead of the fields above
 };
 
+// A reply that is the API's JSON error.
+inline WebReply ErrorReply(ApiError e) {
+  WebReply r;
+  r.error = std::move(e);
+  return r;
+}
+inline WebReply ErrorReply(int status, std::string message, std::string param = "",
+                           std::string type = "invalid_request_error") {
+  return ErrorReply(ApiError{status, std::move(message), std::move(param), std::move(type)});
+}
+// The reply to a call without a valid API key.
+inline WebReply UnauthorizedReply() {
+  return ErrorReply(401, "missing or invalid API key", "", "authentication_error");
+}
+
 }  // namespace ls::server
