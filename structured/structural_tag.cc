@@ -108,18 +108,28 @@ class FormatCompiler {
 
   Symbol Rule(const std::vector<Symbol>& symbols, const std::string& name) { return b_.OneOf({symbols}, name); }
 
-  // A list of strings (absent: none); `non_empty` strings only.
-  absl::Status Strings(const ojson& f, const char* key, const std::string& at, std::vector<std::string>* out) {
+  // A list of non-empty strings, as written; absent it is none, unless `required` (then it must
+  // hold one at least).
+  absl::Status Strings(const ojson& f, const char* key, const std::string& at, bool required,
+                       std::vector<std::string>* out) {
     const auto it = f.find(key);
-    if (it == f.end() || it->is_null()) return absl::OkStatus();
-    if (!it->is_array()) return Bad(at + "." + key, "must be a list of non-empty strings");
+    const bool absent = it == f.end() || it->is_null();
+    if (absent && !required) return absl::OkStatus();
+    if (absent || !it->is_array() || (required && it->empty()))
+      return Bad(at + "." + key,
+                 required ? "must be a non-empty list of non-empty strings" : "must be a list of non-empty strings");
     for (size_t i = 0; i < it->size(); ++i) {
       const ojson& s = (*it)[i];
       if (!s.is_string() || s.get<std::string>().empty())
         return Bad(absl::StrCat(at, ".", key, "[", i, "]"), "must be a non-empty string");
-      out->push_back(Spell(s.get<std::string>()));
+      out->push_back(s.get<std::string>());
     }
     return absl::OkStatus();
+  }
+
+  // Where tag i of a tag list at `at` is (the first form names its structures).
+  std::string TagPlace(const std::string& at, size_t i) const {
+    return legacy_ ? absl::StrCat("structures[", i, "]") : absl::StrCat(at, ".tags[", i, "]");
   }
 
   absl::Status Flag(const ojson& f, const char* key, const std::string& at, bool* out) {
@@ -130,9 +140,10 @@ class FormatCompiler {
     return absl::OkStatus();
   }
 
-  // Free text holding none of `stops` (spelled) nor the format's excluded_str.
+  // Free text holding none of `stops` (as written) nor the format's excluded_str.
   absl::StatusOr<Symbol> AnyText(const ojson& f, const std::string& at, std::vector<std::string> stops) {
-    if (auto st = Strings(f, "excluded_str", at, &stops); !st.ok()) return st;
+    if (auto st = Strings(f, "excluded_str", at, false, &stops); !st.ok()) return st;
+    for (std::string& s : stops) s = Spell(s);
     size_t bytes = 0;
     for (const std::string& s : stops) bytes += s.size();
     if (bytes > StructuralTag::kMaxTriggerBytes)
@@ -154,7 +165,7 @@ class FormatCompiler {
     absl::StatusOr<Symbol> inner = absl::InternalError("");
     if (content->is_object() && content->value("type", "") == "any_text") {
       std::vector<std::string> stops;
-      if (!end.empty()) stops.push_back(Spell(end));
+      if (!end.empty()) stops.push_back(end);
       inner = AnyText(*content, at + ".content", std::move(stops));
     } else {
       inner = Format(*content, at + (legacy_ ? ".schema" : ".content"), depth + 1);
@@ -174,8 +185,7 @@ class FormatCompiler {
     std::vector<std::vector<Symbol>> alts;
     for (size_t i = 0; i < tags->size(); ++i) {
       std::string begin;
-      auto t = Tag((*tags)[i], legacy_ ? absl::StrCat("structures[", i, "]") : absl::StrCat(at, ".tags[", i, "]"),
-                   depth + 1, &begin);
+      auto t = Tag((*tags)[i], TagPlace(at, i), depth + 1, &begin);
       if (!t.ok()) return t.status();
       alts.push_back({*t});
       begins->push_back(begin);
@@ -185,14 +195,7 @@ class FormatCompiler {
 
   absl::StatusOr<Symbol> TriggeredTags(const ojson& f, const std::string& at, int depth) {
     std::vector<std::string> triggers;
-    const auto raw = f.find("triggers");
-    if (raw == f.end() || !raw->is_array() || raw->empty())
-      return Bad(at + ".triggers", "must be a non-empty list of non-empty strings");
-    for (size_t i = 0; i < raw->size(); ++i) {
-      if (!(*raw)[i].is_string() || (*raw)[i].get<std::string>().empty())
-        return Bad(absl::StrCat(at, ".triggers[", i, "]"), "must be a non-empty string");
-      triggers.push_back((*raw)[i].get<std::string>());
-    }
+    if (auto st = Strings(f, "triggers", at, true, &triggers); !st.ok()) return st;
     std::vector<std::string> begins;
     auto tags = Tags(f, at, depth, &begins);
     if (!tags.ok()) return tags.status();
@@ -200,7 +203,7 @@ class FormatCompiler {
       const auto n = std::count_if(triggers.begin(), triggers.end(),
                                    [&](const std::string& t) { return absl::StartsWith(begins[i], t); });
       if (n != 1)
-        return Bad(absl::StrCat(at, ".tags[", i, "].begin"),
+        return Bad(TagPlace(at, i) + ".begin",
                    absl::StrCat("'", begins[i], "' starts with ", n, " of the triggers; each tag needs exactly one"));
     }
     for (size_t i = 0; i < triggers.size(); ++i)
@@ -211,9 +214,7 @@ class FormatCompiler {
     bool at_least_one = false, stop_after_first = false;
     if (auto st = Flag(f, "at_least_one", at, &at_least_one); !st.ok()) return st;
     if (auto st = Flag(f, "stop_after_first", at, &stop_after_first); !st.ok()) return st;
-    std::vector<std::string> stops;
-    for (const std::string& t : triggers) stops.push_back(Spell(t));
-    auto text = AnyText(f, at, std::move(stops));
+    auto text = AnyText(f, at, triggers);
     if (!text.ok()) return text.status();
     const Symbol tag = *tags;
     if (at_least_one && stop_after_first) return tag;  // one tag, first

@@ -240,6 +240,17 @@ TEST(StructuralTag, BadTagsAreRefusedNamingTheField) {
     EXPECT_NE(std::string(tag.status().message()).find(c.named), std::string::npos)
         << c.tag.dump() << ": " << tag.status().message();
   }
+  // A begin that two triggers start is refused when the grammar is built, named as a structure.
+  ojson two_triggers = Tag();
+  two_triggers["triggers"] = {"<f", "<f="};
+  OutputConstraint twice;
+  twice.kind = OutputConstraint::Kind::kStructuralTag;
+  twice.text = StructuralTag::Parse(two_triggers)->ToJson().dump();
+  auto refused = BuildGrammar(twice);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.status().message()).find("'structures[0].begin' '<f=a>' starts with 2 of the triggers"),
+            std::string::npos)
+      << refused.status();
   // A schema the JSON-schema compiler refuses is named with its structure.
   ojson unsupported = Tag();
   unsupported["structures"][0]["schema"] = {{"type", "object"}, {"patternProperties", {{"^a", {{"type", "string"}}}}}};
