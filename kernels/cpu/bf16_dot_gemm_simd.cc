@@ -2,8 +2,6 @@
 // NP panels; per k pair a panel is two 64-byte runs, and each row's two BF16 activations, broadcast
 // as one 32-bit value, meet them in one Bf16Dot per 16 output rows (vdpbf16ps on avx512_bf16, its
 // rule with fused multiply-adds elsewhere).
-#include <cstring>
-
 #include "kernels/cpu/bf16_dot_gemm.h"
 #include "kernels/cpu/simd/vec.h"
 
@@ -40,8 +38,10 @@ struct Kernel {
         Prefetch(step[p] + kAhead * kStep + 32);
       }
       for (int m = 0; m < MR; ++m) {
-        uint32_t xpair;
-        std::memcpy(&xpair, xr + m * x.kp + 2 * q, 4);
+        // The pair as one 32-bit value (one load); a memcpy into a local here made GCC keep every
+        // accumulator in memory too, a store per dot product.
+        const uint16_t* xp = xr + m * x.kp + 2 * q;
+        const uint32_t xpair = xp[0] | static_cast<uint32_t>(xp[1]) << 16;
         for (int p = 0; p < NP; ++p) {
           acc[m][p][0] = Bf16Dot(acc[m][p][0], step[p], xpair);
           acc[m][p][1] = Bf16Dot(acc[m][p][1], step[p] + 32, xpair);
