@@ -185,6 +185,28 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 // batch R times (each after its own prefill) and reports the fastest run, and the fastest prefill
 // (prefill_tokens_per_s: batch · N tokens in one step). --quantization quantizes the GEMM weights
 // at load as the server's flag does; --activation_dtype and --cpu_isa are the server's flags too.
+// An unknown flag, a flag without its value or a count that is not a whole number is refused by
+// name (exit status 2), before anything runs.
+constexpr const char* kUsage =
+    "usage: decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR]\n"
+    "                    [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]\n"
+    "                    [--activation_dtype auto|float32|bfloat16] [--cpu_isa NAME]\n"
+    "                    [--quantization none|int8|fp8|int4|w8a8|w4a8] [--backend cpu|cuda]\n"
+    "                    [threads [model_dir|- [batch ...]]]\n";
+
+// Refuses a command line by name: the message, the usage, exit status 2.
+int Refuse(const std::string& message) {
+  std::fprintf(stderr, "decode_bench: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+// `text` as a whole number of at least `min`; false when it is not one.
+bool ParseCount(const std::string& text, int min, int* out) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::stoi(text);
+  return *out >= min;
+}
+
 int main(int argc, char** argv) {
   bool token0 = false, large = false, k3_moe = false, mxfp4 = false, greedy = false;
   int k3_experts = 64;
@@ -195,6 +217,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (a.size() < 2 || a[0] != '-') {  // positional ("-" too: the random model)
+      args.push_back(a);
+      continue;
+    }
     if (a == "--token0") {
       token0 = true;
     } else if (a == "--greedy") {
@@ -203,36 +233,42 @@ int main(int argc, char** argv) {
       large = true;
     } else if (a == "--k3_moe") {
       k3_moe = true;
-    } else if (a == "--experts" && i + 1 < argc) {
-      k3_experts = std::max(16, std::atoi(argv[++i]));
     } else if (a == "--mxfp4") {
       mxfp4 = true;
-    } else if (a == "--model_out" && i + 1 < argc) {
-      model_out = argv[++i];
-    } else if (a == "--kv_cache_dtype" && i + 1 < argc) {
-      kv_text = argv[++i];
-    } else if (a == "--prefill" && i + 1 < argc) {
-      prefill_tokens = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--backend" && i + 1 < argc) {
-      options.name = argv[++i];
-    } else if (a == "--activation_dtype" && i + 1 < argc) {
-      options.activation_dtype = argv[++i];
-    } else if (a == "--cpu_isa" && i + 1 < argc) {
-      options.cpu_isa = argv[++i];
-    } else if (a == "--repeat" && i + 1 < argc) {
-      repeat = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--quantization" && i + 1 < argc) {
-      auto q = ls::ParseQuantScheme(argv[++i]);
-      if (!q.ok()) {
-        std::fprintf(stderr, "%s\n", std::string(q.status().message()).c_str());
-        return 1;
-      }
-      quantization = *q;
     } else {
-      args.push_back(a);
+      // Every other flag takes a value.
+      static const char* const kValued[] = {"--experts", "--model_out",    "--kv_cache_dtype",
+                                            "--prefill", "--backend",      "--cpu_isa",
+                                            "--repeat",  "--quantization", "--activation_dtype"};
+      if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
+        return Refuse("unknown flag '" + a + "'");
+      if (i + 1 >= argc) return Refuse(a + " needs a value");
+      const std::string v = argv[++i];
+      if (a == "--experts") {
+        if (!ParseCount(v, 16, &k3_experts)) return Refuse("--experts '" + v + "': expected a whole number >= 16");
+      } else if (a == "--prefill") {
+        if (!ParseCount(v, 1, &prefill_tokens)) return Refuse("--prefill '" + v + "': expected a whole number >= 1");
+      } else if (a == "--repeat") {
+        if (!ParseCount(v, 1, &repeat)) return Refuse("--repeat '" + v + "': expected a whole number >= 1");
+      } else if (a == "--model_out") {
+        model_out = v;
+      } else if (a == "--kv_cache_dtype") {
+        kv_text = v;
+      } else if (a == "--backend") {
+        options.name = v;
+      } else if (a == "--activation_dtype") {
+        options.activation_dtype = v;
+      } else if (a == "--cpu_isa") {
+        options.cpu_isa = v;
+      } else {  // --quantization
+        auto q = ls::ParseQuantScheme(v);
+        if (!q.ok()) return Refuse(std::string(q.status().message()));
+        quantization = *q;
+      }
     }
   }
-  options.threads = !args.empty() ? std::atoi(args[0].c_str()) : 0;
+  if (!args.empty() && !ParseCount(args[0], 0, &options.threads))
+    return Refuse("threads '" + args[0] + "': expected a whole number (0: every core)");
   const bool own_model = args.size() < 2 || args[1] == "-";
   const std::string dir = !own_model ? args[1]
                           : !model_out.empty()
@@ -240,7 +276,11 @@ int main(int argc, char** argv) {
                               : (std::filesystem::temp_directory_path() / "latentserve_decode_bench_model").string();
   const bool cpu = options.name == "cpu";
   std::vector<int> batches;
-  for (size_t i = 2; i < args.size(); ++i) batches.push_back(std::atoi(args[i].c_str()));
+  for (size_t i = 2; i < args.size(); ++i) {
+    int b = 0;
+    if (!ParseCount(args[i], 1, &b)) return Refuse("batch '" + args[i] + "': expected a whole number >= 1");
+    batches.push_back(b);
+  }
   if (batches.empty()) {
     if (!own_model)
       batches = {1, 8, 32};

@@ -1,0 +1,34 @@
+# decode_bench's command line: an unknown flag, a flag without its value and counts that are not
+# whole numbers are refused by name with the usage (exit status 2) before anything runs; --help
+# prints the usage; a valid command line still runs (the tiny model, a 4-token prefill, batch 1).
+# cmake -DBIN=<decode_bench> -DSRC=<checkout> -P decode_bench_cli_test.cmake
+function(expect_refused pattern)
+  execute_process(COMMAND ${BIN} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "${pattern}" OR NOT err MATCHES "usage: decode_bench")
+    message(FATAL_ERROR "decode_bench ${ARGN}: expected exit 2 naming '${pattern}' with the usage, got ${rc}:\n${err}\n${out}")
+  endif()
+endfunction()
+expect_refused("unknown flag '--bogus'" --bogus)
+expect_refused("unknown flag '--prefil'" --prefil 8)
+expect_refused("--prefill needs a value" --prefill)
+expect_refused("--prefill 'abc': expected a whole number" --prefill abc)
+expect_refused("--repeat '0': expected a whole number" --repeat 0)
+expect_refused("threads 'two': expected a whole number" two)
+expect_refused("batch '0': expected a whole number" 1 - 0)
+expect_refused("batch '8x': expected a whole number" 1 - 8x)
+expect_refused("--quantization 'int3' is not one of" --quantization int3)
+
+execute_process(COMMAND ${BIN} --help RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "usage: decode_bench")
+  message(FATAL_ERROR "decode_bench --help: expected the usage and exit 0, got ${rc}:\n${out}${err}")
+endif()
+
+execute_process(COMMAND ${BIN} --prefill 4 1 ${SRC}/models/tiny 1 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "decode_bench on the tiny model failed (${rc}):\n${err}")
+endif()
+string(JSON prefill GET "${out}" prefill_tokens)
+string(JSON batch GET "${out}" results 0 batch)
+if(NOT prefill EQUAL 4 OR NOT batch EQUAL 1)
+  message(FATAL_ERROR "decode_bench did not run what it was asked: ${out}")
+endif()
