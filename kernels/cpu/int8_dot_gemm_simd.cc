@@ -25,14 +25,10 @@ inline int32_t Quad(const void* p) {
   return v;
 }
 
-constexpr int64_t kAheadBytes = 1024;
-// Tiles of many rows multiply long enough per byte of codes that weights streamed from memory
-// arrive late at kAheadBytes; they request theirs this far ahead (on an AMD Zen 5, d 2048 model:
-// the 512-token prefill 6% faster, decode of 8 and 32 sequences on the same experts 5-13%). Tiles
-// of few rows keep the shorter distance: bound by bandwidth, they lost 2-3% with the longer one.
-constexpr int64_t kFarAheadBytes = 4096;
-template <int MR>
-inline constexpr int64_t kTileAheadBytes = MR >= 8 ? kFarAheadBytes : kAheadBytes;
+// Prefetch distance in a panel's stream of codes; I8 tiles of many rows use the far one (TileAhead;
+// on an AMD Zen 5, d 2048 model: the 512-token prefill 6% faster, decode of 8 and 32 sequences on
+// the same experts 5-13%).
+constexpr int64_t kAheadBytes = 1024, kFarAheadBytes = 4096;
 
 // The float steps of I8 codes (int8_dot_gemm.h) for one row of 16 columns: the int32 sums less the
 // unsigned-activation offset, times the row's scale, times the columns' scales, stored or added.
@@ -61,8 +57,8 @@ struct KernelI8 {
       B64 lo[NP], hi[NP];
       for (int p = 0; p < NP; ++p) {
         const uint8_t* c = codes + ((panel + p) * kq + q) * 128;
-        Prefetch(c + kTileAheadBytes<MR>);
-        Prefetch(c + kTileAheadBytes<MR> + 64);
+        Prefetch(c + TileAhead<MR>(kAheadBytes, kFarAheadBytes));
+        Prefetch(c + TileAhead<MR>(kAheadBytes, kFarAheadBytes) + 64);
         lo[p] = LoadB64(c);
         hi[p] = LoadB64(c + 64);
       }

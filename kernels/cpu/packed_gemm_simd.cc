@@ -29,13 +29,9 @@ inline void LoadStep(const void* w, int64_t i, V16* lo, V16* hi) {
 // Weights are requested this many k steps ahead, so that a tile's stream arrives before it is
 // needed (the hardware prefetcher ramps up again on every new panel and expert); the address may
 // lie past the panel: a prefetch never faults.
-constexpr int64_t kAhead = 16;
-// Tiles of eight rows and more (AVX-512) multiply long enough per weight that weights streamed
-// from memory arrived late at that distance; they request theirs four times as far ahead (on an
-// AMD Zen 5, d 2048 model, BF16 weights: the 512-token prefill 6% faster, decode of 8 and 32
-// sequences on the same experts 8-19%, distinct-token decode unchanged).
-template <int MR>
-inline constexpr int64_t kTileAhead = MR >= 8 ? 4 * kAhead : kAhead;
+// Tall tiles (AVX-512) use the far distance (TileAhead; on an AMD Zen 5, d 2048 model, BF16 weights:
+// the 512-token prefill 6% faster, decode of 8 and 32 sequences on the same experts 8-19%).
+constexpr int64_t kAhead = 16, kFarAhead = 64;
 
 template <DType T>
 struct Kernel {
@@ -75,8 +71,8 @@ struct Kernel {
       V16 lo[NP], hi[NP];
       for (int p = 0; p < NP; ++p) {
         const int64_t at = ((panel + p) * K + k) * P;
-        Prefetch(static_cast<const char*>(w) + (at + kTileAhead<MR> * P) * static_cast<int64_t>(DTypeSize(T)));
-        if constexpr (T == DType::kF32) Prefetch(static_cast<const char*>(w) + (at + kTileAhead<MR> * P) * 4 + 64);
+        Prefetch(static_cast<const char*>(w) + (at + TileAhead<MR>(kAhead, kFarAhead) * P) * static_cast<int64_t>(DTypeSize(T)));
+        if constexpr (T == DType::kF32) Prefetch(static_cast<const char*>(w) + (at + TileAhead<MR>(kAhead, kFarAhead) * P) * 4 + 64);
         LoadStep<T>(w, at, &lo[p], &hi[p]);
       }
       for (int m = 0; m < MR; ++m) {
