@@ -13,12 +13,16 @@
 namespace ls {
 namespace {
 
-// Runs each sequence alone through the model (positions 0..len-1).
+// Runs each sequence alone through the model (positions 0..len-1), every token through every
+// layer.
 absl::Status RunAll(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
   std::vector<float> logits;
+  model.RouteEveryToken(true);
+  absl::Status st;
   for (const auto& seq : sequences)
-    if (auto st = model.ForwardSequence(seq, /*all_logits=*/false, &logits); !st.ok()) return st;
-  return absl::OkStatus();
+    if (st = model.ForwardSequence(seq, /*all_logits=*/false, &logits); !st.ok()) break;
+  model.RouteEveryToken(false);
+  return st;
 }
 
 // The windows to run, after checking them: non-empty, ids in the vocabulary, within the context.

@@ -10,7 +10,7 @@
 namespace ls {
 
 DecoderModel::DecoderModel(ModelConfig config, std::unique_ptr<WeightStore> store, Backend* backend)
-    : Model(std::move(config), std::move(store), backend) {}
+    : Model(std::move(config), std::move(store), backend), last_x_(backend) {}
 
 absl::StatusOr<std::unique_ptr<Model>> DecoderModel::Load(const Family& family, ModelConfig config,
                                                          std::unique_ptr<WeightStore> store, Backend* backend) {
@@ -117,6 +117,10 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
     Embed(batch.tokens, x);
   }
   residual_->Begin(ctx);
+  // In the last layer only the rows whose logits are asked for go on through the FFN (a prompt's
+  // last token, not the whole prompt): the attention still runs over every row, which writes the
+  // cache.
+  const int32_t last = LastLayerRows(batch, seqs_, &last_rows_) ? config_.num_hidden_layers - 1 : -1;
   for (int32_t l = 0; l < config_.num_hidden_layers; ++l) {
     Layer& L = layers_[l];
     float* h = buf_.h.as<float>(T * d);
@@ -126,15 +130,37 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
       backend_->RmsNorm(in, T, L.input_norm, config_.rms_norm_eps, h);
     }
     L.attention->Forward(ctx, l, h, x);
+    const float* in;
     {
       PartTimer t(profile_, config_.is_moe_layer(l) ? StepPart::kRouter : StepPart::kSharedOrDense);
-      const float* in = residual_->FfnInput(ctx, l, x);
-      backend_->RmsNorm(in, T, L.post_attention_norm, config_.rms_norm_eps, h);
+      in = residual_->FfnInput(ctx, l, x);
+      if (l != last) backend_->RmsNorm(in, T, L.post_attention_norm, config_.rms_norm_eps, h);
     }
-    L.ffn->Forward(ctx, l, h, x);
+    if (l == last) {
+      LastFfnOverRows(ctx, L, l, in, x);
+    } else {
+      L.ffn->Forward(ctx, l, h, x);
+    }
   }
   Logits(batch, seqs_, residual_->Output(ctx, x), final_norm_, lm_head_, logits);
   return absl::OkStatus();
+}
+
+void DecoderModel::LastFfnOverRows(StepContext& ctx, Layer& L, int32_t layer, const float* in, float* x) {
+  const int64_t n = static_cast<int64_t>(last_rows_.size()), d = config_.hidden_size;
+  float* h = buf_.h.as<float>(n * d);
+  float* rows = last_x_.as<float>(n * d);
+  {
+    PartTimer t(profile_, config_.is_moe_layer(layer) ? StepPart::kRouter : StepPart::kSharedOrDense);
+    backend_->GatherRows(in, last_rows_.data(), n, d, h);
+    backend_->RmsNorm(h, n, L.post_attention_norm, config_.rms_norm_eps, h);
+    backend_->GatherRows(x, last_rows_.data(), n, d, rows);
+  }
+  // Every FFN treats its rows apart, so a subset of them is the same arithmetic for those rows.
+  StepContext sub = ctx;
+  sub.num_tokens = n;
+  L.ffn->Forward(sub, layer, h, rows);
+  backend_->ScatterRows(rows, last_rows_.data(), n, d, x);
 }
 
 void DecoderModel::Embed(const std::vector<int32_t>& tokens, float* x) {

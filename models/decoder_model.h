@@ -49,6 +49,9 @@ class DecoderModel final : public Model {
   void Embed(const std::vector<int32_t>& tokens, float* x);
   // x[T, d] = the MTP layer's input over the batch's tokens and hidden rows.
   absl::Status NextTokenEmbedding(const StepBatch& batch, float* x);
+  // The last layer's FFN over the rows last_rows_ of x[T, d] alone, reading them from `in` (what
+  // its norm reads); x's other rows keep the attention's output, which no one reads.
+  void LastFfnOverRows(StepContext& ctx, Layer& L, int32_t layer, const float* in, float* x);
 
   DType dtype_ = DType::kF32;
   Tensor embed_;       // [V, d]
@@ -62,6 +65,8 @@ class DecoderModel final : public Model {
   std::vector<int32_t> local_ids_;   // host: a tensor-parallel rank's tokens in its vocabulary rows
   std::vector<int64_t> local_rows_;  // and where they go
   std::vector<AttentionSeq> seqs_;
+  std::vector<int64_t> last_rows_;  // host: the rows the last layer's FFN runs over (LastLayerRows)
+  DeviceBuffer last_x_;             // [rows, d] those rows of the stream
 };
 
 }  // namespace ls

@@ -235,6 +235,19 @@ StepContext Model::Context(int64_t num_tokens, const std::vector<int32_t>& posit
   return ctx;
 }
 
+bool Model::LastLayerRows(const StepBatch& batch, const std::vector<AttentionSeq>& seqs,
+                          std::vector<int64_t>* rows) const {
+  // A tensor-parallel group's ranks must split the same rows, and only the leader may capture.
+  if (every_token_ || hidden_sink_ || experts_.router_sink || config_.tensor_parallel.on()) return false;
+  rows->clear();
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int64_t n = StepBatch::logit_rows(batch.seqs[i]);
+    for (int64_t j = seqs[i].num_tokens - n; j < seqs[i].num_tokens; ++j) rows->push_back(seqs[i].token_offset + j);
+  }
+  std::sort(rows->begin(), rows->end());
+  return static_cast<int64_t>(rows->size()) < static_cast<int64_t>(batch.tokens.size());
+}
+
 void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs, const float* x,
                    const Tensor& final_norm, const Tensor& lm_head, std::vector<float>* logits) {
   PartTimer timer(profile_, StepPart::kLmHead);

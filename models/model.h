@@ -73,6 +73,14 @@ class Model {
   // While set, every step adds its time per part of the layer to *profile (null: off).
   void SetProfile(StepProfile* profile) { profile_ = profile; }
 
+  // Whether every token runs the whole last layer. Off (the default), the last layer's FFN runs
+  // over the rows whose logits the step asks for and no others (the others' outputs are never
+  // read): a prompt's tokens before its last are not routed there, and the expert counts of that
+  // layer leave them out. On where routing over every token is what is measured (calibration);
+  // every row runs anyway while hidden rows or router logits are captured, and under tensor
+  // parallelism.
+  void RouteEveryToken(bool on) { every_token_ = on; }
+
   // While set, every Forward also writes each new token's final hidden row, after the final norm,
   // to *sink ([T, d] in token order): what a multi-token-prediction layer reads. Null: off.
   void CaptureHidden(std::vector<float>* sink) { hidden_sink_ = sink; }
@@ -122,6 +130,11 @@ class Model {
   // fills the token positions [T] and the attention sequences.
   absl::Status BeginStep(const StepBatch& batch, KvCache& cache, std::vector<int32_t>* positions,
                          std::vector<AttentionSeq>* seqs);
+  // The token rows whose logits the batch asks for, ascending, when the last layer's FFN may run
+  // over them alone: they are fewer than the step's tokens, nothing reads every row
+  // (RouteEveryToken, CaptureHidden, CaptureRouterLogits), and the model is not split over a
+  // tensor-parallel group. Otherwise false.
+  bool LastLayerRows(const StepBatch& batch, const std::vector<AttentionSeq>& seqs, std::vector<int64_t>* rows) const;
   // Final norm and LM head over the rows of x[T, d] whose logits the batch asks for.
   void Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs, const float* x, const Tensor& final_norm,
               const Tensor& lm_head, std::vector<float>* logits);
@@ -139,6 +152,7 @@ class Model {
   StepProfile* profile_ = nullptr;
   int64_t checkpoint_bytes_bound_ = 0;
   std::vector<float>* hidden_sink_ = nullptr;
+  bool every_token_ = false;
   // Host staging of the head's results when some rows are greedy (kept so memory is reused).
   std::vector<int32_t> greedy_ids_;
   std::vector<float> greedy_logprob_, full_rows_;

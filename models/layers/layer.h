@@ -37,7 +37,8 @@ class AttentionLayer {
 class FfnLayer {
  public:
   virtual ~FfnLayer() = default;
-  // x[T, d] += FFN(h[T, d]).
+  // x[T, d] += FFN(h[T, d]), T = ctx.num_tokens. Each row's result depends on that row alone, and
+  // nothing of the step's sequences is read: the decoder may hand it a subset of the step's rows.
   virtual void Forward(StepContext& ctx, int32_t layer, const float* h, float* x) = 0;
   virtual void ForEachWeight(const WeightFn& fn) = 0;
 };

@@ -272,12 +272,16 @@ TEST_F(EngineBalancingTest, AReplysStepsAreCountedBeforeTheReplyIsDelivered) {
                            })
                   .ok());
   ASSERT_EQ(q.WaitFinal().token_ids.size(), static_cast<size_t>(kMaxTokens));
-  // One prefill step of the prompt, then a decode step of one token per further output token.
-  const int64_t routed = (kPrompt + kMaxTokens - 1) * int64_t{model_->config().moe.top_k};
+  // One prefill step of the prompt, then a decode step of one token per further output token. The
+  // last layer routes only the rows whose logits are read: the prompt's last token, then each
+  // decoded one.
+  const int64_t K = model_->config().moe.top_k;
   EXPECT_EQ(window.steps, kMaxTokens);
   const int32_t N = model_->config().moe.num_experts;
   ASSERT_EQ(window.tokens.size(), window.moe_layers.size() * N);
   for (size_t i = 0; i < window.moe_layers.size(); ++i) {
+    const bool last = window.moe_layers[i] == model_->config().num_hidden_layers - 1;
+    const int64_t routed = (last ? kMaxTokens : kPrompt + kMaxTokens - 1) * K;
     int64_t in_window = 0, counted = 0;
     for (int32_t e = 0; e < N; ++e) {
       in_window += window.tokens[i * N + e];
