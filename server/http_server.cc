@@ -157,27 +157,6 @@ struct Generation {
   RequestTally tally;
 };
 
-// Adds a choice's next delta to the choice so far (a whole reply, as CollectChoices returns it).
-void AppendDelta(Choice* c, Choice delta) {
-  c->token_ids.insert(c->token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
-  c->text += delta.text;
-  c->reasoning += delta.reasoning;
-  chat::ChatDelta calls;
-  calls.tool_calls = std::move(c->tool_calls);
-  calls.Append({"", "", std::move(delta.tool_calls)});
-  c->tool_calls = std::move(calls.tool_calls);
-  c->tool_calls_made = delta.tool_calls_made;
-  for (auto& lp : delta.logprobs) c->logprobs.push_back(std::move(lp));
-  if (!delta.echo_ids.empty()) {
-    c->echo_ids = std::move(delta.echo_ids);
-    c->echo_logprobs = std::move(delta.echo_logprobs);
-  }
-  if (!delta.prompt_ids.empty()) {
-    c->prompt_ids = std::move(delta.prompt_ids);
-    c->prompt_logprobs = std::move(delta.prompt_logprobs);
-  }
-}
-
 // A background response after its request was answered: collects the reply, detached from the
 // connection (a client that leaves does not cancel it), and keeps its Response in the store as it
 // goes: in_progress at its first output, then completed or incomplete, cancelled (POST
@@ -215,7 +194,8 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
     body = UnfinishedResponse(req, g->id, g->created, model, "cancelled", reply);
     g->tally.log.status = "cancelled";
   } else {
-    body = ResponseBody(req, g->id, g->created, model, reply, g->tally.usage);
+    body = ResponseBody(req, g->id, g->created, model, reply, g->tally.usage,
+                        TextLogprobs(req, g->r, reply.text_logprobs, *ctx));
     g->tally.log.status = "200";
   }
   store->Replace(g->id, StoredResponse(req, body, reply));
@@ -480,7 +460,7 @@ class Session {
     std::vector<int64_t> offsets(num_choices, 0);  // characters of each choice's text sent so far
     std::optional<ResponseEvents> events;          // a Responses stream: its events, not chunks
     bool client_left = false;                      // a choice was cancelled because the client hung up
-    if (g.responses) events.emplace(*g.responses, g.id, g.created, ctx_->model_name());
+    if (g.responses) events.emplace(*g.responses, g.r, *ctx_, g.id, g.created, ctx_->model_name());
     std::string pending = events ? events->Start() : "";
     while (!g.tally.all_finished()) {
       auto batch = co_await g.channel->Wait();
@@ -552,7 +532,8 @@ class Session {
   // order; stored first when it asks to be).
   std::string ReplyBody(const Generation& g, const std::vector<Choice>& choices) const {
     if (g.responses) {
-      const auto body = ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage);
+      const auto body = ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage,
+                                     TextLogprobs(*g.responses, g.r, choices[0].text_logprobs, *ctx_));
       if (g.responses->store) responses_->Put(g.id, StoredResponse(*g.responses, body, choices[0]));
       return body.dump();
     }

@@ -92,14 +92,7 @@ json Bytes(const ApiContext& ctx, int32_t id) {
 }
 
 json ChatLogprobsJson(const ParsedRequest& r, const std::vector<TokenLogprob>& lps, const ApiContext& ctx) {
-  json content = json::array();
-  for (const auto& lp : lps) {
-    json top = json::array();
-    for (auto [id, l] : lp.top) top.push_back({{"token", TokenText(r, ctx, id)}, {"logprob", l}, {"bytes", Bytes(ctx, id)}});
-    content.push_back({{"token", TokenText(r, ctx, lp.token_id)}, {"logprob", lp.logprob},
-                       {"bytes", Bytes(ctx, lp.token_id)}, {"top_logprobs", top}});
-  }
-  return {{"content", content}};
+  return {{"content", LogprobContentJson(r, lps, ctx)}};
 }
 
 // The completions logprobs object: with echo, the prompt's tokens first (the first has no
@@ -329,6 +322,30 @@ int64_t TextChars(const std::string& s) {
   return n;
 }
 
+void AppendDelta(Choice* c, Choice delta) {
+  // The message's tokens: those of every delta before the first call that adds no reasoning and no
+  // call (text, or nothing yet: part of a character, the end of the sequence).
+  if (delta.reasoning.empty() && delta.tool_calls.empty() && c->tool_calls.empty())
+    c->text_logprobs.insert(c->text_logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+  c->token_ids.insert(c->token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+  c->text += delta.text;
+  c->reasoning += delta.reasoning;
+  chat::ChatDelta calls;
+  calls.tool_calls = std::move(c->tool_calls);
+  calls.Append({"", "", std::move(delta.tool_calls)});
+  c->tool_calls = std::move(calls.tool_calls);
+  c->tool_calls_made = delta.tool_calls_made;
+  for (auto& lp : delta.logprobs) c->logprobs.push_back(std::move(lp));
+  if (!delta.echo_ids.empty()) {
+    c->echo_ids = std::move(delta.echo_ids);
+    c->echo_logprobs = std::move(delta.echo_logprobs);
+  }
+  if (!delta.prompt_ids.empty()) {
+    c->prompt_ids = std::move(delta.prompt_ids);
+    c->prompt_logprobs = std::move(delta.prompt_logprobs);
+  }
+}
+
 Choice OutputToDelta(const ParsedRequest& r, int32_t index, RequestOutput& o, bool first) {
   Choice c;
   if (r.generate) {
@@ -365,6 +382,20 @@ json FinishReasonJson(FinishReason f, bool tool_calls_made) {
     case FinishReason::kNone: return nullptr;
   }
   return nullptr;
+}
+
+json LogprobContentJson(const ParsedRequest& r, const std::vector<TokenLogprob>& lps, const ApiContext& ctx) {
+  json content = json::array();
+  for (const auto& lp : lps) {
+    json top = json::array();
+    for (auto [id, l] : lp.top)
+      top.push_back({{"token", TokenText(r, ctx, id)}, {"logprob", l}, {"bytes", Bytes(ctx, id)}});
+    content.push_back({{"token", TokenText(r, ctx, lp.token_id)},
+                       {"logprob", lp.logprob},
+                       {"bytes", Bytes(ctx, lp.token_id)},
+                       {"top_logprobs", top}});
+  }
+  return content;
 }
 
 json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,

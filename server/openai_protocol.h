@@ -58,6 +58,9 @@ struct Choice {
   std::vector<chat::ToolCallDelta> tool_calls;
   bool tool_calls_made = false;  // chat: the choice called tools (its finish_reason is "tool_calls")
   std::vector<TokenLogprob> logprobs;
+  // A whole reply (AppendDelta): the message's tokens, which a Response gives with its message —
+  // those of every delta before the first call that adds no reasoning and no call.
+  std::vector<TokenLogprob> text_logprobs;
   FinishReason finish = FinishReason::kNone;
   std::vector<int32_t> echo_ids;
   std::vector<TokenLogprob> echo_logprobs;
@@ -71,11 +74,16 @@ struct Choice {
 // its prompt (text, ids and prompt logprobs); without generation the engine's token is dropped and
 // the choice finishes with "length".
 Choice OutputToDelta(const ParsedRequest& r, int32_t index, RequestOutput& o, bool first);
+// Adds a choice's next delta to the choice so far (a whole reply, as a non-streamed answer gives it).
+void AppendDelta(Choice* c, Choice delta);
 // Characters (code points) of UTF-8 text, as clients count text offsets.
 int64_t TextChars(const std::string& s);
 struct Usage {
   int32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
+// Tokens with their logprobs and alternatives as chat's logprobs.content and a Response's
+// output_text.logprobs list them: token, logprob, bytes, top_logprobs.
+nlohmann::json LogprobContentJson(const ParsedRequest& r, const std::vector<TokenLogprob>& lps, const ApiContext& ctx);
 nlohmann::json CompletionBody(const ParsedRequest& r, const std::string& id, int64_t created, const std::string& model,
                               const std::vector<Choice>& choices, const Usage& usage, const ApiContext& ctx);
 // The streamed chunks of a delta of choice `index`; `first` adds the assistant role (chat). A chat

@@ -177,16 +177,18 @@ ojson ReasoningItem(const std::string& id, const std::string& text, const char* 
           {"status", status}};
 }
 
-ojson TextPart(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+ojson TextPart(const std::string& text, const ojson& logprobs) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", logprobs}};
 }
 
-ojson MessageItem(const std::string& id, const std::string& text, const char* status) {
+ojson MessageItem(const std::string& id, const std::string& text, const char* status,
+                  const ojson& logprobs = ojson::array()) {
   return {{"type", "message"},
           {"id", id},
           {"status", status},
           {"role", "assistant"},
-          {"content", text.empty() && std::string(status) == "in_progress" ? ojson::array() : ojson::array({TextPart(text)})}};
+          {"content", text.empty() && std::string(status) == "in_progress" ? ojson::array()
+                                                                           : ojson::array({TextPart(text, logprobs)})}};
 }
 
 ojson CallItem(const std::string& id, const chat::ToolCallDelta& call, const std::string& arguments, const char* status) {
@@ -227,7 +229,6 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
   const std::vector<std::pair<const char*, const char*>> refused = {
       {"conversation", "a stored conversation (send the conversation as input)"},
       {"prompt", "a stored prompt template"},
-      {"top_logprobs", "logprobs in a Response"},
       {"context_management", "server-side context management"}};
   for (const auto& [k, what] : refused)
     if (!null_or(k, ojson()))
@@ -380,9 +381,22 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
       if (!v.is_null() && (!v.is_number_integer() || v.get<int64_t>() < 0))
         return RequestError(error, k, "'max_tool_calls' must be a non-negative integer");
       echo[k] = v;
-    } else if (k == "include" || k == "user" || k == "safety_identifier" || k == "prompt_cache_key" ||
-               k == "prompt_cache_retention" || k == "service_tier" || k == "stream_options" || k == "store" ||
-               k == "previous_response_id" || k == "background" || k == "truncation" || k == "reasoning" ||
+    } else if (k == "include") {
+      // Of what may be included, only the message's logprobs exist here (the rest belong to hosted
+      // tools and encrypted reasoning this server does not have).
+      if (v.is_null()) continue;
+      if (!v.is_array()) return RequestError(error, k, "'include' must be a list of strings");
+      for (const ojson& what : v) {
+        if (!what.is_string()) return RequestError(error, k, "'include' must be a list of strings");
+        if (what == "message.output_text.logprobs") out.logprobs = true;
+      }
+    } else if (k == "top_logprobs") {
+      if (!v.is_null() && (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 20))
+        return RequestError(error, k, absl::StrCat("'top_logprobs' must be between 0 and 20, got ", v.dump()));
+      echo[k] = v;
+    } else if (k == "user" || k == "safety_identifier" || k == "prompt_cache_key" || k == "prompt_cache_retention" ||
+               k == "service_tier" || k == "stream_options" || k == "store" || k == "previous_response_id" ||
+               k == "background" || k == "truncation" || k == "reasoning" ||
                std::find_if(refused.begin(), refused.end(), [&](const auto& r) { return k == r.first; }) !=
                    refused.end()) {
       // Ignored (they label the request or tune delivery), or checked above as asking for nothing.
@@ -391,6 +405,12 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
     }
   }
   if (!j.contains("input")) return RequestError(error, "input", "'input' is required");
+  // Logprobs come with the message when included, with top_logprobs alternatives (0 unless set).
+  if (out.logprobs) {
+    chat["logprobs"] = true;
+    chat["top_logprobs"] =
+        echo.contains("top_logprobs") && !echo["top_logprobs"].is_null() ? echo["top_logprobs"] : ojson(0);
+  }
   if (out.background && out.stream)
     return RequestError(error, "background",
                         "'background' with 'stream' is not supported: poll GET /v1/responses/{id} instead");
@@ -408,12 +428,12 @@ namespace {
 
 // The output items of a reply, in the order reasoning, message, function calls; a reply with
 // nothing in it is one empty message unless `empty_ok`.
-ojson OutputItems(const std::string& id, const Choice& reply, bool empty_ok) {
+ojson OutputItems(const std::string& id, const Choice& reply, bool empty_ok, const ojson& logprobs = ojson::array()) {
   const std::string suffix = id.substr(id.find('_') + 1);
   ojson output = ojson::array();
   if (!reply.reasoning.empty()) output.push_back(ReasoningItem("rs_" + suffix, reply.reasoning, "completed"));
   if (!reply.text.empty() || (reply.tool_calls.empty() && reply.reasoning.empty() && !empty_ok))
-    output.push_back(MessageItem("msg_" + suffix, reply.text, "completed"));
+    output.push_back(MessageItem("msg_" + suffix, reply.text, "completed", logprobs));
   for (size_t i = 0; i < reply.tool_calls.size(); ++i)
     output.push_back(CallItem(absl::StrCat("fc_", suffix, "_", i), reply.tool_calls[i], reply.tool_calls[i].arguments,
                               "completed"));
@@ -431,9 +451,14 @@ ojson UnfinishedResponse(const ResponsesRequest& req, const std::string& id, int
   return r;
 }
 
+ojson TextLogprobs(const ResponsesRequest& req, const ParsedRequest& r, const std::vector<TokenLogprob>& lps,
+                   const ApiContext& ctx) {
+  return req.logprobs ? ojson(LogprobContentJson(r, lps, ctx)) : ojson::array();
+}
+
 ojson ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created, const std::string& model,
-                   const Choice& reply, const Usage& usage) {
-  ojson output = OutputItems(id, reply, /*empty_ok=*/false);
+                   const Choice& reply, const Usage& usage, const ojson& logprobs) {
+  ojson output = OutputItems(id, reply, /*empty_ok=*/false, logprobs);
   const bool incomplete = reply.finish == FinishReason::kLength && !reply.tool_calls_made;
   return Response(req, id, created, model, std::move(output), incomplete ? "incomplete" : "completed", usage, incomplete);
 }
@@ -537,8 +562,11 @@ std::optional<ojson> InputItemsPage(const std::string& stored, std::string_view 
   return page;
 }
 
-ResponseEvents::ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model)
-    : req_(req), id_(std::move(id)), model_(std::move(model)), created_(created) {}
+ResponseEvents::ResponseEvents(const ResponsesRequest& req, const ParsedRequest& r, const ApiContext& ctx,
+                               std::string id, int64_t created, std::string model)
+    : req_(req), r_(r), ctx_(ctx), id_(std::move(id)), model_(std::move(model)), created_(created) {}
+
+ojson ResponseEvents::Logprobs(const std::vector<TokenLogprob>& lps) const { return TextLogprobs(req_, r_, lps, ctx_); }
 
 std::string ResponseEvents::Event(const char* type, ojson body) {
   ojson e = {{"type", type}, {"sequence_number", sequence_++}};
@@ -558,6 +586,7 @@ void ResponseEvents::OpenItem(Open kind, std::string* out, const chat::ToolCallD
   const int64_t index = static_cast<int64_t>(items_.size());
   open_ = kind;
   text_.clear();
+  text_logprobs_.clear();
   if (kind == Open::kReasoning) {
     item_ = ReasoningItem("rs_" + suffix, "", "in_progress");
     *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
@@ -566,8 +595,10 @@ void ResponseEvents::OpenItem(Open kind, std::string* out, const chat::ToolCallD
   } else if (kind == Open::kMessage) {
     item_ = MessageItem("msg_" + suffix, "", "in_progress");
     *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
-    *out += Event("response.content_part.added",
-                  {{"item_id", item_["id"]}, {"output_index", index}, {"content_index", 0}, {"part", TextPart("")}});
+    *out += Event("response.content_part.added", {{"item_id", item_["id"]},
+                                                  {"output_index", index},
+                                                  {"content_index", 0},
+                                                  {"part", TextPart("", ojson::array())}});
   } else {
     open_call_ = call->index;
     item_ = CallItem("fc_" + suffix, *call, "", "in_progress");
@@ -585,11 +616,16 @@ void ResponseEvents::Close(std::string* out) {
                                                  {"part", {{"type", "reasoning_text"}, {"text", text_}}}});
     item_ = ReasoningItem(id, text_, "completed");
   } else if (open_ == Open::kMessage) {
-    *out += Event("response.output_text.done", {{"item_id", id}, {"output_index", index}, {"content_index", 0},
-                                                {"text", text_}, {"logprobs", ojson::array()}});
-    *out += Event("response.content_part.done",
-                  {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", TextPart(text_)}});
-    item_ = MessageItem(id, text_, "completed");
+    text_logprobs_.insert(text_logprobs_.end(), pending_logprobs_.begin(), pending_logprobs_.end());
+    pending_logprobs_.clear();
+    const ojson logprobs = Logprobs(text_logprobs_);
+    *out += Event(
+        "response.output_text.done",
+        {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", text_}, {"logprobs", logprobs}});
+    *out +=
+        Event("response.content_part.done",
+              {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"part", TextPart(text_, logprobs)}});
+    item_ = MessageItem(id, text_, "completed", logprobs);
   } else {
     *out += Event("response.function_call_arguments.done", {{"item_id", id}, {"output_index", index}, {"arguments", text_}});
     item_["arguments"] = text_;
@@ -610,11 +646,22 @@ std::string ResponseEvents::Delta(const Choice& d) {
     out += Event("response.reasoning_text.delta",
                  {{"item_id", item_["id"]}, {"output_index", index()}, {"content_index", 0}, {"delta", d.reasoning}});
   }
+  // The message's tokens are those AppendDelta gives a whole reply's: a text delta carries them, with
+  // those of the deltas before it that added nothing (part of a character); the end of the
+  // sequence comes with output_text.done.
+  const bool message_tokens = d.reasoning.empty() && d.tool_calls.empty() && reply_.tool_calls.empty();
+  if (message_tokens) pending_logprobs_.insert(pending_logprobs_.end(), d.logprobs.begin(), d.logprobs.end());
   if (!d.text.empty()) {
     if (open_ != Open::kMessage) OpenItem(Open::kMessage, &out);
     text_ += d.text;
-    out += Event("response.output_text.delta", {{"item_id", item_["id"]}, {"output_index", index()}, {"content_index", 0},
-                                                {"delta", d.text}, {"logprobs", ojson::array()}});
+    const ojson logprobs = Logprobs(pending_logprobs_);
+    text_logprobs_.insert(text_logprobs_.end(), pending_logprobs_.begin(), pending_logprobs_.end());
+    pending_logprobs_.clear();
+    out += Event("response.output_text.delta", {{"item_id", item_["id"]},
+                                                {"output_index", index()},
+                                                {"content_index", 0},
+                                                {"delta", d.text},
+                                                {"logprobs", logprobs}});
   }
   for (const chat::ToolCallDelta& call : d.tool_calls) {
     if (open_ != Open::kCall || open_call_ != call.index) OpenItem(Open::kCall, &out, &call);

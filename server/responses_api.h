@@ -32,6 +32,7 @@ struct ResponsesRequest {
   bool store = false;       // keep the finished response in the store
   bool background = false;  // answer at once; the store has the response as it goes
   bool truncate = false;    // truncation "auto": the oldest turns go when the prompt does not fit
+  bool logprobs = false;    // include: "message.output_text.logprobs" (top_logprobs alternatives each)
 };
 
 // Reads a /v1/responses body; nullopt with *error naming the field (as the chat fields' errors
@@ -65,14 +66,23 @@ ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const nlohmann:
 // bad parameter.
 std::optional<nlohmann::ordered_json> InputItemsPage(const std::string& items, std::string_view query, ApiError* error);
 
-// The Response object of a finished reply (its one choice, whole).
-nlohmann::ordered_json ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created,
-                                    const std::string& model, const Choice& reply, const Usage& usage);
+// A message's output_text.logprobs: the tokens that made its text, each with its logprob, bytes and
+// top_logprobs alternatives, when the request included them; else empty.
+nlohmann::ordered_json TextLogprobs(const ResponsesRequest& req, const ParsedRequest& r,
+                                    const std::vector<TokenLogprob>& lps, const ApiContext& ctx);
 
-// The events of a streamed response, from the chat reply's deltas, as server-sent-event text.
+// The Response object of a finished reply (its one choice, whole); `logprobs` are its message's
+// (TextLogprobs of reply.text_logprobs).
+nlohmann::ordered_json ResponseBody(const ResponsesRequest& req, const std::string& id, int64_t created,
+                                    const std::string& model, const Choice& reply, const Usage& usage,
+                                    const nlohmann::ordered_json& logprobs);
+
+// The events of a streamed response, from the chat reply's deltas, as server-sent-event text. A text
+// delta carries its tokens' logprobs when the request included them (TextLogprobs of `r`).
 class ResponseEvents {
  public:
-  ResponseEvents(const ResponsesRequest& req, std::string id, int64_t created, std::string model);
+  ResponseEvents(const ResponsesRequest& req, const ParsedRequest& r, const ApiContext& ctx, std::string id,
+                 int64_t created, std::string model);
   std::string Start();                   // response.created, response.in_progress
   std::string Delta(const Choice& delta);  // items opened and closed, text and argument deltas
   std::string Finish(const Usage& usage);  // the last item closed, then response.completed (or .incomplete)
@@ -87,13 +97,19 @@ class ResponseEvents {
   void Close(std::string* out);  // ends the open item: its done events
   void OpenItem(Open kind, std::string* out, const chat::ToolCallDelta* call = nullptr);
 
+  nlohmann::ordered_json Logprobs(const std::vector<TokenLogprob>& lps) const;
+
   const ResponsesRequest& req_;
+  const ParsedRequest& r_;
+  const ApiContext& ctx_;
   std::string id_, model_;
   int64_t created_;
   int64_t sequence_ = 0;
   Open open_ = Open::kNone;
   int32_t open_call_ = -1;          // the chat call index of the open function_call item
   std::string text_;                // the open item's text or arguments so far
+  std::vector<TokenLogprob> text_logprobs_;     // the open message's tokens
+  std::vector<TokenLogprob> pending_logprobs_;  // the message's tokens not sent yet
   Choice reply_;                    // everything so far, for the final Response
   nlohmann::ordered_json items_ = nlohmann::ordered_json::array();  // the finished output items
   nlohmann::ordered_json item_;     // the open item

@@ -126,6 +126,41 @@ def test_streamed_events_arrive_in_order_and_add_up_to_the_response(plain):
     assert final.usage.output_tokens == whole.usage.output_tokens
 
 
+def test_logprobs_come_with_the_message_when_included(plain):
+    """include: message.output_text.logprobs gives the message's tokens with their logprobs and
+    top_logprobs alternatives, those of the chat completion; streamed, the text deltas carry them
+    and output_text.done has them all."""
+    _, client = plain
+    kw = dict(model="tiny", input="The old man", temperature=0, max_output_tokens=10)
+    r = client.responses.create(include=["message.output_text.logprobs"], top_logprobs=3, **kw)
+    chat = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "The old man"}],
+                                          temperature=0, max_tokens=10, logprobs=True, top_logprobs=3)
+    part = r.output[0].content[0]
+    want = chat.choices[0].logprobs.content
+    assert part.text == chat.choices[0].message.content and want
+    assert [(lp.token, lp.bytes) for lp in part.logprobs] == [(lp.token, lp.bytes) for lp in want]
+    for got, exp in zip(part.logprobs, want):
+        assert got.logprob == pytest.approx(exp.logprob, abs=1e-6) and got.logprob <= 0
+        assert [t.token for t in got.top_logprobs] == [t.token for t in exp.top_logprobs]
+        assert len(got.top_logprobs) == 3
+    assert bytes(b for lp in part.logprobs for b in lp.bytes).decode("utf-8").startswith(part.text)
+    assert r.top_logprobs == 3
+
+    assert client.responses.create(top_logprobs=3, **kw).output[0].content[0].logprobs == []  # not included
+    no_alternatives = client.responses.create(include=["message.output_text.logprobs"], **kw).output[0].content[0]
+    assert [lp.token for lp in no_alternatives.logprobs] == [lp.token for lp in part.logprobs]
+    assert all(lp.top_logprobs == [] for lp in no_alternatives.logprobs)
+
+    events = list(client.responses.create(include=["message.output_text.logprobs"], top_logprobs=3, stream=True,
+                                          **kw))
+    streamed = [lp.token for e in events if e.type == "response.output_text.delta" for lp in e.logprobs]
+    done = next(e for e in events if e.type == "response.output_text.done")
+    final = events[-1].response.output[0].content[0]
+    whole = [lp.token for lp in part.logprobs]
+    assert [lp.token for lp in done.logprobs] == [lp.token for lp in final.logprobs] == whole
+    assert streamed == whole[:len(streamed)] and len(streamed) >= len(whole) - 1  # the end of sequence: at done
+
+
 def test_function_calls_validate_and_round_trip_as_input(served):
     _, client = served
     for seed in range(3):
@@ -191,6 +226,8 @@ def test_text_format_json_schema_is_followed(plain):
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input_image"),
     ({"text": {"format": {"type": "xml"}}}, "text.format.type"),
     ({"frobnicate": 1}, "frobnicate"),
+    ({"top_logprobs": 21}, "'top_logprobs' must be between 0 and 20"),
+    ({"include": "message.output_text.logprobs"}, "'include' must be a list of strings"),
     ({"max_output_tokens": 0}, "'max_output_tokens' must be between 1"),  # named as sent, not as translated
     ({"max_output_tokens": "ten"}, "'max_output_tokens' must be between 1"),
     ({"truncation": "middle"}, "'truncation' must be \"auto\" or \"disabled\""),
