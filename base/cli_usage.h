@@ -1,6 +1,7 @@
 // Command-line helpers shared by the LatentServe programs: --help lists the program's own flags
-// (Abseil by default lists only flags defined in a file named after the program), and flags may
-// be spelled with dashes (--max-tokens) as well as underscores (--max_tokens).
+// (Abseil by default lists only flags defined in a file named after the program), --version prints
+// the release, and flags may be spelled with dashes (--max-tokens) as well as underscores
+// (--max_tokens).
 #pragma once
 
 #include <algorithm>
@@ -10,12 +11,14 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "base/version.h"
 
 namespace ls {
 
 inline void ShowOwnFlagsInHelp() {
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view file) { return !absl::StrContains(file, "absl/"); };
+  config.version_string = [] { return std::string("LatentServe ") + kVersion + "\n"; };
   absl::SetFlagsUsageConfig(config);
 }
 

@@ -32,6 +32,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
+#include "base/version.h"
 #include "server/api_error.h"
 #include "server/choice_stream.h"
 #include "server/dashboard_routes.h"
@@ -318,12 +319,13 @@ class Session {
     const bool get = req.method() == http::verb::get;
     if (StoredResponseRoutes::Serves(path)) return WebResponse(req, stored_->Handle(WebCallOf(req, target, kTls)));
     const bool tokenizer = path == "/tokenize" || path == "/detokenize";
-    const bool known = path == "/health" || path == "/ready" || path == "/metrics" || path == "/v1/models" ||
-                       path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
-                       tokenizer;
-    if (path == "/health" || path == "/ready") {
+    const bool known = path == "/health" || path == "/ready" || path == "/version" || path == "/metrics" ||
+                       path == "/v1/models" || path == "/v1/completions" || path == "/v1/chat/completions" ||
+                       path == "/v1/responses" || tokenizer;
+    if (path == "/health" || path == "/ready" || path == "/version") {
       if (!get) return ErrorResponse(req, Err(405, absl::StrCat("use GET for ", path)));
       if (path == "/health") return JsonResponse(req, http::status::ok, {{"status", "ok"}});
+      if (path == "/version") return JsonResponse(req, http::status::ok, {{"version", kVersion}});
       const bool ready = ctx_->ready();
       return JsonResponse(req, ready ? http::status::ok : http::status::service_unavailable,
                           {{"ready", ready}, {"draining", !ready}});

@@ -455,6 +455,7 @@ nlohmann::json ReadyFields(const std::string& name, const ls::Model& model, ls::
       {"backend", std::string(backend.name())},
       {"activation_dtype", ls::ActivationDtypeName(backend_options)},
       {"cpu_isa", ls::CpuIsaName()},
+      {"version", ls::kVersion},
       {"ranks", engine.num_ranks()},
       {"tensor_parallel_size", model.config().tensor_parallel.size},
       {"rank_checkpoint_mb", static_cast<double>(model.checkpoint_bytes_bound()) / (1 << 20)},

@@ -1,9 +1,14 @@
 """OpenAI-compatible HTTP API over the network: completions and chat, streaming and not,
 models, health, readiness and Prometheus metrics."""
 import json
+import os
+import re
+import subprocess
 import time
 
 import requests
+
+from conftest import BIN, ROOT
 
 
 def sse_events(resp):
@@ -19,6 +24,22 @@ def test_health_ready_models(server):
     assert requests.get(server.url + "/ready").status_code == 200
     models = requests.get(server.url + "/v1/models").json()
     assert models["object"] == "list" and models["data"][0]["object"] == "model"
+
+
+def test_version_is_the_projects_on_every_face(server):
+    """GET /version, --version of every program and the ready line give the version of CMakeLists.txt's
+    project() line."""
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        want = re.search(r"project\(LatentServe VERSION (\d+\.\d+\.\d+)", f.read()).group(1)
+    assert requests.get(server.url + "/version").json() == {"version": want}
+    assert requests.post(server.url + "/version").status_code == 405
+    bins = os.path.dirname(BIN)
+    # The sanitizer builds make the server and the generator only; a Release build makes them all.
+    others = [os.path.join(bins, p) for p in ("latentserve-tokenize", "latentserve-calibrate", "latentserve-bench")]
+    for program in [BIN, os.path.join(bins, "latentserve-generate")] + [p for p in others if os.path.exists(p)]:
+        r = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and r.stdout == f"LatentServe {want}\n", (program, r.stdout, r.stderr)
+    assert f'"version":"{want}"' in server.logs()
 
 
 def test_completion_non_stream_has_usage_and_is_deterministic_when_greedy(server):

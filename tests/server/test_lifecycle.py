@@ -17,13 +17,14 @@ from conftest import Server, self_signed_cert
 C = "/v1/completions"
 
 
-def test_api_key_required_except_health_and_ready(grpc_stubs):
+def test_api_key_required_except_health_ready_and_version(grpc_stubs):
     with tempfile.NamedTemporaryFile("w", delete=False) as f:
         f.write("# keys\nsecret-one\n\nsecret-two\n")
     s = Server("--api_key_file", f.name)
     try:
         assert requests.get(s.url + "/health").status_code == 200
         assert requests.get(s.url + "/ready").status_code == 200
+        assert requests.get(s.url + "/version").status_code == 200
         assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}).status_code == 401
         bad = {"Authorization": "Bearer nope"}
         assert requests.post(s.url + C, json={"prompt": "x", "max_tokens": 1}, headers=bad).status_code == 401
