@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/dtype.h"
 #include "kernels/thread_pool.h"
@@ -70,9 +71,13 @@ Result Run(ls::ThreadPool& pool, ls::DType dtype, int batch, int ctx, int H, int
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto arg = [&](int i, int def) { return argc > i ? std::atoi(argv[i]) : def; };
-  const int threads = arg(1, 2), batch = arg(2, 32), ctx = arg(3, 80), H = arg(4, 4), Hkv = arg(5, 2), hd = arg(6, 64);
-  if (threads < 1 || batch < 1 || ctx < 1 || Hkv < 1 || H % Hkv != 0 || hd < 1) {
+  ls::bench::PositionalArgs args(argc, argv,
+                                 "attention_bench [THREADS [BATCH [CONTEXT [HEADS [KV_HEADS [HEAD_DIM]]]]]]");
+  const int threads = args.Int("THREADS", 2, 1, 1024), batch = args.Int("BATCH", 32, 1, 1 << 20),
+            ctx = args.Int("CONTEXT", 80, 1, 1 << 24), H = args.Int("HEADS", 4, 1, 1024),
+            Hkv = args.Int("KV_HEADS", 2, 1, 1024), hd = args.Int("HEAD_DIM", 64, 1, 4096);
+  args.End();
+  if (H % Hkv != 0) {
     std::fprintf(stderr, "attention_bench: bad shape\n");
     return 1;
   }

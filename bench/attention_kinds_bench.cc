@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "bench/previous_latent_attention.h"
 #include "bench/random_model.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -237,10 +238,12 @@ void MlaDecode(ls::Model& model, SwitchableLatentBackend* backend, int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
-  const size_t budget_mb = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 512;
-  const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
-  const std::string parts = argc > 4 ? argv[4] : "kinds,mla_prefill,mla_decode";
+  ls::bench::PositionalArgs args(argc, argv, "attention_kinds_bench [THREADS [KV_CACHE_MB [ROUNDS [PARTS]]]]");
+  const int threads = args.Int("THREADS", 0, 0, 1024);
+  const size_t budget_mb = args.Int("KV_CACHE_MB", 512, 1, 1 << 24);
+  const int rounds = args.Int("ROUNDS", 5, 1, 1000);
+  const std::string parts = args.Str("PARTS", "kinds,mla_prefill,mla_decode");
+  args.End();
   auto wants = [&](const char* part) {
     return ("," + parts + ",").find(std::string(",") + part + ",") != std::string::npos;
   };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "chat/chat_template.h"
 
 namespace {
@@ -56,7 +57,9 @@ double RenderMicros(const ls::chat::ChatTemplate& t, const ls::chat::ChatRequest
 }  // namespace
 
 int main(int argc, char** argv) {
-  const fs::path dir = argc > 1 ? fs::path(argv[1]) : fs::path("tests/data/chat_templates");
+  ls::bench::PositionalArgs args(argc, argv, "chat_template_bench [DIR with templates/ and conversations/]");
+  const fs::path dir = args.Str("DIR", "tests/data/chat_templates");
+  args.End();
   std::vector<fs::path> templates, convs;
   for (const auto& e : fs::directory_iterator(dir / "templates")) templates.push_back(e.path());
   for (const auto& e : fs::directory_iterator(dir / "conversations")) convs.push_back(e.path());

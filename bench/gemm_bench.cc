@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
@@ -46,7 +47,9 @@ double TimeStreamed(ls::ThreadPool& pool, int M, const std::vector<ls::Tensor>& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int N = argc > 1 ? std::atoi(argv[1]) : 4096, K = argc > 2 ? std::atoi(argv[2]) : 1024;
+  ls::bench::PositionalArgs args(argc, argv, "gemm_bench [N [K]]");
+  const int N = args.Int("N", 4096, 1, 1 << 20), K = args.Int("K", 1024, 1, 1 << 20);
+  args.End();
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   std::vector<uint16_t> wb(static_cast<size_t>(N) * K);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "engine/expert_planner.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -83,7 +84,9 @@ nlohmann::json Compare(const std::vector<int32_t>& plan_ids, const std::vector<i
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string root = argc > 1 ? argv[1] : ".";
+  ls::bench::PositionalArgs args(argc, argv, "placement_bench [REPOSITORY_ROOT]");
+  const std::string root = args.Str("REPOSITORY_ROOT", ".");
+  args.End();
   nlohmann::json report = {{"benchmark", "expert_placement"}, {"metric", "max/mean routed rows per device"}};
   std::mt19937_64 rng(7);
   nlohmann::json zipf = nlohmann::json::array();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "bench/random_model.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -157,10 +158,12 @@ void SharedPrefixes(const char* name, ls::Model* model, int requests, int rounds
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
-  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
-  const int system = argc > 3 ? std::atoi(argv[3]) : 2000;
-  const int requests = argc > 4 ? std::atoi(argv[4]) : 50;
+  ls::bench::PositionalArgs args(argc, argv, "prefix_cache_bench [THREADS [ROUNDS [SYSTEM_TOKENS [REQUESTS]]]]");
+  const int threads = args.Int("THREADS", 0, 0, 1024);
+  const int rounds = args.Int("ROUNDS", 3, 1, 1000);
+  const int system = args.Int("SYSTEM_TOKENS", 2000, 1, 1 << 24);
+  const int requests = args.Int("REQUESTS", 50, 1, 1 << 20);
+  args.End();
   ls::bench::RandomModelSpec hybrid;
   hybrid.vocab = 8192;
   hybrid.d = 512;

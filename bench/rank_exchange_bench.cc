@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/positional_args.h"
 #include "dist/communicator.h"
 #include "dist/launch_env.h"
 #include "dist/leader_group.h"
@@ -92,9 +93,11 @@ std::vector<std::vector<StepTiming>> Serve(ls::Engine& engine, int rounds, int s
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string dir = argc > 1 ? argv[1] : "models/tiny";
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5, seqs = 8;
-  const int32_t tp = argc > 3 ? std::atoi(argv[3]) : 1;
+  ls::bench::PositionalArgs args(argc, argv, "rank_exchange_bench [MODEL_DIR [ROUNDS [TENSOR_PARALLEL]]]");
+  const std::string dir = args.Str("MODEL_DIR", "models/tiny");
+  const int rounds = args.Int("ROUNDS", 5, 1, 1000), seqs = 8;
+  const int32_t tp = args.Int("TENSOR_PARALLEL", 1, 1, 1024);
+  args.End();
   std::unique_ptr<ls::dist::Communicator> comm;
   if (ls::dist::LaunchedGroupSize() > 1) {
     auto c = ls::dist::Communicator::Init(&argc, &argv);

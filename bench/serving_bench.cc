@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "bench/random_model.h"
 #include "engine/engine.h"
-#include "models/registry.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "models/registry.h"
 
 namespace {
 
@@ -50,8 +51,10 @@ Level Run(ls::Engine& engine, int streams, int prompt_len, int max_tokens, int v
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = argc > 1 ? argv[1] : "";
-  const std::string kv = argc > 2 ? argv[2] : "auto";
+  ls::bench::PositionalArgs args(argc, argv, "serving_bench [MODEL_DIR [KV_CACHE_DTYPE]]");
+  std::string dir = args.Str("MODEL_DIR", "");
+  const std::string kv = args.Str("KV_CACHE_DTYPE", "auto");
+  args.End();
   bool temp = false;
   if (dir.empty()) {
     dir = (std::filesystem::temp_directory_path() / "latentserve_serving_bench_model").string();

@@ -14,13 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
-#include <filesystem>
-#include <random>
-
+#include "bench/positional_args.h"
 #include "bench/random_model.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -49,11 +49,14 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = argc > 1 ? argv[1] : "models/tiny";
-  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  const int k = argc > 3 ? std::atoi(argv[3]) : 4;
-  const int max_tokens = argc > 4 ? std::atoi(argv[4]) : 64;
-  std::string draft_dir = argc > 5 ? argv[5] : "";
+  ls::bench::PositionalArgs args(argc, argv,
+                                 "speculative_bench [MODEL_DIR|random-mtp [ROUNDS [K [MAX_TOKENS [DRAFT_DIR]]]]]");
+  std::string dir = args.Str("MODEL_DIR", "models/tiny");
+  const int rounds = args.Int("ROUNDS", 5, 1, 1000);
+  const int k = args.Int("K", 4, 1, 64);
+  const int max_tokens = args.Int("MAX_TOKENS", 64, 1, 1 << 20);
+  std::string draft_dir = args.Str("DRAFT_DIR", "");
+  args.End();
   ls::CpuBackend backend(0);
   if (dir == "random-mtp") {
     ls::bench::RandomModelSpec spec;

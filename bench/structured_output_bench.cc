@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/positional_args.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "models/registry.h"
@@ -101,7 +102,9 @@ void Print(const char* name, const Run& r, bool last) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string dir = argc > 1 ? argv[1] : "models/tiny";
+  ls::bench::PositionalArgs args(argc, argv, "structured_output_bench [MODEL_DIR]");
+  const std::string dir = args.Str("MODEL_DIR", "models/tiny");
+  args.End();
   ls::CpuBackend backend(0);
   auto model = ls::LoadModel(dir, &backend);
   auto tokenizer = ls::tok::LoadTokenizer(dir);
