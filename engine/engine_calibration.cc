@@ -89,6 +89,10 @@ absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engin
                           p.begin() + std::min<int64_t>(static_cast<int64_t>(p.size()), engine.max_model_len() - 1));
       r.params.temperature = 0.f;
       r.params.max_tokens = 1;
+      // Every prompt position goes through every layer and is counted: asking for the prompt's
+      // logprobs computes them all (the last layer's FFN runs only over rows whose logits are read,
+      // and the prefix cache is bypassed).
+      r.params.prompt_logprobs = 0;
       requests.push_back(std::move(r));
     }
   }

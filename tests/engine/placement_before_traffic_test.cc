@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "base/read_file.h"
 #include "engine/calibration.h"
@@ -167,6 +168,18 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     EXPECT_EQ(m.replans, 1u);
     EXPECT_NE((*engine)->PlacementJson(), uniform) << "the planned placement is in use";
     EXPECT_EQ((*engine)->ExpertWindow().steps, 0) << "the window starts afresh";
+    // Every layer routed every token of the set, the last one too (whose FFN otherwise runs only
+    // over the rows whose logits are read).
+    const ModelConfig& mc = model_->config();
+    const int32_t N = mc.moe.num_experts;
+    std::vector<int64_t> routed;
+    for (int32_t l = 0; l < mc.num_hidden_layers; ++l)
+      routed.push_back(
+          std::accumulate(m.expert_tokens.begin() + l * N, m.expert_tokens.begin() + (l + 1) * N, int64_t{0}));
+    EXPECT_EQ(routed, std::vector<int64_t>(routed.size(), routed[0])) << (sampled ? "sampled" : "prompts");
+    if (!sampled) {
+      EXPECT_EQ(routed[0], (tokens - 4) * mc.moe.top_k);
+    }
   }
   // Without expert parallelism there is nothing to place.
   EngineConfig plain;
