@@ -7,7 +7,10 @@ of 64 tokens (the server's own /tokenize): the even windows are the calibration 
 `--expert_placement auto --calibration_prompts`, the odd ones are the traffic, so a plan never sees
 the text it is measured on. Placements, in alternating rounds: uniform (round-robin), auto from the
 calibration set, auto from the model's own samples (no set). Prints one line per run and a JSON
-summary (per placement: the mean over layers of each round, and the worst layer of each round).
+summary (per placement and round: the mean over layers, the worst layer, and the rows-weighted
+figure Σ busiest device / Σ mean device over the layers — a layer waits for its busiest device, so
+this is the routed experts' time against a perfect split; the last layer computes only the rows
+whose logits are read, the generated tokens, and weighs accordingly).
 
   bench/placement_first_steps.py --text FILE [--bin build/bin/latentserve] [--model models/tiny]
       [--rounds 3] [--devices 4] [--slots 18] [--steps 1000] [--clients 16] [--max-tokens 32]
@@ -65,7 +68,8 @@ class Server:
 
 
 def device_balance(a, port, serve):
-    """Per MoE layer, device max/mean of the routed rows after the first a.steps steps."""
+    """Per MoE layer, device max/mean of the routed rows after the first a.steps steps; and over all
+    of them, the sum of each layer's busiest device over the sum of each layer's mean device."""
     stop = threading.Event()
 
     def client(c):
@@ -90,32 +94,37 @@ def device_balance(a, port, serve):
     stop.set()
     for t in threads:
         t.join()
-    out = []
+    out, busiest, mean = [], 0.0, 0.0
     for layer in load["layers"]:
         rows = layer["device_rows"]
         if sum(rows):
             out.append(max(rows) * len(rows) / sum(rows))
-    return out
+            busiest += max(rows)
+            mean += sum(rows) / len(rows)
+    return out, busiest / mean
 
 
 def run_rounds(a, cal, serve):
-    """{placement: {"mean_over_layers": [...], "worst_layer": [...]}}, one entry per round."""
+    """{placement: {"mean_over_layers": [...], "worst_layer": [...], "rows_weighted": [...]}}, one entry
+    per round."""
     placement = ["--devices", str(a.devices), "--expert_slots", str(a.slots)]
     configs = {"uniform": [],
                "auto, calibration set": ["--expert_placement", "auto", "--calibration_prompts", cal],
                "auto, model's samples": ["--expert_placement", "auto"]}
-    result = {name: {"mean_over_layers": [], "worst_layer": []} for name in configs}
+    result = {name: {"mean_over_layers": [], "worst_layer": [], "rows_weighted": []} for name in configs}
     for r in range(a.rounds):
         for name, flags in configs.items():
             s = Server(a, a.port, *placement, *flags)
             try:
-                per_layer = device_balance(a, a.port, serve)
+                per_layer, weighted = device_balance(a, a.port, serve)
             finally:
                 s.close()
             mean = sum(per_layer) / len(per_layer)
             result[name]["mean_over_layers"].append(round(mean, 4))
             result[name]["worst_layer"].append(round(max(per_layer), 4))
-            print(f"round {r} {name}: per layer {[round(v, 3) for v in per_layer]} mean {mean:.4f}", flush=True)
+            result[name]["rows_weighted"].append(round(weighted, 4))
+            print(f"round {r} {name}: per layer {[round(v, 3) for v in per_layer]} mean {mean:.4f} "
+                  f"rows-weighted {weighted:.4f}", flush=True)
     return result
 
 
