@@ -148,6 +148,9 @@ absl::Status DecoderModel::Forward(const StepBatch& batch, KvCache& cache, std::
 
 void DecoderModel::LastFfnOverRows(StepContext& ctx, Layer& L, int32_t layer, const float* in, float* x) {
   const int64_t n = static_cast<int64_t>(last_rows_.size()), d = config_.hidden_size;
+  // No row wants logits (a prompt's chunk before its last): nothing to compute, unless the MoE
+  // layers exchange rows with a rank group, whose every rank takes part in every exchange.
+  if (n == 0 && !experts_.ranks) return;
   float* h = buf_.h.as<float>(n * d);
   float* rows = last_x_.as<float>(n * d);
   {
