@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/version.h"
 #include "engine/expert_planner.h"
 
 namespace ls::server {
@@ -52,6 +53,9 @@ std::vector<std::pair<int32_t, double>> ExpertLoadMaxOverMean(const MetricsSnaps
 std::string RenderPrometheus(const ApiContext& ctx, const ResponseStore* responses) {
   const MetricsSnapshot m = ctx.engine().Metrics();
   std::string out;
+  // Prometheus's convention for what is running: a constant 1 whose labels say it.
+  Header(&out, "latentserve_build_info", "gauge", "The release serving (label version), always 1.");
+  absl::StrAppendFormat(&out, "latentserve_build_info{version=\"%s\"} 1\n", kVersion);
   Header(&out, "latentserve_requests_total", "counter", "Finished front-end requests by API and status.");
   for (const auto& [key, n] : ctx.request_counts())
     absl::StrAppendFormat(&out, "latentserve_requests_total{api=\"%s\",status=\"%s\"} %d\n", key.first, key.second, n);

@@ -208,6 +208,8 @@ def test_metrics_exposition(server):
                  "latentserve_kv_cache_usage_ratio", "latentserve_prefix_cache_hits_tokens_total",
                  "latentserve_expert_load_max_over_mean"):
         assert name in text, name
+    version = requests.get(server.url + "/version").json()["version"]
+    assert f'latentserve_build_info{{version="{version}"}} 1\n' in text
 
 
 def test_cache_salt_scopes_the_prefix_cache(server, grpc_stubs):
