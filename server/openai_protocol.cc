@@ -334,7 +334,7 @@ void AppendDelta(Choice* c, Choice delta) {
   calls.tool_calls = std::move(c->tool_calls);
   calls.Append({"", "", std::move(delta.tool_calls)});
   c->tool_calls = std::move(calls.tool_calls);
-  c->tool_calls_made = delta.tool_calls_made;
+  c->tool_calls_made = c->tool_calls_made || delta.tool_calls_made;
   for (auto& lp : delta.logprobs) c->logprobs.push_back(std::move(lp));
   if (!delta.echo_ids.empty()) {
     c->echo_ids = std::move(delta.echo_ids);

@@ -566,7 +566,11 @@ ResponseEvents::ResponseEvents(const ResponsesRequest& req, const ParsedRequest&
                                std::string id, int64_t created, std::string model)
     : req_(req), r_(r), ctx_(ctx), id_(std::move(id)), model_(std::move(model)), created_(created) {}
 
-ojson ResponseEvents::Logprobs(const std::vector<TokenLogprob>& lps) const { return TextLogprobs(req_, r_, lps, ctx_); }
+ojson ResponseEvents::MessageLogprobs(size_t from) const {
+  if (!req_.logprobs) return ojson::array();
+  const std::vector<TokenLogprob>& lps = reply_.text_logprobs;
+  return TextLogprobs(req_, r_, {lps.begin() + static_cast<std::ptrdiff_t>(from), lps.end()}, ctx_);
+}
 
 std::string ResponseEvents::Event(const char* type, ojson body) {
   ojson e = {{"type", type}, {"sequence_number", sequence_++}};
@@ -586,13 +590,13 @@ void ResponseEvents::OpenItem(Open kind, std::string* out, const chat::ToolCallD
   const int64_t index = static_cast<int64_t>(items_.size());
   open_ = kind;
   text_.clear();
-  text_logprobs_.clear();
   if (kind == Open::kReasoning) {
     item_ = ReasoningItem("rs_" + suffix, "", "in_progress");
     *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
     *out += Event("response.content_part.added", {{"item_id", item_["id"]}, {"output_index", index}, {"content_index", 0},
                                                   {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
   } else if (kind == Open::kMessage) {
+    message_begin_ = sent_;
     item_ = MessageItem("msg_" + suffix, "", "in_progress");
     *out += Event("response.output_item.added", {{"output_index", index}, {"item", item_}});
     *out += Event("response.content_part.added", {{"item_id", item_["id"]},
@@ -616,9 +620,8 @@ void ResponseEvents::Close(std::string* out) {
                                                  {"part", {{"type", "reasoning_text"}, {"text", text_}}}});
     item_ = ReasoningItem(id, text_, "completed");
   } else if (open_ == Open::kMessage) {
-    text_logprobs_.insert(text_logprobs_.end(), pending_logprobs_.begin(), pending_logprobs_.end());
-    pending_logprobs_.clear();
-    const ojson logprobs = Logprobs(text_logprobs_);
+    const ojson logprobs = MessageLogprobs(message_begin_);
+    sent_ = reply_.text_logprobs.size();
     *out += Event(
         "response.output_text.done",
         {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", text_}, {"logprobs", logprobs}});
@@ -646,17 +649,16 @@ std::string ResponseEvents::Delta(const Choice& d) {
     out += Event("response.reasoning_text.delta",
                  {{"item_id", item_["id"]}, {"output_index", index()}, {"content_index", 0}, {"delta", d.reasoning}});
   }
-  // The message's tokens are those AppendDelta gives a whole reply's: a text delta carries them, with
-  // those of the deltas before it that added nothing (part of a character); the end of the
-  // sequence comes with output_text.done.
-  const bool message_tokens = d.reasoning.empty() && d.tool_calls.empty() && reply_.tool_calls.empty();
-  if (message_tokens) pending_logprobs_.insert(pending_logprobs_.end(), d.logprobs.begin(), d.logprobs.end());
+  AppendDelta(&reply_, d);
+  if (d.finish != FinishReason::kNone) reply_.finish = d.finish;
+  // The message's tokens are the whole reply's (reply_.text_logprobs, AppendDelta's rule): a text
+  // delta carries those not sent yet, among them those of any delta before it that added nothing
+  // (part of a character); the end of the sequence comes with output_text.done.
   if (!d.text.empty()) {
     if (open_ != Open::kMessage) OpenItem(Open::kMessage, &out);
     text_ += d.text;
-    const ojson logprobs = Logprobs(pending_logprobs_);
-    text_logprobs_.insert(text_logprobs_.end(), pending_logprobs_.begin(), pending_logprobs_.end());
-    pending_logprobs_.clear();
+    const ojson logprobs = MessageLogprobs(sent_);
+    sent_ = reply_.text_logprobs.size();
     out += Event("response.output_text.delta", {{"item_id", item_["id"]},
                                                 {"output_index", index()},
                                                 {"content_index", 0},
@@ -670,14 +672,6 @@ std::string ResponseEvents::Delta(const Choice& d) {
     out += Event("response.function_call_arguments.delta",
                  {{"item_id", item_["id"]}, {"output_index", index()}, {"delta", call.arguments}});
   }
-  reply_.reasoning += d.reasoning;
-  reply_.text += d.text;
-  chat::ChatDelta calls;
-  calls.tool_calls = std::move(reply_.tool_calls);
-  calls.Append({"", "", d.tool_calls});
-  reply_.tool_calls = std::move(calls.tool_calls);
-  reply_.tool_calls_made = reply_.tool_calls_made || d.tool_calls_made;
-  if (d.finish != FinishReason::kNone) reply_.finish = d.finish;
   return out;
 }
 

@@ -97,7 +97,8 @@ class ResponseEvents {
   void Close(std::string* out);  // ends the open item: its done events
   void OpenItem(Open kind, std::string* out, const chat::ToolCallDelta* call = nullptr);
 
-  nlohmann::ordered_json Logprobs(const std::vector<TokenLogprob>& lps) const;
+  // The reply's message tokens from index `from` on, as output_text lists them (TextLogprobs).
+  nlohmann::ordered_json MessageLogprobs(size_t from) const;
 
   const ResponsesRequest& req_;
   const ParsedRequest& r_;
@@ -108,9 +109,9 @@ class ResponseEvents {
   Open open_ = Open::kNone;
   int32_t open_call_ = -1;          // the chat call index of the open function_call item
   std::string text_;                // the open item's text or arguments so far
-  std::vector<TokenLogprob> text_logprobs_;     // the open message's tokens
-  std::vector<TokenLogprob> pending_logprobs_;  // the message's tokens not sent yet
-  Choice reply_;                    // everything so far, for the final Response
+  // In reply_.text_logprobs: the open message's first token, and the first not sent yet.
+  size_t message_begin_ = 0, sent_ = 0;
+  Choice reply_;  // everything so far (AppendDelta), for the final Response
   nlohmann::ordered_json items_ = nlohmann::ordered_json::array();  // the finished output items
   nlohmann::ordered_json item_;     // the open item
   nlohmann::ordered_json final_;    // the Response of response.completed / .incomplete
