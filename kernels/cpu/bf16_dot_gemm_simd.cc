@@ -37,8 +37,9 @@ struct Kernel {
       const uint16_t* step[NP];
       for (int p = 0; p < NP; ++p) {
         step[p] = w + ((panel + p) * pairs + q) * kStep;
-        Prefetch(step[p] + TileAhead<MR>(kAhead, kFarAhead) * kStep);
-        Prefetch(step[p] + TileAhead<MR>(kAhead, kFarAhead) * kStep + 32);
+        const uint16_t* ahead = step[p] + TileAhead<MR>(kAhead, kFarAhead) * kStep;
+        Prefetch(ahead);
+        Prefetch(ahead + 32);
       }
       for (int m = 0; m < MR; ++m) {
         // The pair as one 32-bit value (one load); a memcpy into a local here made GCC keep every

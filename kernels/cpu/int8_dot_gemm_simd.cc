@@ -57,8 +57,9 @@ struct KernelI8 {
       B64 lo[NP], hi[NP];
       for (int p = 0; p < NP; ++p) {
         const uint8_t* c = codes + ((panel + p) * kq + q) * 128;
-        Prefetch(c + TileAhead<MR>(kAheadBytes, kFarAheadBytes));
-        Prefetch(c + TileAhead<MR>(kAheadBytes, kFarAheadBytes) + 64);
+        const uint8_t* ahead = c + TileAhead<MR>(kAheadBytes, kFarAheadBytes);
+        Prefetch(ahead);
+        Prefetch(ahead + 64);
         lo[p] = LoadB64(c);
         hi[p] = LoadB64(c + 64);
       }

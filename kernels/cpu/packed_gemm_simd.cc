@@ -71,8 +71,10 @@ struct Kernel {
       V16 lo[NP], hi[NP];
       for (int p = 0; p < NP; ++p) {
         const int64_t at = ((panel + p) * K + k) * P;
-        Prefetch(static_cast<const char*>(w) + (at + TileAhead<MR>(kAhead, kFarAhead) * P) * static_cast<int64_t>(DTypeSize(T)));
-        if constexpr (T == DType::kF32) Prefetch(static_cast<const char*>(w) + (at + TileAhead<MR>(kAhead, kFarAhead) * P) * 4 + 64);
+        const char* ahead = static_cast<const char*>(w) +
+                            (at + TileAhead<MR>(kAhead, kFarAhead) * P) * static_cast<int64_t>(DTypeSize(T));
+        Prefetch(ahead);
+        if constexpr (T == DType::kF32) Prefetch(ahead + 64);
         LoadStep<T>(w, at, &lo[p], &hi[p]);
       }
       for (int m = 0; m < MR; ++m) {
