@@ -29,7 +29,7 @@ class PositionalArgs {
 
   // The next argument as a whole number in [min, max], or `def` when there is none.
   int64_t Int(const char* name, int64_t def, int64_t min, int64_t max = std::numeric_limits<int64_t>::max()) {
-    if (next_ >= argc_) return ++next_, def;
+    if (next_ >= argc_) return def;
     const char* text = argv_[next_++];
     char* end = nullptr;
     errno = 0;
@@ -43,7 +43,7 @@ class PositionalArgs {
   }
 
   // The next argument as text, or `def` when there is none.
-  std::string Str(const char* /*name*/, std::string def) { return next_ < argc_ ? argv_[next_++] : (++next_, def); }
+  std::string Str(const char* /*name*/, std::string def) { return next_ < argc_ ? argv_[next_++] : def; }
 
   // After the last read: an argument left over is refused.
   void End() const {
