@@ -114,6 +114,11 @@ void Model::SetPlacedExperts(std::shared_ptr<const PlacedExperts> placed) {
 
 namespace {
 
+// The step row of a sequence's first logits row: the rows whose logits it asks for are its last.
+int64_t FirstLogitRow(const AttentionSeq& seq, const StepSequence& want) {
+  return seq.token_offset + seq.num_tokens - StepBatch::logit_rows(want);
+}
+
 // The online quantization a weight gets: GEMM weights the chosen scheme, the LM head 8 bits (int8
 // under int4, as llama.cpp's 4-bit types keep the output matrix wider), routers and gates none.
 QuantScheme OnlineScheme(QuantScheme online, WeightUse use) {
@@ -240,10 +245,9 @@ bool Model::LastLayerRows(const StepBatch& batch, const std::vector<AttentionSeq
   // A tensor-parallel group's ranks must split the same rows, and only the leader may capture.
   if (every_token_ || hidden_sink_ || experts_.router_sink || config_.tensor_parallel.on()) return false;
   rows->clear();
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const int64_t n = StepBatch::logit_rows(batch.seqs[i]);
-    for (int64_t j = seqs[i].num_tokens - n; j < seqs[i].num_tokens; ++j) rows->push_back(seqs[i].token_offset + j);
-  }
+  for (size_t i = 0; i < seqs.size(); ++i)
+    for (int64_t r = FirstLogitRow(seqs[i], batch.seqs[i]); r < seqs[i].token_offset + seqs[i].num_tokens; ++r)
+      rows->push_back(r);
   std::sort(rows->begin(), rows->end());
   return static_cast<int64_t>(rows->size()) < static_cast<int64_t>(batch.tokens.size());
 }
@@ -260,8 +264,9 @@ void Model::Logits(const StepBatch& batch, const std::vector<AttentionSeq>& seqs
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& want = batch.seqs[i];
     const int64_t n = StepBatch::logit_rows(want), width = StepBatch::logit_row_floats(want, V);
+    const int64_t first = FirstLogitRow(seqs[i], want);
     for (int64_t j = 0; j < n; ++j) {
-      (want.greedy ? greedy_rows : wanted).push_back(seqs[i].token_offset + seqs[i].num_tokens - n + j);
+      (want.greedy ? greedy_rows : wanted).push_back(first + j);
       (want.greedy ? greedy_at : at).push_back(floats + j * width);
       if (want.greedy) greedy_lp.push_back(want.greedy_logprob);
     }
