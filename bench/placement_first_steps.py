@@ -6,7 +6,9 @@ each MoE layer's busiest device over the mean device (1.0 = balanced). The text 
 of 64 tokens (the server's own /tokenize): the even windows are the calibration set of
 `--expert_placement auto --calibration_prompts`, the odd ones are the traffic, so a plan never sees
 the text it is measured on. Placements, in alternating rounds: uniform (round-robin), auto from the
-calibration set, auto from the model's own samples (no set). Prints one line per run and a JSON
+calibration set served as the traffic is (each window continued by as many greedy tokens as a
+request asks, --calibration_max_tokens), auto from the set's windows alone (every token through
+every layer, --calibration_max_tokens 0), auto from the model's own samples (no set). Prints one line per run and a JSON
 summary (per placement and round: the mean over layers, the worst layer, and the rows-weighted
 figure Σ busiest device / Σ mean device over the layers — a layer waits for its busiest device, so
 this is the routed experts' time against a perfect split; the last layer computes only the rows
@@ -109,7 +111,10 @@ def run_rounds(a, cal, serve):
     per round."""
     placement = ["--devices", str(a.devices), "--expert_slots", str(a.slots)]
     configs = {"uniform": [],
-               "auto, calibration set": ["--expert_placement", "auto", "--calibration_prompts", cal],
+               "auto, calibration set": ["--expert_placement", "auto", "--calibration_prompts", cal,
+                                         "--calibration_max_tokens", str(a.max_tokens)],
+               "auto, calibration set's prompts alone": ["--expert_placement", "auto", "--calibration_prompts", cal,
+                                                         "--calibration_max_tokens", "0"],
                "auto, model's samples": ["--expert_placement", "auto"]}
     result = {name: {"mean_over_layers": [], "worst_layer": [], "rows_weighted": []} for name in configs}
     for r in range(a.rounds):

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "base/read_file.h"
 #include "engine/sampler.h"
+#include "models/kv_cache.h"
 #include "nlohmann/json.hpp"
 
 namespace ls {
@@ -44,10 +45,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> Windows(const Model& model,
   return SplitIntoWindows(sequences, window);
 }
 
-// Tokens per expert of every MoE layer over the sequences, each run alone; the counters end at zero.
-std::map<int32_t, std::vector<double>> Loads(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
-  model.ResetExpertTokenCounts();
-  (void)RunAll(model, sequences);
+// The model's expert-token counters per MoE layer; they end at zero.
+std::map<int32_t, std::vector<double>> TakeCounts(Model& model) {
   const auto& c = model.config();
   std::map<int32_t, std::vector<double>> out;
   const int32_t N = c.moe.num_experts;
@@ -58,6 +57,63 @@ std::map<int32_t, std::vector<double>> Loads(Model& model, const std::vector<std
   }
   model.ResetExpertTokenCounts();
   return out;
+}
+
+// Tokens per expert of every MoE layer over the sequences, each run alone; the counters end at zero.
+std::map<int32_t, std::vector<double>> Loads(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
+  model.ResetExpertTokenCounts();
+  (void)RunAll(model, sequences);
+  return TakeCounts(model);
+}
+
+// Serves `prompts` together, as a batch: one step over every prompt, then one step a token, each
+// sequence continued greedily until it has written max_tokens tokens (the written tokens but the
+// last are fed back; the caller leaves them room in the context).
+absl::Status ContinueGreedily(Model& model, const std::vector<std::vector<int32_t>>& prompts, int32_t max_tokens,
+                              DType kv_dtype) {
+  constexpr int32_t kBlock = 16;
+  const ModelConfig& c = model.config();
+  const int32_t n = static_cast<int32_t>(prompts.size());
+  std::vector<int32_t> left(n, max_tokens);  // tokens still to write
+  std::vector<std::vector<int32_t>> tables(n);
+  int32_t blocks = 0;
+  StepBatch batch;
+  for (int32_t i = 0; i < n; ++i) {
+    const int64_t len = static_cast<int64_t>(prompts[i].size());
+    const int64_t positions = len + max_tokens - 1;
+    for (int64_t b = 0; b < (positions + kBlock - 1) / kBlock; ++b) tables[i].push_back(blocks++);
+    StepSequence s;
+    s.num_tokens = static_cast<int32_t>(len);
+    s.state_slot = i;
+    s.block_table = tables[i];
+    batch.tokens.insert(batch.tokens.end(), prompts[i].begin(), prompts[i].end());
+    batch.seqs.push_back(std::move(s));
+  }
+  KvCache cache(model.backend(), model.kv_layout(), std::max(blocks, 1), kBlock, kv_dtype, n);
+  std::vector<int32_t> index(n), next_pos(n);  // batch row -> sequence; each sequence's next position
+  for (int32_t i = 0; i < n; ++i) index[i] = i, next_pos[i] = static_cast<int32_t>(prompts[i].size());
+  std::vector<float> logits;
+  while (!batch.seqs.empty()) {
+    if (absl::Status st = model.Forward(batch, cache, &logits); !st.ok()) return st;
+    StepBatch step;
+    std::vector<int32_t> rows;
+    for (size_t r = 0; r < batch.seqs.size(); ++r) {
+      const int32_t i = index[r];
+      if (--left[i] == 0) continue;
+      const float* row = logits.data() + static_cast<int64_t>(r) * c.vocab_size;
+      StepSequence s;
+      s.num_tokens = 1;
+      s.start_pos = next_pos[i]++;
+      s.state_slot = i;
+      s.block_table = tables[i];
+      step.tokens.push_back(static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row));
+      step.seqs.push_back(std::move(s));
+      rows.push_back(i);
+    }
+    batch = std::move(step);
+    index = std::move(rows);
+  }
+  return absl::OkStatus();
 }
 
 std::map<int32_t, double> Balance(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
@@ -93,6 +149,39 @@ absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
   auto windows = Windows(model, sequences, window);
   if (!windows.ok()) return windows.status();
   return Loads(model, *windows);
+}
+
+absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureServedExpertLoads(
+    Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t max_tokens,
+    std::optional<DType> kv_cache_dtype, int32_t window) {
+  const int64_t context = model.config().max_position_embeddings;
+  if (max_tokens < 0 || max_tokens >= context)
+    return absl::InvalidArgumentError(absl::StrCat("tokens to write after each calibration prompt must be within [0, ",
+                                                   context, ") (the context), got ", max_tokens));
+  if (max_tokens == 0) return MeasureExpertLoads(model, sequences, window);
+  if (window < 0) return absl::InvalidArgumentError(absl::StrCat("window must not be negative, got ", window));
+  const int32_t room = static_cast<int32_t>(context - max_tokens);  // a request's prompt and its tokens fit
+  auto windows = Windows(model, sequences, window == 0 ? room : std::min(window, room));
+  if (!windows.ok()) return windows.status();
+  auto kv_dtype = ChooseKvCacheDType(kv_cache_dtype, model.dtype(), *model.backend());
+  if (!kv_dtype.ok()) return kv_dtype.status();
+  model.ResetExpertTokenCounts();
+  for (auto next = windows->begin(); next != windows->end();) {
+    // Up to kServedCalibrationBatch sequences of up to kServedCalibrationTokens prompt tokens (at
+    // least one sequence).
+    std::vector<std::vector<int32_t>> group;
+    int64_t tokens = 0;
+    for (; next != windows->end() && static_cast<int32_t>(group.size()) < kServedCalibrationBatch; ++next) {
+      tokens += static_cast<int64_t>(next->size());
+      if (!group.empty() && tokens > kServedCalibrationTokens) break;
+      group.push_back(*next);
+    }
+    if (absl::Status st = ContinueGreedily(model, group, max_tokens, *kv_dtype); !st.ok()) {
+      model.ResetExpertTokenCounts();
+      return st;
+    }
+  }
+  return TakeCounts(model);
 }
 
 SamplingParams CalibrationSampling() {

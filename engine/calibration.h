@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +54,21 @@ absl::StatusOr<std::map<int32_t, double>> MeasureExpertBalance(Model& model,
 // biases, run as MeasureExpertBalance runs them. Leaves the model's expert counters at zero.
 absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
     Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t window = 0);
+
+// Per MoE layer, the rows each expert computes when every sequence (split into windows of at most
+// `window` tokens, as above, and of at most the context less `max_tokens`) is served as a prompt
+// the model continues with `max_tokens` greedy tokens (past an end of text too, as a request with
+// ignore_eos): every layer routes the prompt and the tokens fed back, except the last, whose FFN
+// runs over the rows whose logits are read (each prompt's last token and each fed-back one), as
+// serving runs them. So each layer's load is planned from what it computes. `max_tokens` 0:
+// MeasureExpertLoads. Runs up to kServedCalibrationBatch sequences of up to
+// kServedCalibrationTokens prompt tokens together (a longer one alone), with a KV cache of its own
+// holding `kv_cache_dtype` elements (unset: the engine's default, ChooseKvCacheDType), so that it
+// writes the tokens an engine would; leaves the counters at zero.
+inline constexpr int32_t kCalibrationMaxTokens = 32, kServedCalibrationBatch = 32, kServedCalibrationTokens = 8192;
+absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureServedExpertLoads(
+    Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t max_tokens,
+    std::optional<DType> kv_cache_dtype = std::nullopt, int32_t window = 0);
 
 // The model's own text, where no calibration set is at hand: kCalibrationSamples sequences of
 // kCalibrationSampleTokens tokens by default, each from a random first token

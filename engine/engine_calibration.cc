@@ -82,17 +82,23 @@ absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engin
       requests.push_back(std::move(r));
     }
   } else {
+    if (c.max_tokens < 0 || c.max_tokens >= engine.max_model_len())
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokens to write after each calibration prompt must be within [0, ", engine.max_model_len(),
+                       ") (the context), got ", c.max_tokens));
     for (const std::vector<int32_t>& p : c.prompts) {
       Request r;
-      // The context holds the prompt and its one new token: a longer sequence is cut to fit.
-      r.prompt_ids.assign(p.begin(),
-                          p.begin() + std::min<int64_t>(static_cast<int64_t>(p.size()), engine.max_model_len() - 1));
+      // The context holds the prompt and its new tokens: a longer sequence is cut to fit.
+      const int32_t written = std::max(c.max_tokens, 1);
+      r.prompt_ids.assign(
+          p.begin(), p.begin() + std::min<int64_t>(static_cast<int64_t>(p.size()), engine.max_model_len() - written));
       r.params.temperature = 0.f;
-      r.params.max_tokens = 1;
-      // Every prompt position goes through every layer and is counted: asking for the prompt's
-      // logprobs computes them all (the last layer's FFN runs only over rows whose logits are read,
-      // and the prefix cache is bypassed).
-      r.params.prompt_logprobs = 0;
+      r.params.max_tokens = written;
+      r.params.ignore_eos = true;
+      // Without written tokens, every prompt position goes through every layer and is counted:
+      // asking for the prompt's logprobs computes them all (the last layer's FFN otherwise runs
+      // only over rows whose logits are read, and the prefix cache is bypassed).
+      if (c.max_tokens == 0) r.params.prompt_logprobs = 0;
       requests.push_back(std::move(r));
     }
   }

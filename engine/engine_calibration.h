@@ -16,10 +16,13 @@
 namespace ls {
 
 struct EngineCalibration {
-  // The calibration sequences, each run as a prompt of one new token. Empty: the model samples
-  // `samples` sequences of `sample_tokens` tokens itself, as SampleFromModel does
-  // (engine/calibration.h).
+  // The calibration sequences, each served as a prompt the model continues with `max_tokens`
+  // greedy tokens (cut to leave them room in the context), so that each layer counts the rows it
+  // computes when serving (MeasureServedExpertLoads, engine/calibration.h); `max_tokens` 0: each
+  // prompt alone, every token through every layer. Empty: the model samples `samples` sequences
+  // of `sample_tokens` tokens itself, as SampleFromModel does.
   std::vector<std::vector<int32_t>> prompts;
+  int32_t max_tokens = kCalibrationMaxTokens;
   int32_t samples = kCalibrationSamples, sample_tokens = kCalibrationSampleTokens;
   uint64_t seed = 1;
   std::chrono::seconds timeout{600};  // for the set, and again for the switch

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,10 @@ ABSL_FLAG(std::string, expert_placement, "",
 ABSL_FLAG(std::string, calibration_prompts, "",
           "with --expert_placement auto: text (one document per line) or token ids (.json, {\"sequences\": [[ids]]}) "
           "whose expert load plans the initial placement");
+ABSL_FLAG(int32_t, calibration_max_tokens, ls::kCalibrationMaxTokens,
+          "with --calibration_prompts: tokens the model writes after each prompt (greedy), the set served as "
+          "traffic is, so that every layer's plan comes from the rows it computes (the last layer's only from a "
+          "prompt's last token and the written ones); 0: the prompts alone, every token through every layer");
 ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this many steps (0: never)");
 ABSL_FLAG(double, replan_itl_budget_ms, 0,
           "with --replan_interval: copy a re-plan's new placement between steps, at most this many ms before any "
@@ -163,8 +168,8 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"kv_cache_mb", "gpu_memory_utilization", "kv_cache_dtype", "block_size", "enable_prefix_caching",
         "state_cache_mb", "state_snapshot_interval"}},
       {"Expert parallelism",
-       {"devices", "expert_slots", "expert_placement", "calibration_prompts", "replan_interval", "replan_itl_budget_ms",
-        "load_window", "expert_load_dump", "expert_placement_dump"}},
+       {"devices", "expert_slots", "expert_placement", "calibration_prompts", "calibration_max_tokens",
+        "replan_interval", "replan_itl_budget_ms", "load_window", "expert_load_dump", "expert_placement_dump"}},
       {"Rank group (several processes launched by mpirun)",
        {"tensor_parallel_size", "weight_budget_ranks", "rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
       {"Chat",
@@ -342,6 +347,9 @@ absl::StatusOr<ls::EngineConfig> EngineConfigFromFlags(std::string* draft_model_
   const std::string placement = absl::GetFlag(FLAGS_expert_placement);
   if (!absl::GetFlag(FLAGS_calibration_prompts).empty() && placement != "auto")
     return absl::InvalidArgumentError("--calibration_prompts plans the placement of --expert_placement auto only");
+  if (absl::GetFlag(FLAGS_calibration_max_tokens) < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--calibration_max_tokens must not be negative (got ",
+                                                   absl::GetFlag(FLAGS_calibration_max_tokens), ")"));
   if (placement == "auto" && cfg.experts.num_devices == 0 && !in_group)  // a group places on its ranks
     return absl::InvalidArgumentError("--expert_placement auto needs --devices (the devices to place the experts on)");
   if (!placement.empty() && placement != "auto") {
@@ -376,25 +384,36 @@ std::string ServedModelName(const std::string& dir) {
 }
 
 // The start-up log's fields naming what a placement was planned from: --calibration_prompts's file
-// (empty: the model's own samples), its sequences and tokens.
+// (empty: the model's own samples), its sequences and tokens, and for a file the tokens written
+// after each prompt (--calibration_max_tokens).
 std::string PlanSourceFields(const std::string& path, int64_t sequences, int64_t tokens) {
-  return absl::StrCat("\"source\":",
-                      nlohmann::json(path.empty() ? "model_samples" : path)
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                      ",\"sequences\":", sequences, ",\"tokens\":", tokens);
+  return absl::StrCat(
+      "\"source\":",
+      nlohmann::json(path.empty() ? "model_samples" : path)
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      ",\"sequences\":", sequences, ",\"tokens\":", tokens,
+      path.empty() ? "" : absl::StrCat(",\"max_tokens\":", absl::GetFlag(FLAGS_calibration_max_tokens)));
 }
 
 // --expert_placement auto: the expert load of the calibration set (--calibration_prompts, or text
 // the model samples itself) into experts->initial_loads. Returns what it ran on, as JSON fields for
 // the start-up log.
 absl::StatusOr<std::string> PlanInputsFromFlags(ls::Model& model, const ls::tok::Tokenizer* tokenizer,
+                                                std::optional<ls::DType> kv_cache_dtype,
                                                 ls::ExpertBalancerConfig* experts) {
   const std::string path = absl::GetFlag(FLAGS_calibration_prompts);
   absl::StatusOr<std::vector<std::vector<int32_t>>> seqs =
       path.empty() ? ls::SampleFromModel(model, ls::kCalibrationSamples, ls::kCalibrationSampleTokens, /*seed=*/1)
                    : ls::ReadCalibrationSet(path, tokenizer);
   if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
-  auto loads = ls::MeasureExpertLoads(model, *seqs);
+  // The model's own samples are all written text: every token counts in every layer.
+  const int32_t max_tokens = absl::GetFlag(FLAGS_calibration_max_tokens);
+  if (!path.empty() && max_tokens >= model.config().max_position_embeddings)
+    return absl::InvalidArgumentError(absl::StrCat("--calibration_max_tokens ", max_tokens,
+                                                   " leaves no room for a prompt in the model's context of ",
+                                                   model.config().max_position_embeddings, " tokens"));
+  auto loads = path.empty() ? ls::MeasureExpertLoads(model, *seqs)
+                            : ls::MeasureServedExpertLoads(model, *seqs, max_tokens, kv_cache_dtype);
   if (!loads.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", loads.status().message()));
   experts->initial_loads = std::move(*loads);
   int64_t tokens = 0;
@@ -412,6 +431,7 @@ absl::StatusOr<std::string> PlanThroughEngineFromFlags(ls::Engine& engine, const
     auto seqs = ls::ReadCalibrationSet(path, tokenizer);
     if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
     c.prompts = std::move(*seqs);
+    c.max_tokens = absl::GetFlag(FLAGS_calibration_max_tokens);
   }
   auto r = ls::PlanPlacementThroughEngine(engine, c);
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("--expert_placement auto: ", r.status().message()));
@@ -622,7 +642,8 @@ absl::Status BuildEngineFromFlags(const std::string& dir, ls::dist::RankProcess*
   // A rank group's model steps only with its ranks: its set runs through the engine once it is up.
   const bool auto_placement = absl::GetFlag(FLAGS_expert_placement) == "auto";
   if (auto_placement && !group) {
-    auto plan = PlanInputsFromFlags(*stack->model, stack->tokenizer.get(), &stack->cfg.experts);
+    auto plan =
+        PlanInputsFromFlags(*stack->model, stack->tokenizer.get(), stack->cfg.kv_cache_dtype, &stack->cfg.experts);
     if (!plan.ok()) return plan.status();
     stack->placement_plan = std::move(*plan);
   }

@@ -6,7 +6,8 @@
 // used and the per-layer balance (max/mean tokens per expert) before and after, on the calibration
 // set and, with --heldout, on held-out text: a table on stderr, JSON on stdout. With
 // --placement_out, also plans an expert placement over --devices devices of --expert_slots slots
-// from the calibrated model's expert load on the calibration set, loadable with
+// from the calibrated model's expert load on the calibration set served as traffic is (each
+// window continued by --placement_max_tokens greedy tokens), loadable with
 // `latentserve --expert_placement FILE`.
 //   --prompts FILE / --heldout FILE: text, one document per line (needs the model's
 //   tokenizer), or a .json file {"sequences": [[ids...], ...]}.
@@ -44,6 +45,10 @@ ABSL_FLAG(std::string, placement_out, "",
           "also write an expert placement planned from the calibrated model's expert load on --prompts");
 ABSL_FLAG(int32_t, devices, 0, "with --placement_out: devices to place the experts on");
 ABSL_FLAG(int32_t, expert_slots, 0, "with --placement_out: slots per device (0: just enough for every expert once)");
+ABSL_FLAG(int32_t, placement_max_tokens, ls::kCalibrationMaxTokens,
+          "with --placement_out: tokens the model writes after each window of --prompts (greedy), the set served as "
+          "traffic is, so that each layer's plan comes from the rows it computes (the last layer's only from a "
+          "window's last token and the written ones); 0: the windows alone, every token through every layer");
 ABSL_FLAG(int32_t, window, 0,
           "longest window a document is split into, in tokens (0: the model's max_position_embeddings)");
 
@@ -92,7 +97,8 @@ absl::StatusOr<nlohmann::json> PlanPlacementFile(ls::Model& model, const std::ve
   const int32_t D = absl::GetFlag(FLAGS_devices), N = static_cast<int32_t>(model.config().moe.num_experts);
   if (D < 1) return absl::InvalidArgumentError("--devices must be at least 1");
   const int32_t S = absl::GetFlag(FLAGS_expert_slots) > 0 ? absl::GetFlag(FLAGS_expert_slots) : (N + D - 1) / D;
-  auto loads = ls::MeasureExpertLoads(model, seqs, window);
+  const int32_t max_tokens = absl::GetFlag(FLAGS_placement_max_tokens);  // checked by main
+  auto loads = ls::MeasureServedExpertLoads(model, seqs, max_tokens, std::nullopt, window);
   if (!loads.ok()) return loads.status();
   auto plan = ls::PlanFromLoads(*loads, N, D, S);
   if (!plan.ok()) return plan.status();
@@ -103,6 +109,7 @@ absl::StatusOr<nlohmann::json> PlanPlacementFile(ls::Model& model, const std::ve
   return nlohmann::json{{"file", path},
                         {"num_devices", D},
                         {"slots_per_device", S},
+                        {"max_tokens", max_tokens},
                         {"expected_device_max_over_mean", plan->expected_device_max_over_mean},
                         {"uniform_expected_device_max_over_mean", plan->uniform_device_max_over_mean}};
 }
@@ -128,6 +135,9 @@ int main(int argc, char** argv) {
   auto model = ls::LoadModel(dir, &backend);
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const int32_t context = static_cast<int32_t>((*model)->config().max_position_embeddings);
+  if (const int32_t t = absl::GetFlag(FLAGS_placement_max_tokens); t < 0 || t >= context)
+    return Fail(
+        absl::StrCat("--placement_max_tokens must be within [0, ", context, ") (the model's context), got ", t));
   opt.window = absl::GetFlag(FLAGS_window);
   if (opt.window < 0) return Fail("--window must not be negative");
   if (opt.window == 0 || opt.window > context) opt.window = context;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "base/read_file.h"
 #include "engine/calibration.h"
 #include "engine/engine.h"
@@ -42,8 +43,10 @@ class PlacementBeforeTraffic : public ::testing::Test {
     for (const auto& ids : heldout["ids"]) heldout_.push_back(ids.get<std::vector<int32_t>>());
     ASSERT_EQ(heldout_.size(), 4u);
   }
-  // Serves `prompts` (8 new tokens each) on 2 devices of 34 slots, placed from `loads` (uniform
-  // when empty); returns the device max/mean over the MoE layers, mean over layers, and the metrics.
+  // Serves `prompts` (kServedTokens greedy new tokens each, past an end of text too) on kDevices
+  // devices of kSlots slots, placed from `loads` (uniform when empty); returns the device max/mean
+  // over the MoE layers, mean over layers, and the metrics.
+  static constexpr int32_t kServedTokens = 8;
   double Serve(const std::vector<std::vector<int32_t>>& prompts, std::map<int32_t, std::vector<double>> loads,
                MetricsSnapshot* metrics) {
     EngineConfig cfg;
@@ -59,23 +62,27 @@ class PlacementBeforeTraffic : public ::testing::Test {
       Request r;
       r.id = std::to_string(i);
       r.prompt_ids = prompts[i];
-      r.params.max_tokens = 8;
+      r.params.max_tokens = kServedTokens;
       r.params.temperature = 0;
+      r.params.ignore_eos = true;  // as the calibration writes them
       qs.push_back(std::make_unique<OutputQueue>());
       EXPECT_TRUE((*engine)->Submit(r, qs.back()->Callback()).ok());
     }
     for (auto& q : qs) q->WaitFinal();
     *metrics = (*engine)->Metrics();
-    const int32_t D = kDevices, layers = model_->config().num_hidden_layers;
+    const int32_t layers = model_->config().num_hidden_layers;
     double sum = 0;
     int n = 0;
     for (int32_t l = 0; l < layers; ++l) {
       if (!model_->config().is_moe_layer(l)) continue;
-      const std::vector<double> rows(metrics->device_rows.begin() + l * D, metrics->device_rows.begin() + (l + 1) * D);
-      sum += MaxOverMean(rows);
+      sum += DeviceMaxOverMean(*metrics, l);
       ++n;
     }
     return sum / n;
+  }
+  static double DeviceMaxOverMean(const MetricsSnapshot& m, int32_t layer) {
+    const int32_t D = kDevices;
+    return MaxOverMean(std::vector<double>(m.device_rows.begin() + layer * D, m.device_rows.begin() + (layer + 1) * D));
   }
 
   CpuBackend backend_{2};
@@ -106,6 +113,50 @@ TEST_F(PlacementBeforeTraffic, CalibrationLoadsPlanABetterStartThanUniform) {
   EXPECT_LT(planned, uniform) << "and does serving that text";
   std::printf("device max/mean serving the calibration text: uniform %.4f, planned %.4f (expected %.4f vs %.4f)\n",
               uniform, planned, planned_m.planned_device_max_over_mean, planned_m.uniform_device_max_over_mean);
+}
+
+// The set served as traffic is (each prompt continued greedily): every layer but the last counts
+// each prompt token and each token fed back, the last only the rows whose logits are read — the
+// very counts of an engine serving the set — and the plan made from them fits the last layer's
+// traffic better than one made from the prompts alone.
+TEST_F(PlacementBeforeTraffic, ServedLoadsCountWhatEachLayerComputes) {
+  const std::vector<std::vector<int32_t>> set = SplitIntoWindows(heldout_, 16);  // 16 prompts
+  auto served = MeasureServedExpertLoads(*model_, set, kServedTokens);
+  ASSERT_TRUE(served.ok()) << served.status();
+  for (int64_t c : model_->expert_token_counts()) ASSERT_EQ(c, 0) << "counters left at zero";
+  const ModelConfig& mc = model_->config();
+  const int32_t N = mc.moe.num_experts, K = mc.moe.top_k, last = mc.num_hidden_layers - 1;
+  int64_t prompt_tokens = 0;
+  for (const auto& s : set) prompt_tokens += static_cast<int64_t>(s.size());
+  const int64_t seqs = static_cast<int64_t>(set.size());
+  MetricsSnapshot from_set, from_prompts;
+  Serve(set, *served, &from_set);
+  for (const auto& [l, v] : *served) {
+    const double rows = l == last ? seqs * kServedTokens : prompt_tokens + seqs * (kServedTokens - 1);
+    EXPECT_EQ(std::accumulate(v.begin(), v.end(), 0.0), K * rows) << "layer " << l;
+    const std::vector<double> engine(from_set.expert_tokens.begin() + l * N,
+                                     from_set.expert_tokens.begin() + (l + 1) * N);
+    EXPECT_EQ(v, engine) << "an engine serving the set counts the same, layer " << l;
+  }
+  auto prompts_only = MeasureExpertLoads(*model_, set);
+  ASSERT_TRUE(prompts_only.ok());
+  Serve(set, *prompts_only, &from_prompts);
+  const double fit = DeviceMaxOverMean(from_set, last), rough = DeviceMaxOverMean(from_prompts, last);
+  EXPECT_LT(fit, rough) << "the last layer serves the written tokens";
+  std::printf("last layer's device max/mean serving the set: planned from it served %.4f, from its prompts %.4f\n", fit,
+              rough);
+  // Tokens to write must leave the context room for a prompt; 0 counts the prompts alone.
+  EXPECT_FALSE(MeasureServedExpertLoads(*model_, heldout_, static_cast<int32_t>(mc.max_position_embeddings)).ok());
+  EXPECT_FALSE(MeasureServedExpertLoads(*model_, heldout_, -1).ok());
+  auto zero = MeasureServedExpertLoads(*model_, set, 0);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(*zero, *prompts_only);
+  // A prompt longer than the context less the tokens to write is split, as the engine admits it.
+  const std::vector<std::vector<int32_t>> long_one{std::vector<int32_t>(250, 7)};
+  auto split = MeasureServedExpertLoads(*model_, long_one, 10);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(std::accumulate((*split)[last].begin(), (*split)[last].end(), 0.0), K * 2 * 10) << "two windows";
+  EXPECT_EQ(std::accumulate((*split)[0].begin(), (*split)[0].end(), 0.0), K * (250 + 2 * 9));
 }
 
 TEST_F(PlacementBeforeTraffic, TheModelsOwnSamplesGiveAPlan) {
@@ -143,7 +194,7 @@ TEST_F(PlacementBeforeTraffic, SamplesAreSeededInTheVocabularyAndOfTheAskedLengt
 // from the load the set left, switches (one re-plan), and its window starts afresh; the plan
 // expects to beat the uniform placement it replaced on that load; sampled sets work the same way.
 TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
-  for (const bool sampled : {false, true}) {
+  for (const auto& [sampled, max_tokens] : {std::pair{false, 0}, std::pair{false, kServedTokens}, std::pair{true, 0}}) {
     EngineConfig cfg;
     cfg.experts.num_devices = kDevices;
     cfg.experts.expert_slots = kSlots;
@@ -153,6 +204,7 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     const std::string uniform = (*engine)->PlacementJson();
     EngineCalibration c;
     if (!sampled) c.prompts = heldout_;
+    c.max_tokens = max_tokens;
     c.samples = 4;
     c.sample_tokens = 32;
     c.timeout = std::chrono::seconds(60);
@@ -160,7 +212,7 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->sequences, 4);
     int64_t tokens = 0;
-    for (const auto& h : heldout_) tokens += static_cast<int64_t>(h.size()) + 1;
+    for (const auto& h : heldout_) tokens += static_cast<int64_t>(h.size()) + std::max(max_tokens, 1);
     EXPECT_EQ(r->tokens, sampled ? 4 * 32 : tokens);
     EXPECT_GE(r->expected_device_max_over_mean, 1.0);
     EXPECT_LT(r->expected_device_max_over_mean, r->before_device_max_over_mean);
@@ -168,17 +220,23 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     EXPECT_EQ(m.replans, 1u);
     EXPECT_NE((*engine)->PlacementJson(), uniform) << "the planned placement is in use";
     EXPECT_EQ((*engine)->ExpertWindow().steps, 0) << "the window starts afresh";
-    // Every layer routed every token of the set, the last one too (whose FFN otherwise runs only
-    // over the rows whose logits are read).
+    // The prompts alone: every layer routed every token of the set, the last one too (whose FFN
+    // otherwise runs only over the rows whose logits are read). Continued: every layer the prompts
+    // and the tokens fed back, the last the rows whose logits are read, as serving runs them.
     const ModelConfig& mc = model_->config();
-    const int32_t N = mc.moe.num_experts;
+    const int32_t N = mc.moe.num_experts, K = mc.moe.top_k;
     std::vector<int64_t> routed;
     for (int32_t l = 0; l < mc.num_hidden_layers; ++l)
       routed.push_back(
           std::accumulate(m.expert_tokens.begin() + l * N, m.expert_tokens.begin() + (l + 1) * N, int64_t{0}));
-    EXPECT_EQ(routed, std::vector<int64_t>(routed.size(), routed[0])) << (sampled ? "sampled" : "prompts");
-    if (!sampled) {
-      EXPECT_EQ(routed[0], (tokens - 4) * mc.moe.top_k);
+    const std::string what = sampled ? "sampled" : absl::StrCat("prompts, ", max_tokens, " tokens written");
+    if (max_tokens == 0) {
+      EXPECT_EQ(routed, std::vector<int64_t>(routed.size(), routed[0])) << what;
+      if (!sampled) EXPECT_EQ(routed[0], (tokens - 4) * K);
+    } else {
+      std::vector<int64_t> expected(routed.size(), (tokens - 4) * K);
+      expected.back() = 4 * max_tokens * K;
+      EXPECT_EQ(routed, expected) << what;
     }
   }
   // Without expert parallelism there is nothing to place.

@@ -126,6 +126,7 @@ def test_auto_placement_is_planned_before_traffic(server, tmp_path):
         try:
             plan = _log_event(s, "expert_placement_plan")
             assert plan["source"] == source and plan["sequences"] == sequences and plan["tokens"] > sequences
+            assert plan.get("max_tokens") == (None if source == "model_samples" else 32), plan
             assert 1 <= plan["expected_device_max_over_mean"] < plan["uniform_expected_device_max_over_mean"], plan
             assert texts(s) == want, "a planned placement serves the same tokens"
             placement = requests.get(s.url + "/v1/expert_load").json()
@@ -137,11 +138,18 @@ def test_auto_placement_is_planned_before_traffic(server, tmp_path):
 def test_auto_placement_flags_fail_clearly(tmp_path):
     import subprocess
     from conftest import BIN, MODEL
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("In the beginning God created the heaven and the earth.\n")
     for args, message in [(("--expert_placement", "auto"), "--expert_placement auto needs --devices"),
                           (("--devices", "2", "--calibration_prompts", "x.txt"),
                            "--calibration_prompts plans the placement of --expert_placement auto only"),
                           (("--devices", "2", "--expert_placement", "auto", "--calibration_prompts",
-                            str(tmp_path / "missing.txt")), str(tmp_path / "missing.txt"))]:
+                            str(tmp_path / "missing.txt")), str(tmp_path / "missing.txt")),
+                          (("--devices", "2", "--expert_placement", "auto", "--calibration_max_tokens", "-1"),
+                           "--calibration_max_tokens must not be negative"),
+                          (("--devices", "2", "--expert_placement", "auto", "--calibration_prompts", str(prompts),
+                            "--calibration_max_tokens", "256"),
+                           "--calibration_max_tokens 256 leaves no room for a prompt")]:
         r = subprocess.run([BIN, "--model", MODEL, "--http_port", "0", "--grpc_port", "0", *args],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and message in r.stderr, (args, r.stderr)

@@ -2,8 +2,10 @@
 # pages of text on one line each) are split into windows, the windows and tokens used are
 # reported, and the balance before and after is shown on the calibration set and on held-out
 # text; an empty prompt file gets one clear error; --placement_out writes an expert placement
-# planned from the calibrated load, which expects to beat the uniform one. A Kimi K3 directory (language_model. names,
-# a vision tower, tiktoken) calibrates too, its biases written back under their own names.
+# planned from the calibrated load served as traffic is (each window continued by 32 tokens),
+# which expects to beat the uniform one, and --placement_max_tokens outside the context is
+# refused. A Kimi K3 directory (language_model. names, a vision tower, tiktoken) calibrates too,
+# its biases written back under their own names.
 # cmake -DBIN=<latentserve-calibrate> -DSRC=<checkout> -DOUT=<scratch dir> -P calibrate_cli_test.cmake
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
@@ -46,7 +48,8 @@ foreach(i RANGE ${last})
 endforeach()
 string(JSON planned GET "${out}" placement expected_device_max_over_mean)
 string(JSON uniform GET "${out}" placement uniform_expected_device_max_over_mean)
-if(NOT planned LESS uniform OR NOT err MATCHES "wrote ${OUT}/placement.json: expected device max/mean")
+string(JSON written GET "${out}" placement max_tokens)
+if(NOT planned LESS uniform OR NOT written EQUAL 32 OR NOT err MATCHES "wrote ${OUT}/placement.json: expected device max/mean")
   message(FATAL_ERROR "the planned placement does not expect to beat uniform: ${planned} vs ${uniform}\n${err}")
 endif()
 file(READ ${OUT}/placement.json placement)
@@ -82,6 +85,15 @@ foreach(content "" "\n\n\n")
                   RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(rc EQUAL 0 OR NOT err MATCHES "empty.txt: no text to calibrate on")
     message(FATAL_ERROR "an empty prompt file was not refused clearly: ${err}")
+  endif()
+endforeach()
+# The tokens written after each window must leave the context room for a prompt.
+foreach(tokens -1 256)
+  execute_process(COMMAND ${BIN} --model ${SRC}/models/tiny --prompts ${OUT}/prompts.txt --out ${OUT}/model3
+                          --placement_out ${OUT}/p3.json --devices 4 --placement_max_tokens=${tokens}
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "--placement_max_tokens must be within \\[0, 256\\)")
+    message(FATAL_ERROR "--placement_max_tokens ${tokens} was not refused clearly: ${err}")
   endif()
 endforeach()
 file(REMOVE_RECURSE ${OUT})
