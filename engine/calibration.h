@@ -65,7 +65,7 @@ absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureExpertLoads(
 // kServedCalibrationTokens prompt tokens together (a longer one alone), with a KV cache of its own
 // holding `kv_cache_dtype` elements (unset: the engine's default, ChooseKvCacheDType), so that it
 // writes the tokens an engine would; leaves the counters at zero.
-inline constexpr int32_t kCalibrationMaxTokens = 32, kServedCalibrationBatch = 32, kServedCalibrationTokens = 8192;
+inline constexpr int32_t kCalibrationMaxTokens = 32, kServedCalibrationBatch = 256, kServedCalibrationTokens = 16384;
 absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureServedExpertLoads(
     Model& model, const std::vector<std::vector<int32_t>>& sequences, int32_t max_tokens,
     std::optional<DType> kv_cache_dtype = std::nullopt, int32_t window = 0);

@@ -157,6 +157,15 @@ TEST_F(PlacementBeforeTraffic, ServedLoadsCountWhatEachLayerComputes) {
   ASSERT_TRUE(split.ok()) << split.status();
   EXPECT_EQ(std::accumulate((*split)[last].begin(), (*split)[last].end(), 0.0), K * 2 * 10) << "two windows";
   EXPECT_EQ(std::accumulate((*split)[0].begin(), (*split)[0].end(), 0.0), K * (250 + 2 * 9));
+  // More sequences and prompt tokens than one batch holds: every one is served.
+  std::vector<std::vector<int32_t>> many;
+  for (int32_t i = 0; i < kServedCalibrationBatch + 44; ++i) many.push_back(std::vector<int32_t>(100, i % 500 + 3));
+  ASSERT_GT(100 * kServedCalibrationBatch, kServedCalibrationTokens) << "the token budget splits the batches";
+  auto all = MeasureServedExpertLoads(*model_, many, 2);
+  ASSERT_TRUE(all.ok()) << all.status();
+  const double n = static_cast<double>(many.size());
+  EXPECT_EQ(std::accumulate((*all)[last].begin(), (*all)[last].end(), 0.0), K * n * 2);
+  EXPECT_EQ(std::accumulate((*all)[0].begin(), (*all)[0].end(), 0.0), K * n * 101);
 }
 
 TEST_F(PlacementBeforeTraffic, TheModelsOwnSamplesGiveAPlan) {
