@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -395,6 +396,12 @@ std::string PlanSourceFields(const std::string& path, int64_t sequences, int64_t
       path.empty() ? "" : absl::StrCat(",\"max_tokens\":", absl::GetFlag(FLAGS_calibration_max_tokens)));
 }
 
+// The start-up log's field of the seconds since `start` (how long planning a placement took: a
+// calibration set is served before the ready line).
+std::string SecondsField(std::chrono::steady_clock::time_point start) {
+  return absl::StrCat(",\"seconds\":", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 // --expert_placement auto: the expert load of the calibration set (--calibration_prompts, or text
 // the model samples itself) into experts->initial_loads. Returns what it ran on, as JSON fields for
 // the start-up log.
@@ -642,10 +649,11 @@ absl::Status BuildEngineFromFlags(const std::string& dir, ls::dist::RankProcess*
   // A rank group's model steps only with its ranks: its set runs through the engine once it is up.
   const bool auto_placement = absl::GetFlag(FLAGS_expert_placement) == "auto";
   if (auto_placement && !group) {
+    const auto start = std::chrono::steady_clock::now();
     auto plan =
         PlanInputsFromFlags(*stack->model, stack->tokenizer.get(), stack->cfg.kv_cache_dtype, &stack->cfg.experts);
     if (!plan.ok()) return plan.status();
-    stack->placement_plan = std::move(*plan);
+    stack->placement_plan = *plan + SecondsField(start);
   }
   if (!draft_dir.empty()) {
     auto draft = ls::server::LoadDraftModel(draft_dir, stack->backend.get(), *stack->model, stack->tokenizer.get());
@@ -669,9 +677,10 @@ absl::Status BuildEngineFromFlags(const std::string& dir, ls::dist::RankProcess*
   if (!engine.ok()) return engine.status();
   stack->engine = std::move(*engine);
   if (auto_placement && group) {
+    const auto start = std::chrono::steady_clock::now();
     auto plan = PlanThroughEngineFromFlags(*stack->engine, stack->tokenizer.get());
     if (!plan.ok()) return plan.status();
-    stack->placement_plan = std::move(*plan);
+    stack->placement_plan = *plan + SecondsField(start);
   }
   return absl::OkStatus();
 }
