@@ -8,14 +8,16 @@ of 64 tokens (the server's own /tokenize): the even windows are the calibration 
 the text it is measured on. Placements, in alternating rounds: uniform (round-robin), auto from the
 calibration set served as the traffic is (each window continued by as many greedy tokens as a
 request asks, --calibration_max_tokens), auto from the set's windows alone (every token through
-every layer, --calibration_max_tokens 0), auto from the model's own samples (no set). Prints one line per run and a JSON
-summary (per placement and round: the mean over layers, the worst layer, and the rows-weighted
-figure Σ busiest device / Σ mean device over the layers — a layer waits for its busiest device, so
-this is the routed experts' time against a perfect split; the last layer computes only the rows
-whose logits are read, the generated tokens, and weighs accordingly).
+every layer, --calibration_max_tokens 0), auto from the model's own samples (no set), served or
+alone likewise. Prints one line per run and a JSON summary (per placement and round: the mean over
+layers, the worst layer, and the rows-weighted figure Σ busiest device / Σ mean device over the
+layers — a layer waits for its busiest device, so this is the routed experts' time against a
+perfect split; the last layer computes only the rows whose logits are read, the generated tokens,
+and weighs accordingly).
 
   bench/placement_first_steps.py --text FILE [--bin build/bin/latentserve] [--model models/tiny]
       [--rounds 3] [--devices 4] [--slots 18] [--steps 1000] [--clients 16] [--max-tokens 32]
+      [--temperature 0]   (the traffic's; above 0 each request samples with its own seed)
 
 For the tiny model's held-out text (the chapters after its training text):
   bible -l100000 2Pet3:1-Rev22:21 > heldout.txt     (Debian's bible-kjv)
@@ -79,7 +81,7 @@ def device_balance(a, port, serve):
         while not stop.is_set():
             try:
                 post(port, "/v1/completions", {"prompt": serve[i % len(serve)], "max_tokens": a.max_tokens,
-                                                "temperature": 0, "ignore_eos": True})
+                                                "temperature": a.temperature, "seed": i, "ignore_eos": True})
             except Exception:
                 if stop.is_set():
                     return
@@ -115,7 +117,8 @@ def run_rounds(a, cal, serve):
                                          "--calibration_max_tokens", str(a.max_tokens)],
                "auto, calibration set's prompts alone": ["--expert_placement", "auto", "--calibration_prompts", cal,
                                                          "--calibration_max_tokens", "0"],
-               "auto, model's samples": ["--expert_placement", "auto"]}
+               "auto, model's samples": ["--expert_placement", "auto", "--calibration_max_tokens", str(a.max_tokens)],
+               "auto, model's samples alone": ["--expert_placement", "auto", "--calibration_max_tokens", "0"]}
     result = {name: {"mean_over_layers": [], "worst_layer": [], "rows_weighted": []} for name in configs}
     for r in range(a.rounds):
         for name, flags in configs.items():
@@ -144,6 +147,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--port", type=int, default=18240)
     a = ap.parse_args()
 

@@ -122,9 +122,10 @@ ABSL_FLAG(std::string, calibration_prompts, "",
           "with --expert_placement auto: text (one document per line) or token ids (.json, {\"sequences\": [[ids]]}) "
           "whose expert load plans the initial placement");
 ABSL_FLAG(int32_t, calibration_max_tokens, ls::kCalibrationMaxTokens,
-          "with --calibration_prompts: tokens the model writes after each prompt (greedy), the set served as "
-          "traffic is, so that every layer's plan comes from the rows it computes (the last layer's only from a "
-          "prompt's last token and the written ones); 0: the prompts alone, every token through every layer");
+          "with --expert_placement auto: tokens the model writes after each calibration prompt (greedy; the "
+          "prompts: --calibration_prompts, or the model's own samples), the set served as traffic is, so that "
+          "every layer's plan comes from the rows it computes (the last layer's only from a prompt's last token and "
+          "the written ones); 0: the prompts alone, every token through every layer");
 ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this many steps (0: never)");
 ABSL_FLAG(double, replan_itl_budget_ms, 0,
           "with --replan_interval: copy a re-plan's new placement between steps, at most this many ms before any "
@@ -385,15 +386,14 @@ std::string ServedModelName(const std::string& dir) {
 }
 
 // The start-up log's fields naming what a placement was planned from: --calibration_prompts's file
-// (empty: the model's own samples), its sequences and tokens, and for a file the tokens written
-// after each prompt (--calibration_max_tokens).
-std::string PlanSourceFields(const std::string& path, int64_t sequences, int64_t tokens) {
-  return absl::StrCat(
-      "\"source\":",
-      nlohmann::json(path.empty() ? "model_samples" : path)
-          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-      ",\"sequences\":", sequences, ",\"tokens\":", tokens,
-      path.empty() ? "" : absl::StrCat(",\"max_tokens\":", absl::GetFlag(FLAGS_calibration_max_tokens)));
+// (empty: the model's own samples), its sequences and tokens, and the tokens written after each
+// (--calibration_max_tokens; none where `max_tokens` is negative).
+std::string PlanSourceFields(const std::string& path, int64_t sequences, int64_t tokens, int32_t max_tokens) {
+  return absl::StrCat("\"source\":",
+                      nlohmann::json(path.empty() ? "model_samples" : path)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      ",\"sequences\":", sequences, ",\"tokens\":", tokens,
+                      max_tokens < 0 ? "" : absl::StrCat(",\"max_tokens\":", max_tokens));
 }
 
 // The start-up log's field of the seconds since `start` (how long planning a placement took: a
@@ -413,19 +413,18 @@ absl::StatusOr<std::string> PlanInputsFromFlags(ls::Model& model, const ls::tok:
       path.empty() ? ls::SampleFromModel(model, ls::kCalibrationSamples, ls::kCalibrationSampleTokens, /*seed=*/1)
                    : ls::ReadCalibrationSet(path, tokenizer);
   if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
-  // The model's own samples are all written text: every token counts in every layer.
+  // The set's prompts or the model's samples, served as traffic is.
   const int32_t max_tokens = absl::GetFlag(FLAGS_calibration_max_tokens);
-  if (!path.empty() && max_tokens >= model.config().max_position_embeddings)
+  if (max_tokens >= model.config().max_position_embeddings)
     return absl::InvalidArgumentError(absl::StrCat("--calibration_max_tokens ", max_tokens,
                                                    " leaves no room for a prompt in the model's context of ",
                                                    model.config().max_position_embeddings, " tokens"));
-  auto loads = path.empty() ? ls::MeasureExpertLoads(model, *seqs)
-                            : ls::MeasureServedExpertLoads(model, *seqs, max_tokens, kv_cache_dtype);
+  auto loads = ls::MeasureServedExpertLoads(model, *seqs, max_tokens, kv_cache_dtype);
   if (!loads.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", loads.status().message()));
   experts->initial_loads = std::move(*loads);
   int64_t tokens = 0;
   for (const auto& s : *seqs) tokens += static_cast<int64_t>(s.size());
-  return PlanSourceFields(path, static_cast<int64_t>(seqs->size()), tokens);
+  return PlanSourceFields(path, static_cast<int64_t>(seqs->size()), tokens, max_tokens);
 }
 
 // --expert_placement auto in a rank group: the calibration set (--calibration_prompts, or text the
@@ -438,11 +437,11 @@ absl::StatusOr<std::string> PlanThroughEngineFromFlags(ls::Engine& engine, const
     auto seqs = ls::ReadCalibrationSet(path, tokenizer);
     if (!seqs.ok()) return absl::InvalidArgumentError(absl::StrCat("--calibration_prompts: ", seqs.status().message()));
     c.prompts = std::move(*seqs);
-    c.max_tokens = absl::GetFlag(FLAGS_calibration_max_tokens);
   }
+  c.max_tokens = absl::GetFlag(FLAGS_calibration_max_tokens);
   auto r = ls::PlanPlacementThroughEngine(engine, c);
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("--expert_placement auto: ", r.status().message()));
-  return absl::StrCat(PlanSourceFields(path, r->sequences, r->tokens),
+  return absl::StrCat(PlanSourceFields(path, r->sequences, r->tokens, path.empty() ? -1 : c.max_tokens),
                       ",\"expected_device_max_over_mean\":", r->expected_device_max_over_mean,
                       ",\"uniform_expected_device_max_over_mean\":", r->before_device_max_over_mean);
 }

@@ -171,7 +171,7 @@ TEST_F(PlacementBeforeTraffic, ServedLoadsCountWhatEachLayerComputes) {
 TEST_F(PlacementBeforeTraffic, TheModelsOwnSamplesGiveAPlan) {
   auto samples = SampleFromModel(*model_, 16, 128, 1);
   ASSERT_TRUE(samples.ok()) << samples.status();
-  auto loads = MeasureExpertLoads(*model_, *samples);
+  auto loads = MeasureServedExpertLoads(*model_, *samples, kServedTokens);  // served, as a single process plans
   ASSERT_TRUE(loads.ok()) << loads.status();
   MetricsSnapshot uniform_m, planned_m;
   const double uniform = Serve(heldout_, {}, &uniform_m);

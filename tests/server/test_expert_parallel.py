@@ -126,7 +126,7 @@ def test_auto_placement_is_planned_before_traffic(server, tmp_path):
         try:
             plan = _log_event(s, "expert_placement_plan")
             assert plan["source"] == source and plan["sequences"] == sequences and plan["tokens"] > sequences
-            assert plan.get("max_tokens") == (None if source == "model_samples" else 32), plan
+            assert plan["max_tokens"] == 32, plan
             assert 0 < plan["seconds"] < 60, plan
             assert 1 <= plan["expected_device_max_over_mean"] < plan["uniform_expected_device_max_over_mean"], plan
             assert texts(s) == want, "a planned placement serves the same tokens"
