@@ -225,6 +225,14 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     EXPECT_EQ(r->tokens, sampled ? 4 * 32 : tokens);
     EXPECT_GE(r->expected_device_max_over_mean, 1.0);
     EXPECT_LT(r->expected_device_max_over_mean, r->before_device_max_over_mean);
+    if (!sampled) {  // tokens to write must leave the context room for a prompt
+      EngineCalibration full = c;
+      full.max_tokens = (*engine)->max_model_len();
+      auto refused = PlanPlacementThroughEngine(**engine, full);
+      ASSERT_FALSE(refused.ok());
+      EXPECT_NE(refused.status().message().find("tokens to write after each calibration prompt"), std::string::npos)
+          << refused.status();
+    }
     const MetricsSnapshot m = (*engine)->Metrics();
     EXPECT_EQ(m.replans, 1u);
     EXPECT_NE((*engine)->PlacementJson(), uniform) << "the planned placement is in use";
