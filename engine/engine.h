@@ -117,6 +117,9 @@ class Engine {
   // Plans an expert placement from the load window now and switches to it as a re-plan does
   // (MetricsSnapshot::replans counts the switch); the window starts afresh after it. Any thread.
   void RequestExpertReplan();
+  // Forgets the expert load counted so far: the window starts afresh before the next step (what
+  // ran before the call is not counted; call between steps that should not mix). Any thread.
+  void ForgetExpertLoad() { balancer_->RequestClearWindow(); }
   size_t num_live_requests() const;
   bool draining() const { return draining_.load(); }
   // Whether the rank group broke (then draining() too); failure() says how.

@@ -20,7 +20,9 @@ struct EngineCalibration {
   // greedy tokens (cut to leave them room in the context), so that each layer counts the rows it
   // computes when serving (MeasureServedExpertLoads, engine/calibration.h); `max_tokens` 0: each
   // prompt alone, every token through every layer. Empty: the model samples `samples` sequences
-  // of `sample_tokens` tokens itself, as SampleFromModel does.
+  // of `sample_tokens` tokens itself, as SampleFromModel does, and they are served as the
+  // prompts, the load of their sampling forgotten (Engine::ForgetExpertLoad); with `max_tokens`
+  // 0 the load of their sampling plans.
   std::vector<std::vector<int32_t>> prompts;
   int32_t max_tokens = kCalibrationMaxTokens;
   int32_t samples = kCalibrationSamples, sample_tokens = kCalibrationSampleTokens;

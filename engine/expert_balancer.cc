@@ -290,6 +290,7 @@ std::chrono::milliseconds ExpertBalancer::IdleWait(std::chrono::milliseconds idl
 }
 
 void ExpertBalancer::BeforeStep() {
+  if (clear_requested_.exchange(false)) ClearWindow();
   if (replan_requested_.load() && !planning_.load() && model_->placed_experts()) {
     replan_requested_ = false;
     clear_window_on_switch_ = true;

@@ -75,6 +75,9 @@ class ExpertBalancer {
   // starts it at its next pass, busy or idle, and switches to it as to any re-plan, after which the
   // window starts afresh (what it held was the load the plan was made for). Any thread.
   void RequestReplan() { replan_requested_ = true; }
+  // Asks the loop to forget the window and the counters at its next BeforeStep (Engine::
+  // ForgetExpertLoad). Any thread.
+  void RequestClearWindow() { clear_requested_ = true; }
   // How long the loop may wait, with nothing to run, before its next BeforeStep (`idle`: what it
   // waits otherwise): under a step budget, no wait while a placement is being copied (its chunks
   // go on back to back) and a few milliseconds while one is being planned; without a budget, a
@@ -123,6 +126,7 @@ class ExpertBalancer {
   std::thread planner_;
   std::atomic<bool> planning_{false};
   std::atomic<bool> replan_requested_{false};
+  std::atomic<bool> clear_requested_{false};
   bool clear_window_on_switch_ = false;  // the plan in flight was asked for (RequestReplan)
   Mutex pending_mu_;  // the planner thread hands its result to the loop
   std::shared_ptr<const PlacedExperts> pending_ ABSL_GUARDED_BY(pending_mu_);  // planned and built, not yet handed out

@@ -123,10 +123,9 @@ ABSL_FLAG(std::string, calibration_prompts, "",
           "whose expert load plans the initial placement");
 ABSL_FLAG(int32_t, calibration_max_tokens, ls::kCalibrationMaxTokens,
           "with --expert_placement auto: tokens the model writes after each calibration prompt (greedy; the "
-          "prompts: --calibration_prompts, or the model's own samples, which a rank group counts as written "
-          "instead), the set served as traffic is, so that every layer's plan comes from the rows it computes (the "
-          "last layer's only from a prompt's last token and the written ones); 0: the prompts alone, every token "
-          "through every layer");
+          "prompts: --calibration_prompts, or the model's own samples), the set served as traffic is, so that "
+          "every layer's plan comes from the rows it computes (the last layer's only from a prompt's last token and "
+          "the written ones); 0: the prompts alone, every token through every layer");
 ABSL_FLAG(int32_t, replan_interval, 0, "re-plan the expert placement every this many steps (0: never)");
 ABSL_FLAG(double, replan_itl_budget_ms, 0,
           "with --replan_interval: copy a re-plan's new placement between steps, at most this many ms before any "
@@ -440,13 +439,13 @@ absl::StatusOr<std::string> PlanThroughEngineFromFlags(ls::Engine& engine, const
     c.prompts = std::move(*seqs);
   }
   c.max_tokens = absl::GetFlag(FLAGS_calibration_max_tokens);
-  if (!path.empty() && c.max_tokens >= engine.max_model_len())
+  if (c.max_tokens >= engine.max_model_len())
     return absl::InvalidArgumentError(absl::StrCat("--calibration_max_tokens ", c.max_tokens,
                                                    " leaves no room for a prompt in the context of ",
                                                    engine.max_model_len(), " tokens"));
   auto r = ls::PlanPlacementThroughEngine(engine, c);
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("--expert_placement auto: ", r.status().message()));
-  return absl::StrCat(PlanSourceFields(path, r->sequences, r->tokens, path.empty() ? -1 : c.max_tokens),
+  return absl::StrCat(PlanSourceFields(path, r->sequences, r->tokens, c.max_tokens),
                       ",\"expected_device_max_over_mean\":", r->expected_device_max_over_mean,
                       ",\"uniform_expected_device_max_over_mean\":", r->before_device_max_over_mean);
 }

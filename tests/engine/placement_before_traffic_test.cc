@@ -203,7 +203,8 @@ TEST_F(PlacementBeforeTraffic, SamplesAreSeededInTheVocabularyAndOfTheAskedLengt
 // from the load the set left, switches (one re-plan), and its window starts afresh; the plan
 // expects to beat the uniform placement it replaced on that load; sampled sets work the same way.
 TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
-  for (const auto& [sampled, max_tokens] : {std::pair{false, 0}, std::pair{false, kServedTokens}, std::pair{true, 0}}) {
+  for (const auto& [sampled, max_tokens] :
+       {std::pair{false, 0}, std::pair{false, kServedTokens}, std::pair{true, 0}, std::pair{true, kServedTokens}}) {
     EngineConfig cfg;
     cfg.experts.num_devices = kDevices;
     cfg.experts.expert_slots = kSlots;
@@ -246,12 +247,15 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     for (int32_t l = 0; l < mc.num_hidden_layers; ++l)
       routed.push_back(
           std::accumulate(m.expert_tokens.begin() + l * N, m.expert_tokens.begin() + (l + 1) * N, int64_t{0}));
-    const std::string what = sampled ? "sampled" : absl::StrCat("prompts, ", max_tokens, " tokens written");
+    // Sampled and continued: only the continuation counts (4 samples of 32 tokens as prompts), not
+    // the rows that wrote the samples.
+    const std::string what = absl::StrCat(sampled ? "samples" : "prompts", ", ", max_tokens, " tokens written");
     if (max_tokens == 0) {
       EXPECT_EQ(routed, std::vector<int64_t>(routed.size(), routed[0])) << what;
       if (!sampled) EXPECT_EQ(routed[0], (tokens - 4) * K);
     } else {
-      std::vector<int64_t> expected(routed.size(), (tokens - 4) * K);
+      const int64_t prompt_rows = sampled ? 4 * 32 : tokens - 4 * max_tokens;
+      std::vector<int64_t> expected(routed.size(), (prompt_rows + 4 * (max_tokens - 1)) * K);
       expected.back() = 4 * max_tokens * K;
       EXPECT_EQ(routed, expected) << what;
     }
