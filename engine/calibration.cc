@@ -2,6 +2,7 @@
 #include "engine/calibration.h"
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -66,32 +67,38 @@ std::map<int32_t, std::vector<double>> Loads(Model& model, const std::vector<std
   return TakeCounts(model);
 }
 
-// Serves `prompts` together, as a batch: one step over every prompt, then one step a token, each
-// sequence continued greedily until it has written max_tokens tokens (the written tokens but the
-// last are fed back; the caller leaves them room in the context).
-absl::Status ContinueGreedily(Model& model, const std::vector<std::vector<int32_t>>& prompts, int32_t max_tokens,
-                              DType kv_dtype) {
+// A sequence's next token from its logits row (vocab_size values, which it may overwrite) and the
+// sequence so far; negative: none can be chosen.
+using NextToken = std::function<int32_t(float* logits, const std::vector<int32_t>& sequence)>;
+
+// Continues `seqs` together, as a batch: one step over every prompt, then one step a token, each
+// sequence until it has written `max_tokens` tokens chosen by `next` (the written tokens but the
+// last are fed back; the caller leaves them room in the context). Returns the sequences with
+// their written tokens.
+absl::StatusOr<std::vector<std::vector<int32_t>>> Continue(Model& model, std::vector<std::vector<int32_t>> seqs,
+                                                           int32_t max_tokens, DType kv_dtype, const NextToken& next) {
+  if (max_tokens == 0) return seqs;
   constexpr int32_t kBlock = 16;
   const ModelConfig& c = model.config();
-  const int32_t n = static_cast<int32_t>(prompts.size());
+  const int32_t n = static_cast<int32_t>(seqs.size());
   std::vector<int32_t> left(n, max_tokens);  // tokens still to write
   std::vector<std::vector<int32_t>> tables(n);
   int32_t blocks = 0;
   StepBatch batch;
   for (int32_t i = 0; i < n; ++i) {
-    const int64_t len = static_cast<int64_t>(prompts[i].size());
+    const int64_t len = static_cast<int64_t>(seqs[i].size());
     const int64_t positions = len + max_tokens - 1;
     for (int64_t b = 0; b < (positions + kBlock - 1) / kBlock; ++b) tables[i].push_back(blocks++);
     StepSequence s;
     s.num_tokens = static_cast<int32_t>(len);
     s.state_slot = i;
     s.block_table = tables[i];
-    batch.tokens.insert(batch.tokens.end(), prompts[i].begin(), prompts[i].end());
+    batch.tokens.insert(batch.tokens.end(), seqs[i].begin(), seqs[i].end());
     batch.seqs.push_back(std::move(s));
   }
   KvCache cache(model.backend(), model.kv_layout(), std::max(blocks, 1), kBlock, kv_dtype, n);
-  std::vector<int32_t> index(n), next_pos(n);  // batch row -> sequence; each sequence's next position
-  for (int32_t i = 0; i < n; ++i) index[i] = i, next_pos[i] = static_cast<int32_t>(prompts[i].size());
+  std::vector<int32_t> index(n);  // batch row -> sequence
+  for (int32_t i = 0; i < n; ++i) index[i] = i;
   std::vector<float> logits;
   while (!batch.seqs.empty()) {
     if (absl::Status st = model.Forward(batch, cache, &logits); !st.ok()) return st;
@@ -99,21 +106,25 @@ absl::Status ContinueGreedily(Model& model, const std::vector<std::vector<int32_
     std::vector<int32_t> rows;
     for (size_t r = 0; r < batch.seqs.size(); ++r) {
       const int32_t i = index[r];
+      const int32_t token = next(logits.data() + static_cast<int64_t>(r) * c.vocab_size, seqs[i]);
+      if (token < 0)
+        return absl::InternalError(
+            absl::StrCat("the model's logits are not finite for any token at position ", seqs[i].size()));
+      seqs[i].push_back(token);
       if (--left[i] == 0) continue;
-      const float* row = logits.data() + static_cast<int64_t>(r) * c.vocab_size;
       StepSequence s;
       s.num_tokens = 1;
-      s.start_pos = next_pos[i]++;
+      s.start_pos = static_cast<int32_t>(seqs[i].size()) - 1;
       s.state_slot = i;
       s.block_table = tables[i];
-      step.tokens.push_back(static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row));
+      step.tokens.push_back(token);
       step.seqs.push_back(std::move(s));
       rows.push_back(i);
     }
     batch = std::move(step);
     index = std::move(rows);
   }
-  return absl::OkStatus();
+  return seqs;
 }
 
 std::map<int32_t, double> Balance(Model& model, const std::vector<std::vector<int32_t>>& sequences) {
@@ -176,9 +187,13 @@ absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureServedExpertLoads(
       if (!group.empty() && tokens > kServedCalibrationTokens) break;
       group.push_back(*next);
     }
-    if (absl::Status st = ContinueGreedily(model, group, max_tokens, *kv_dtype); !st.ok()) {
+    const int32_t vocab = static_cast<int32_t>(model.config().vocab_size);
+    auto served = Continue(model, std::move(group), max_tokens, *kv_dtype, [vocab](float* row, const auto&) {
+      return static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+    });
+    if (!served.ok()) {
       model.ResetExpertTokenCounts();
-      return st;
+      return served.status();
     }
   }
   return TakeCounts(model);
@@ -197,39 +212,19 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> SampleFromModel(Model& model, 
   length = static_cast<int32_t>(std::min<int64_t>(length, c.max_position_embeddings));
   if (count < 1 || length < 1)
     return absl::InvalidArgumentError(absl::StrCat("cannot sample ", count, " sequences of ", length, " tokens"));
-  constexpr int32_t kBlock = 16;
-  const int32_t per_seq = (length + kBlock - 1) / kBlock;
-  KvCache cache(model.backend(), model.kv_layout(), per_seq * count, kBlock, DType::kF32, /*num_state_slots=*/count);
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int32_t>> seqs(count);
   for (auto& s : seqs) s.push_back(SampleFirstToken(rng, c.vocab_size));
   const SamplingParams params = CalibrationSampling();
-  std::vector<float> logits;
-  for (int32_t pos = 0; pos + 1 < length; ++pos) {
-    StepBatch batch;
-    for (int32_t i = 0; i < count; ++i) {
-      StepSequence ss;
-      ss.num_tokens = 1;
-      ss.start_pos = pos;
-      ss.state_slot = i;
-      for (int32_t b = 0; b < per_seq; ++b) ss.block_table.push_back(i * per_seq + b);
-      batch.tokens.push_back(seqs[i].back());
-      batch.seqs.push_back(std::move(ss));
-    }
-    if (absl::Status st = model.Forward(batch, cache, &logits); !st.ok()) return st;
-    for (int32_t i = 0; i < count; ++i) {
-      const int32_t next = Sampler::Sample(logits.data() + static_cast<int64_t>(i) * c.vocab_size,
-                                           static_cast<int32_t>(c.vocab_size), params, seqs[i], 1, &rng)
-                               .token_id;
-      if (next < 0)
-        return absl::InternalError(
-            absl::StrCat("sampling calibration text: the model's logits are not finite for "
-                         "any token at position ",
-                         pos + 1));
-      seqs[i].push_back(next);
-    }
-  }
-  return seqs;
+  const int32_t vocab = static_cast<int32_t>(c.vocab_size);
+  auto sampled =
+      Continue(model, std::move(seqs), length - 1, DType::kF32, [&](float* row, const std::vector<int32_t>& seq) {
+        return Sampler::Sample(row, vocab, params, seq, 1, &rng).token_id;
+      });
+  if (!sampled.ok())
+    return absl::Status(sampled.status().code(),
+                        absl::StrCat("sampling calibration text: ", sampled.status().message()));
+  return sampled;
 }
 
 absl::StatusOr<std::vector<std::vector<int32_t>>> ReadCalibrationSet(const std::string& path,
