@@ -9,7 +9,10 @@
 // Decode tokens per second (after the first token), the ratio, and the draft tokens proposed and
 // accepted, the target model's time per step (a verifying step computes k + 1 positions) and the
 // proposer's time per step. Prints JSON; medians over rounds.
-// Usage: speculative_bench [MODEL_DIR|random-mtp] [rounds] [k] [max_tokens] [DRAFT_DIR|mtp]
+// STREAMS (default 1) requests run side by side, each with prompt ids of its own where the model has
+// no tokenizer (the same Genesis prompt otherwise, the prefix cache off): a plain step then decodes
+// STREAMS rows, a verifying one STREAMS · (k + 1).
+// Usage: speculative_bench [MODEL_DIR|random-mtp] [rounds] [k] [max_tokens] [DRAFT_DIR|mtp] [STREAMS]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,13 +52,14 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ls::bench::PositionalArgs args(argc, argv,
-                                 "speculative_bench [MODEL_DIR|random-mtp [ROUNDS [K [MAX_TOKENS [DRAFT_DIR]]]]]");
+  ls::bench::PositionalArgs args(
+      argc, argv, "speculative_bench [MODEL_DIR|random-mtp [ROUNDS [K [MAX_TOKENS [DRAFT_DIR [STREAMS]]]]]]");
   std::string dir = args.Str("MODEL_DIR", "models/tiny");
   const int rounds = args.Int("ROUNDS", 5, 1, 1000);
   const int k = args.Int("K", 4, 1, 64);
   const int max_tokens = args.Int("MAX_TOKENS", 64, 1, 1 << 20);
   std::string draft_dir = args.Str("DRAFT_DIR", "");
+  const int streams = args.Int("STREAMS", 1, 1, 256);
   args.End();
   ls::CpuBackend backend(0);
   if (dir == "random-mtp") {
@@ -87,7 +91,8 @@ int main(int argc, char** argv) {
   }
   // The Genesis prompt where the model has a tokenizer, else 64 fixed pseudo-random ids.
   std::unique_ptr<ls::tok::Tokenizer> tokenizer;
-  std::vector<int32_t> prompt;
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(streams));
+  std::vector<int32_t>& prompt = prompts[0];
   if (std::filesystem::exists(dir + "/tokenizer.json") || std::filesystem::exists(dir + "/tiktoken.model")) {
     auto t = ls::tok::LoadTokenizer(dir);
     auto ids = t.ok() ? (*t)->Encode(kGenesis) : absl::StatusOr<std::vector<int32_t>>(t.status());
@@ -96,10 +101,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     tokenizer = std::move(*t);
-    prompt = std::move(*ids);
+    for (auto& p : prompts) p = *ids;
   } else {
     std::mt19937 rng(7);
-    for (int i = 0; i < 64; ++i) prompt.push_back(static_cast<int32_t>(rng() % (*model)->config().vocab_size));
+    for (auto& p : prompts)
+      for (int i = 0; i < 64; ++i) p.push_back(static_cast<int32_t>(rng() % (*model)->config().vocab_size));
   }
   std::vector<double> rate[2], step_ms[2], propose_ms;
   uint64_t drafted = 0, accepted = 0, steps = 0;
@@ -114,25 +120,29 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
         return 1;
       }
-      ls::Request r;
-      r.id = "g";
-      r.prompt_ids = prompt;
-      r.params.max_tokens = max_tokens;
-      r.params.temperature = 0;
-      r.params.ignore_eos = true;
+      // One queue for every stream; the clock starts at the first token of any.
       ls::OutputQueue q;
-      if (absl::Status st = (*engine)->Submit(r, q.Callback()); !st.ok()) {
-        std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
-        return 1;
+      for (int s = 0; s < streams; ++s) {
+        ls::Request r;
+        r.id = "g" + std::to_string(s);
+        r.prompt_ids = prompts[static_cast<size_t>(s)];
+        r.params.max_tokens = max_tokens;
+        r.params.temperature = 0;
+        r.params.ignore_eos = true;
+        if (absl::Status st = (*engine)->Submit(r, q.Callback()); !st.ok()) {
+          std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+          return 1;
+        }
       }
       ls::RequestOutput o = q.Next();
       const auto t0 = Clock::now();
-      int tokens = static_cast<int>(o.token_ids.size());
-      while (o.finish_reason == ls::FinishReason::kNone) {
+      int tokens = static_cast<int>(o.token_ids.size()), finished = 0;
+      for (;;) {
+        if (o.finish_reason != ls::FinishReason::kNone && ++finished == streams) break;
         o = q.Next();
         tokens += static_cast<int>(o.token_ids.size());
       }
-      rate[on].push_back((tokens - 1) / std::chrono::duration<double>(Clock::now() - t0).count());
+      rate[on].push_back((tokens - streams) / std::chrono::duration<double>(Clock::now() - t0).count());
       const ls::MetricsSnapshot m = (*engine)->Metrics();
       step_ms[on].push_back(1e3 * m.model_seconds / static_cast<double>(std::max<uint64_t>(m.steps, 1)));
       if (on) {
@@ -145,11 +155,11 @@ int main(int argc, char** argv) {
     }
   std::printf(
       "{\"benchmark\": \"speculative\", \"method\": \"%s\", \"model\": \"%s\", \"draft_model\": \"%s\", \"rounds\": "
-      "%d, \"k\": %d, \"prompt_tokens\": %zu, "
+      "%d, \"k\": %d, \"streams\": %d, \"prompt_tokens\": %zu, "
       "\"max_tokens\": %d, \"decode_tok_s_off\": %.1f, \"decode_tok_s_on\": %.1f, \"speedup\": %.2f, "
       "\"draft_tokens\": %llu, \"accepted_tokens\": %llu, \"acceptance\": %.3f, \"accepted_per_verify_step\": %.2f, "
       "\"model_ms_per_step_off\": %.3f, \"model_ms_per_step_on\": %.3f, \"propose_ms_per_step\": %.3f}\n",
-      cfg_method.c_str(), dir.c_str(), draft_dir.c_str(), rounds, k, prompt.size(), max_tokens,
+      cfg_method.c_str(), dir.c_str(), draft_dir.c_str(), rounds, k, streams, prompt.size(), max_tokens,
       Median(rate[0]), Median(rate[1]), Median(rate[1]) / Median(rate[0]), static_cast<unsigned long long>(drafted),
       static_cast<unsigned long long>(accepted), drafted ? static_cast<double>(accepted) / drafted : 0.0,
       steps ? static_cast<double>(accepted) / steps : 0.0, Median(step_ms[0]), Median(step_ms[1]), Median(propose_ms));

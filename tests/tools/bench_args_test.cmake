@@ -11,6 +11,7 @@ expect_refused(${BINDIR}/attention_bench "HEAD_DIM must be a whole number" 2 8 8
 expect_refused(${BINDIR}/attention_kinds_bench "ROUNDS must be a whole number in \\[1, 1000\\], got '0'" 2 512 0)
 expect_refused(${BINDIR}/prefix_cache_bench "SYSTEM_TOKENS must be a whole number" 2 3 lots)
 expect_refused(${BINDIR}/speculative_bench "K must be a whole number in \\[1, 64\\], got '-1'" models/tiny 5 -1)
+expect_refused(${BINDIR}/speculative_bench "STREAMS must be a whole number in \\[1, 256\\], got '0'" models/tiny 5 4 64 mtp 0)
 set(benches gemm_bench attention_bench attention_kinds_bench prefix_cache_bench speculative_bench serving_bench
     placement_bench structured_output_bench chat_template_bench)
 if(WITH_MPI)  # built with MPI only
