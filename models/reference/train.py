@@ -224,6 +224,20 @@ def aux_balance_loss(routing, n, k):
     return n * (f * p).sum()
 
 
+def sequence_balance_loss(routing, batch, n, k):
+    """DeepSeek-V3's complementary sequence-wise balance loss: the batch loss above taken within
+    each sequence (f_e and P_e over that sequence's tokens) and averaged over the sequences. 1.0
+    when every sequence spreads its tokens evenly; it pushes the router, not the biases, to balance
+    any stretch of text, which the biases' batch-level balance cannot (a text that wants other
+    experts than the training batches' mix)."""
+    t = routing.scores.shape[0] // batch
+    sel = routing.selected.reshape(batch, t * k)
+    f = torch.zeros(batch, n).scatter_add_(1, sel, torch.ones_like(sel, dtype=torch.float)) / (t * k)
+    s = routing.scores.reshape(batch, t, n)
+    p = (s / s.sum(dim=-1, keepdim=True)).mean(dim=1)
+    return n * (f * p).sum(dim=1).mean()
+
+
 def max_over_mean(selected, n):
     load = torch.bincount(selected.reshape(-1), minlength=n).float()
     return float(load.max() / load.mean())
@@ -297,6 +311,9 @@ def cmd_train(a):
         if a.balance == "aux":
             aux = sum(aux_balance_loss(routings[l], n, k) for l in moe_layers)
             loss = loss + a.aux_coef * aux
+        elif a.seq_aux_coef > 0:
+            aux = sum(sequence_balance_loss(routings[l], batch.shape[0], n, k) for l in moe_layers)
+            loss = loss + a.seq_aux_coef * aux
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
@@ -339,6 +356,7 @@ def cmd_train(a):
                "final_train_loss": last[0]["loss_avg"] if last else None,
                "wall_s": round(wall, 1), "tokens_seen": step * a.batch * ctx, "batch": a.batch,
                "context": ctx, "lr": a.lr, "seed": a.seed, "eta": a.eta, "aux_coef": a.aux_coef,
+               "seq_aux_coef": a.seq_aux_coef,
                "num_bins": a.num_bins, "range": list(a.range), "epochs": epoch + pos / train.shape[0],
                "heldout_loss": held_loss, "heldout_max_over_mean": {str(l): v for l, v in held_load.items()},
                "config": TINY_CONFIG}
@@ -443,6 +461,8 @@ def main():
     r.add_argument("--num-bins", type=int, default=qb.DEFAULT_NUM_BINS)
     r.add_argument("--range", type=float, nargs=2, default=qb.DEFAULT_RANGE)
     r.add_argument("--aux-coef", type=float, default=0.01)
+    r.add_argument("--seq-aux-coef", type=float, default=0.0,
+                   help="weight of the sequence-wise balance loss beside qb or none (0: off)")
     r.add_argument("--log-every", type=int, default=10)
     r.add_argument("--eval-every", type=int, default=0)
     pl = sub.add_parser("plot")
