@@ -57,6 +57,20 @@ Bf16Rows RoundRowsToBf16(const float* x, int64_t ldx, int64_t M, int64_t K, std:
   return r;
 }
 
+void AddSwappedRows(Bf16Rows* x, std::vector<float>* storage) {
+  if (!ActiveKernels().Bf16DotReadsSwappedRows(x->rows)) return;
+  storage->resize(static_cast<size_t>(x->rows * x->kp));
+  SwapPairsToF32(x->v, x->rows * x->kp, storage->data());
+  x->swapped = storage->data();
+}
+
+void SwapPairsToF32(const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; i += 2) {
+    dst[i] = Bf16ToF32(src[i + 1]);
+    dst[i + 1] = Bf16ToF32(src[i]);
+  }
+}
+
 void Bf16DotGemmRange(const Bf16Rows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                       bool accumulate) {
   ActiveKernels().Bf16DotRange(x, w, n_begin, n_end, y, ldy, accumulate);

@@ -29,13 +29,23 @@ size_t Bf16DotPackedBytes(const Tensor& w);
 Tensor PackBf16DotWeight(const Tensor& w, void* dst);
 
 // Activation rows rounded to BF16: [rows, kp] (kp = K rounded up to even, the padding zero).
+// Where the active kernels multiply widened weights (AVX2, from kWidenRows rows), they read the
+// rows as float32 with the two values of every pair swapped ([rows, kp], `swapped`); AddSwappedRows
+// makes them once for all of a GEMM's column ranges (without them each range makes its own).
 struct Bf16Rows {
   int64_t rows = 0, kp = 0;
   const uint16_t* v = nullptr;
-  Bf16Rows Slice(int64_t r0, int64_t n) const { return Bf16Rows{n, kp, v + r0 * kp}; }
+  const float* swapped = nullptr;
+  Bf16Rows Slice(int64_t r0, int64_t n) const {
+    return Bf16Rows{n, kp, v + r0 * kp, swapped ? swapped + r0 * kp : nullptr};
+  }
 };
 // Rows rounded to nearest even, subnormal results flushed to zeros of their sign.
 Bf16Rows RoundRowsToBf16(const float* x, int64_t ldx, int64_t M, int64_t K, std::vector<uint16_t>* storage);
+// Sets x->swapped (kept in storage) where the active kernels read it for x's rows.
+void AddSwappedRows(Bf16Rows* x, std::vector<float>* storage);
+// dst[2q] = src[2q + 1], dst[2q + 1] = src[2q] as float32, for n (even) BF16 values.
+void SwapPairsToF32(const uint16_t* src, int64_t n, float* dst);
 
 // The GemmRange contract (kernels/cpu/gemm.h) for a weight packed by PackBf16DotWeight, over rows
 // already rounded (x: rows [0, M) of y).

@@ -37,6 +37,7 @@ GemmRows PrepareRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, Ge
   } else if (w.layout == Layout::kPanelsBf16Dot) {
     r.layout = w.layout;
     r.bf16 = RoundRowsToBf16(x, ldx, M, w.cols, &storage->bf16);
+    AddSwappedRows(&r.bf16, &storage->bf16_swapped);
   }
   return r;
 }

@@ -46,6 +46,7 @@ struct GemmRows {
 struct GemmRowsStorage {
   Int8RowsStorage i8;
   std::vector<uint16_t> bf16;
+  std::vector<float> bf16_swapped;
 };
 // x [M, w.cols] prepared for w's GEMM (and for any weight of the same layout and k grouping).
 GemmRows PrepareRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, GemmRowsStorage* storage);

@@ -247,6 +247,28 @@ void RunBf16DotRange(const KernelTable& k, Bytes* out) {
     }
 }
 
+// Bf16DotRange over rows that carry their swapped float32 form where the target reads it
+// (Bf16DotReadsSwappedRows): the same bits as the portable kernel, which never reads it.
+void RunBf16DotReadsSwappedRows(const KernelTable& k, Bytes* out) {
+  std::mt19937 rng(17);
+  for (int64_t K : {2, 64, 130, 300})
+    for (int64_t M : kRows) {
+      Weight w = FloatWeight(DType::kBF16, 70, K, rng);
+      std::vector<unsigned char> buf(Bf16DotPackedBytes(w.t));
+      const Tensor p = PackBf16DotWeight(w.t, buf.data());
+      std::vector<float> x = Values(M * K, rng);
+      std::vector<uint16_t> st;
+      Bf16Rows rows = RoundRowsToBf16(x.data(), K, M, K, &st);
+      std::vector<float> swapped(static_cast<size_t>(M * rows.kp));
+      if (k.Bf16DotReadsSwappedRows(M)) {
+        SwapPairsToF32(rows.v, M * rows.kp, swapped.data());
+        rows.swapped = swapped.data();
+      }
+      // Columns [32, 70): a range that starts at the second panel.
+      GemmOutputs([&](float* y, int64_t ld, bool a) { k.Bf16DotRange(rows, p, 32, 70, y, ld, a); }, M, 38, out);
+    }
+}
+
 constexpr int64_t kWidths[] = {1, 5, 16, 17, 64, 100, 1031};
 
 void RunSigmoidRow(const KernelTable& k, Bytes* out) {

@@ -27,8 +27,9 @@
 //     caller subtracts 128·Σw), DotU4(acc, c, q) (acc_i += Σ_j c[4i+j]·q_j, c in 0..15, in the
 //     target's own sum form for at most kU4PairQuads calls from zero; WidenU4(acc) gives the int32
 //     sums: AVX2 and AVX-512 without VNNI keep 16-bit pair sums and widen them once),
-//   Bf16Dot(acc, w, xpair) (lane i: (acc + x₁·w[2i+1]) + x₀·w[2i], the AVX512-BF16 rule, inside a
-//     Bf16DotMode scope), Prefetch.
+//   LoadBf16X(xp) (a row's BF16 pair x₀ = xp[0], x₁ = xp[1] in the target's form), Bf16Dot(acc, w,
+//     x) (lane i: (acc + x₁·w[2i+1]) + x₀·w[2i], the AVX512-BF16 rule, inside a Bf16DotMode
+//     scope), Prefetch.
 // kTileRegs is the number of V16 values the target's registers hold, which sizes the GEMM tiles.
 #pragma once
 
