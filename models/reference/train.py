@@ -272,7 +272,8 @@ def lr_at(step, total, peak, warmup, floor=0.1):
 def cmd_train(a):
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
-    cfg = Config.from_dict(TINY_CONFIG)
+    config = {**TINY_CONFIG, **json.loads(a.config)}
+    cfg = Config.from_dict(config)
     model = TrainableStableLatentMoe(cfg)
     model.init_weights(a.seed)
     model.train()
@@ -359,10 +360,10 @@ def cmd_train(a):
                "seq_aux_coef": a.seq_aux_coef,
                "num_bins": a.num_bins, "range": list(a.range), "epochs": epoch + pos / train.shape[0],
                "heldout_loss": held_loss, "heldout_max_over_mean": {str(l): v for l, v in held_load.items()},
-               "config": TINY_CONFIG}
+               "config": config}
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
-    torch.save({"config": TINY_CONFIG, "state_dict": model.state_dict(), "summary": summary},
+    torch.save({"config": config, "state_dict": model.state_dict(), "summary": summary},
                os.path.join(run_dir, "model.pt"))
     print(json.dumps(summary), flush=True)
 
@@ -461,6 +462,8 @@ def main():
     r.add_argument("--num-bins", type=int, default=qb.DEFAULT_NUM_BINS)
     r.add_argument("--range", type=float, nargs=2, default=qb.DEFAULT_RANGE)
     r.add_argument("--aux-coef", type=float, default=0.01)
+    r.add_argument("--config", default="{}",
+                   help="JSON object of config.json fields that replace the tiny model's (experiments)")
     r.add_argument("--seq-aux-coef", type=float, default=0.0,
                    help="weight of the sequence-wise balance loss beside qb or none (0: off)")
     r.add_argument("--log-every", type=int, default=10)
