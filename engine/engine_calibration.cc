@@ -25,10 +25,7 @@ class Finished : public std::enable_shared_from_this<Finished> {
     {
       MutexLock lock(&mu_);
       written_[index].insert(written_[index].end(), out.token_ids.begin(), out.token_ids.end());
-    }
-    if (!out.finished()) return;
-    {
-      MutexLock lock(&mu_);
+      if (!out.finished()) return;
       tokens_ += out.prompt_tokens + out.completion_tokens;
       if (out.finish_reason == FinishReason::kError || out.finish_reason == FinishReason::kCancelled)
         if (error_.empty())
@@ -164,13 +161,11 @@ absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engin
     if (c.max_tokens == 0) r.params.prompt_logprobs = 0;
     requests.push_back(std::move(r));
   }
-  if (c.prompts.empty()) {
-    int64_t served = 0;  // the samples' tokens were counted as they were written
-    if (auto st = RunAll(engine, std::move(requests), c.timeout, &served); !st.ok()) return st.status();
-  } else {
-    result.sequences = static_cast<int64_t>(requests.size());
-    if (auto st = RunAll(engine, std::move(requests), c.timeout, &result.tokens); !st.ok()) return st.status();
-  }
+  // The samples' sequences and tokens were counted as they were written.
+  int64_t served = 0;
+  if (!c.prompts.empty()) result.sequences = static_cast<int64_t>(requests.size());
+  if (auto st = RunAll(engine, std::move(requests), c.timeout, c.prompts.empty() ? &served : &result.tokens); !st.ok())
+    return st.status();
   return Replan(engine, c.timeout, result);
 }
 
