@@ -116,7 +116,7 @@ void Bf16DotRange(const Bf16Rows& x, const Tensor& t, int64_t n_begin, int64_t n
                   bool accumulate) {
   const int64_t pairs = t.stored_cols() / 2;
 #if defined(LS_SIMD_BASE_AVX2)
-  if (x.rows >= kWidenRows)
+  if (Bf16DotReadsSwappedRows(x.rows))
     return WidenedBf16DotRange(x, static_cast<const uint16_t*>(t.data), 2 * pairs, n_begin, n_end, y, ldy, accumulate);
 #endif
   const Kernel k{x, static_cast<const uint16_t*>(t.data), pairs, accumulate};
