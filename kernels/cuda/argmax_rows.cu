@@ -75,7 +75,7 @@ __global__ void ArgmaxRowsKernel(const float* __restrict__ x, int64_t cols, int3
 
 }  // namespace
 
-void ArgmaxRows(const float* x, int64_t rows, int64_t cols, int32_t* ids, float* logprob, cudaStream_t stream) {
+static void ArgmaxRows(const float* x, int64_t rows, int64_t cols, int32_t* ids, float* logprob, cudaStream_t stream) {
   for (int64_t first = 0; first < rows; first += 65535) {
     const int64_t count = std::min<int64_t>(65535, rows - first);
     ArgmaxRowsKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(x + first * cols, cols, ids + first,

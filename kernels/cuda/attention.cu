@@ -434,9 +434,14 @@ void PagedAttentionOf(const AttentionParams& p, const AttentionToken* tokens, in
 
 }  // namespace
 
-void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
-                    const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
-                    cudaStream_t stream) {
+// Writes the new K/V into the paged cache, then causal GQA attention for every new token (tokens
+// and block_tables from FlattenAttentionSeqs, uploaded; max_context what it returned). With
+// `split_scratch`, a step of few tokens over long contexts divides each context among several
+// blocks (split-K over positions, as in flash-decoding) and merges their partial softmaxes in a
+// second kernel, so that the whole device works on it.
+static void PagedAttention(const AttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                           const int32_t* block_tables, int32_t max_context, DeviceScratch* split_scratch,
+                           cudaStream_t stream) {
   if (num_tokens == 0) return;
   LS_CUDA_REQUIRE(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
                   "PagedAttention: num_heads must be a multiple of num_kv_heads");

@@ -91,27 +91,28 @@ __global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, __nv_bfloat
 
 }  // namespace
 
-void Add(float* x, const float* y, int64_t n, cudaStream_t stream) {
+static void Add(float* x, const float* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   AddKernel<<<GridFor(n), kThreads, 0, stream>>>(x, y, n);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void AddBias(float* y, int64_t rows, const Tensor& bias, cudaStream_t stream) {
+static void AddBias(float* y, int64_t rows, const Tensor& bias, cudaStream_t stream) {
   const int64_t n = rows * bias.cols;
   if (n == 0) return;
   AddBiasKernel<<<GridFor(n), kThreads, 0, stream>>>(y, n, bias.cols, bias.data, bias.dtype);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width, cudaStream_t stream) {
+static void MulSigmoid(float* x, int64_t rows, int64_t width, const float* gate, int64_t gate_width,
+                       cudaStream_t stream) {
   const int64_t n = rows * width;
   if (n == 0) return;
   MulSigmoidKernel<<<GridFor(n), kThreads, 0, stream>>>(x, n, width, gate, gate_width);
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void AttnResMix(const AttnResParams& p, cudaStream_t stream) {
+static void AttnResMix(const AttnResParams& p, cudaStream_t stream) {
   if (p.num_tokens == 0) return;
   AttnResKernel<<<static_cast<unsigned>(p.num_tokens), kThreads, (p.num_blocks + 1) * sizeof(float), stream>>>(p);
   LS_CUDA_CHECK_LAUNCH();

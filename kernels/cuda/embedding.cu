@@ -25,7 +25,7 @@ __global__ void EmbeddingKernel(const int32_t* __restrict__ ids, const W* __rest
 
 }  // namespace
 
-void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out, cudaStream_t stream) {
+static void Embedding(const int32_t* ids, int64_t num_tokens, const Tensor& table, float* out, cudaStream_t stream) {
   if (num_tokens == 0) return;
   const dim3 grid(static_cast<unsigned>(num_tokens));
   switch (table.dtype) {

@@ -95,7 +95,7 @@ __global__ void ExpandedLatentAttentionKernel(ExpandedLatentAttentionParams p) {
 
 }  // namespace
 
-void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p, cudaStream_t stream) {
+static void ExpandedLatentAttention(const ExpandedLatentAttentionParams& p, cudaStream_t stream) {
   if (p.seq.num_tokens <= 0 || p.num_heads <= 0) return;
   LS_CUDA_REQUIRE(p.v_dim <= kMaxDims * kThreads, "ExpandedLatentAttention: v_dim above 1024");
   const size_t smem = (static_cast<size_t>(p.nope_dim + p.rope_dim) + kChunk + 3) * sizeof(float);

@@ -32,8 +32,8 @@ __global__ void ScatterHeadRowsKernel(const float* __restrict__ in, int64_t T, i
 
 }  // namespace
 
-void GatherHeadRowsBf16(const float* x, RowStrides xs, int64_t T, int32_t heads, int64_t width, uint16_t* out,
-                        cudaStream_t stream) {
+static void GatherHeadRowsBf16(const float* x, RowStrides xs, int64_t T, int32_t heads, int64_t width, uint16_t* out,
+                               cudaStream_t stream) {
   if (T == 0 || heads == 0) return;
   LS_CUDA_REQUIRE(T <= 2147483647, "GatherHeadRowsBf16: too many tokens");
   GatherHeadRowsKernel<<<dim3(static_cast<unsigned>(T), static_cast<unsigned>(heads)), kThreads, 0, stream>>>(
@@ -41,8 +41,8 @@ void GatherHeadRowsBf16(const float* x, RowStrides xs, int64_t T, int32_t heads,
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void ScatterHeadRows(const float* in, int64_t T, int32_t heads, int64_t width, float* y, RowStrides ys,
-                     cudaStream_t stream) {
+static void ScatterHeadRows(const float* in, int64_t T, int32_t heads, int64_t width, float* y, RowStrides ys,
+                            cudaStream_t stream) {
   if (T == 0 || heads == 0) return;
   ScatterHeadRowsKernel<<<dim3(static_cast<unsigned>(T), static_cast<unsigned>(heads)), kThreads, 0, stream>>>(
       in, T, width, y, ys);

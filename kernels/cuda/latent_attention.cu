@@ -154,8 +154,8 @@ void LatentAttention(const LatentAttentionParams& p, const AttentionToken* token
 
 }  // namespace
 
-void StoreLatentRows(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
-                     const int32_t* block_tables, cudaStream_t stream) {
+static void StoreLatentRows(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                            const int32_t* block_tables, cudaStream_t stream) {
   if (num_tokens == 0) return;
   if (KeepsBf16(p.cache.dtype, "StoreLatentRows: the CUDA kernels keep a float32 or BF16 latent cache")) {
     WriteLatentRows<__nv_bfloat16>(p, tokens, num_tokens, block_tables, stream);
@@ -164,8 +164,8 @@ void StoreLatentRows(const LatentAttentionParams& p, const AttentionToken* token
   }
 }
 
-void LoadLatentRows(const KvLayer& cache, int32_t width, const int32_t* block_table, int32_t first, int32_t count,
-                    float* out, cudaStream_t stream) {
+static void LoadLatentRows(const KvLayer& cache, int32_t width, const int32_t* block_table, int32_t first,
+                           int32_t count, float* out, cudaStream_t stream) {
   if (count <= 0) return;
   if (KeepsBf16(cache.dtype, "LoadLatentRows: the CUDA kernels keep a float32 or BF16 latent cache")) {
     LoadLatentKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
@@ -177,8 +177,8 @@ void LoadLatentRows(const KvLayer& cache, int32_t width, const int32_t* block_ta
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
-                          const int32_t* block_tables, cudaStream_t stream) {
+static void PagedLatentAttention(const LatentAttentionParams& p, const AttentionToken* tokens, int32_t num_tokens,
+                                 const int32_t* block_tables, cudaStream_t stream) {
   if (num_tokens == 0) return;
   LS_CUDA_REQUIRE(p.latent_dim <= 8 * kThreads, "PagedLatentAttention: latent_dim above 1024");
   if (KeepsBf16(p.cache.dtype, "PagedLatentAttention: the CUDA kernels keep a float32 or BF16 latent cache")) {

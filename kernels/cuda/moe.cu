@@ -88,6 +88,8 @@ int KeyBits(int32_t n) {
 
 }  // namespace
 
+// 1. Counts and offsets per expert, the permutation (pairs grouped by expert, token order inside a
+// group) and the permuted inputs in BF16; the counts stay in s.counts until the next call.
 void MoePermute(const MoeParams& p, MoeScratch& s, cudaStream_t stream) {
   const int64_t pairs = p.num_tokens * p.top_k;
   const int32_t N = p.num_experts;
@@ -123,6 +125,8 @@ void MoePermute(const MoeParams& p, MoeScratch& s, cudaStream_t stream) {
   LS_CUDA_CHECK_LAUNCH();
 }
 
+// 2. Per active expert: act = GLU(z·gateᵀ, z·upᵀ) in one grouped GEMM, then y = act·downᵀ
+// (experts.fp8: z and act rounded to e4m3 per row and 128 columns, the FP8 grouped GEMMs).
 void MoeGroupedGemms(const MoeParams& p, const ExpertTable& experts, MoeScratch& s, cudaStream_t stream) {
   const int64_t pairs = p.num_tokens * p.top_k, f = experts.width;
   if (pairs == 0) return;
@@ -150,15 +154,10 @@ void MoeGroupedGemms(const MoeParams& p, const ExpertTable& experts, MoeScratch&
   GroupedGemm(s.act, experts.down, p.out_width, f, rows, s.y, stream);
 }
 
+// 3. out[t] = Σ_k w[t, k] · y[slot of (t, k)] in k order.
 void MoeCombine(const MoeParams& p, MoeScratch& s, cudaStream_t stream) {
   if (p.num_tokens == 0) return;
   CombineExpertOutputs(s.y, s.slot_of, p.topk_weights, p.num_tokens, p.top_k, p.out_width, p.out, stream);
-}
-
-void MoeExperts(const MoeParams& p, const ExpertTable& experts, MoeScratch& s, cudaStream_t stream) {
-  MoePermute(p, s, stream);
-  MoeGroupedGemms(p, experts, s, stream);
-  MoeCombine(p, s, stream);
 }
 
 }  // namespace ls::cuda

@@ -104,8 +104,8 @@ __global__ void KdaKernel(KdaParams p, const RecurrentSeq* __restrict__ seqs) {
 
 }  // namespace
 
-void ShortConv(const ShortConvParams& p, const RecurrentToken* tokens, int32_t num_tokens, const RecurrentSeq* seqs,
-               cudaStream_t stream) {
+static void ShortConv(const ShortConvParams& p, const RecurrentToken* tokens, int32_t num_tokens,
+                      const RecurrentSeq* seqs, cudaStream_t stream) {
   if (num_tokens == 0 || p.channels == 0) return;
   LS_CUDA_REQUIRE(p.kernel >= 1 && p.kernel <= 16, "ShortConv: kernel size must be within [1, 16]");
   const unsigned blocks = static_cast<unsigned>((p.channels + kThreads - 1) / kThreads);
@@ -118,7 +118,7 @@ void ShortConv(const ShortConvParams& p, const RecurrentToken* tokens, int32_t n
   LS_CUDA_CHECK_LAUNCH();
 }
 
-void KdaAttention(const KdaParams& p, const RecurrentSeq* seqs, cudaStream_t stream) {
+static void KdaAttention(const KdaParams& p, const RecurrentSeq* seqs, cudaStream_t stream) {
   if (p.num_seqs == 0) return;
   LS_CUDA_REQUIRE(p.head_dim >= 1 && p.head_dim <= 1024, "KdaAttention: head_dim must be within [1, 1024]");
   const size_t smem = (static_cast<size_t>(p.head_dim) * p.head_dim + 3 * p.head_dim + 2) * sizeof(float);

@@ -35,8 +35,8 @@ __global__ void RopeKernel(float* __restrict__ x, int32_t num_heads, int32_t hea
 
 }  // namespace
 
-void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p, const float* inv_freq,
-          cudaStream_t stream) {
+static void Rope(float* x, int64_t num_tokens, const int32_t* positions, const RopeParams& p, const float* inv_freq,
+                 cudaStream_t stream) {
   if (num_tokens == 0 || p.rotary_dim < 2) return;
   RopeKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(
       x, p.num_heads, p.head_dim, p.rotary_dim, p.interleaved, positions, inv_freq, p.attention_scaling);

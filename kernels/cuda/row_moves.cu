@@ -30,7 +30,8 @@ __global__ void ScatterRowsKernel(const float* __restrict__ src, const int64_t* 
 
 }  // namespace
 
-void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream) {
+static void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst,
+                       cudaStream_t stream) {
   for (int64_t first = 0; first < n; first += 65535) {  // grid x limit per launch in this layout
     const int64_t count = std::min<int64_t>(65535, n - first);
     GatherRowsKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(src, rows + first, width,
@@ -39,7 +40,8 @@ void GatherRows(const float* src, const int64_t* rows, int64_t n, int64_t width,
   }
 }
 
-void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst, cudaStream_t stream) {
+static void ScatterRows(const float* src, const int64_t* rows, int64_t n, int64_t width, float* dst,
+                        cudaStream_t stream) {
   for (int64_t first = 0; first < n; first += 65535) {
     const int64_t count = std::min<int64_t>(65535, n - first);
     ScatterRowsKernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(src + first * width, rows + first,

@@ -1,6 +1,7 @@
-// Helpers for the CUDA op tests: device arrays with checked copies, outputs poisoned with NaN
-// before an op runs (so an element the op never wrote fails the comparison), random inputs that
-// are never zero, and the error measures the tests state their tolerances in.
+// Helpers for the CUDA op tests: the CUDA backend the ops run on, device arrays with checked
+// copies, outputs poisoned with NaN before an op runs (so an element the op never wrote fails the
+// comparison), random inputs that are never zero, and the error measures the tests state their
+// tolerances in.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,14 +10,26 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/grouped_gemm.h"
 #include "kernels/dtype.h"
 
 namespace ls::cuda_test {
+
+// The CUDA backend on device 0, where cuda::DeviceCount() > 0; a failure to create it fails the
+// test and returns null. Its ops run on its own stream: DeviceArray::Download waits for them.
+inline std::unique_ptr<CudaBackend> Gpu() {
+  std::string error;
+  std::unique_ptr<CudaBackend> gpu = CreateCudaBackend(0, &error);
+  EXPECT_TRUE(gpu) << error;
+  return gpu;
+}
 
 // A device copy of a host vector (or n uninitialised elements); freed on destruction.
 template <typename T>

@@ -1,6 +1,6 @@
-// CUDA Add and AddBias equal the host sums exactly; MulSigmoid the CPU op; the float32 → BF16
-// conversion equals F32ToBf16 exactly, halfway cases (round to even) included. Reports SKIPPED
-// without a device.
+// The CUDA backend's Add and AddBias equal the host sums exactly, its MulSigmoid the CPU
+// backend's; the float32 → BF16 conversion the GEMMs share (cuda::ConvertToBf16) equals F32ToBf16
+// exactly, halfway cases (round to even) included. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -20,8 +20,10 @@ TEST(CudaAdd, AddsExactly) {
   const int64_t n = 100003;
   std::mt19937 rng(7);
   const std::vector<float> x = cuda_test::RandomFloats(n, rng), y = cuda_test::RandomFloats(n, rng);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   DeviceArray<float> dx(x), dy(y);
-  cuda::Add(dx.get(), dy.get(), n, nullptr);
+  gpu->Add(dx.get(), dy.get(), n);
   const std::vector<float> got = dx.Download();
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], x[i] + y[i]) << i;
 }
@@ -51,8 +53,10 @@ TEST(CudaAddBias, AddsTheBiasOfAnyTypeToEveryRow) {
   for (int64_t i = 0; i < width; ++i) bias_bf16[i] = F32ToBf16(bias[i]);
   DeviceArray<float> dy(y), dbias(bias);
   DeviceArray<uint16_t> dbias_bf16(bias_bf16);
-  cuda::AddBias(dy.get(), rows, Tensor{dbias.get(), DType::kF32, 1, width}, nullptr);
-  cuda::AddBias(dy.get(), rows, Tensor{dbias_bf16.get(), DType::kBF16, 1, width}, nullptr);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
+  gpu->AddBias(dy.get(), rows, Tensor{dbias.get(), DType::kF32, 1, width});
+  gpu->AddBias(dy.get(), rows, Tensor{dbias_bf16.get(), DType::kBF16, 1, width});
   const std::vector<float> got = dy.Download();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < width; ++i)
@@ -64,10 +68,12 @@ TEST(CudaMulSigmoid, MatchesTheCpuOpForRowAndElementGates) {
   std::mt19937 rng(10);
   const int64_t rows = 23, width = 77;
   CpuBackend cpu(1);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   for (int64_t gate_width : {int64_t{1}, width}) {
     std::vector<float> x = cuda_test::RandomFloats(rows * width, rng), gate = cuda_test::RandomFloats(rows * gate_width, rng, 4.f);
     DeviceArray<float> dx(x), dgate(gate);
-    cuda::MulSigmoid(dx.get(), rows, width, dgate.get(), gate_width, nullptr);
+    gpu->MulSigmoid(dx.get(), rows, width, dgate.get(), gate_width);
     cpu.MulSigmoid(x.data(), rows, width, gate.data(), gate_width);
     EXPECT_TRUE(cuda_test::AllClose(dx.Download(), x, 1e-7, 1e-6)) << "gate width " << gate_width;
   }

@@ -1,5 +1,5 @@
-// CUDA embedding lookup equals the CPU op exactly for F32, BF16 and F16 tables (a conversion to
-// float32 is exact). Reports SKIPPED without a device.
+// The CUDA backend's embedding lookup equals the CPU backend's exactly for F32, BF16 and F16 tables
+// (a conversion to float32 is exact). Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -24,6 +23,8 @@ TEST(CudaEmbedding, CopiesRowsExactlyForEveryTableDtype) {
   for (auto& i : ids) i = id(rng);
   ids[0] = V - 1;  // the last row too
   CpuBackend cpu(1);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const std::vector<float> values = cuda_test::RandomFloats(V * d, rng);
     std::vector<unsigned char> table(V * d * DTypeSize(dtype));
@@ -37,11 +38,10 @@ TEST(CudaEmbedding, CopiesRowsExactlyForEveryTableDtype) {
     }
     std::vector<float> ref(T * d);
     cpu.Embedding(ids.data(), T, Tensor{table.data(), dtype, V, d}, ref.data());
-    DeviceArray<int32_t> dids(ids);
     DeviceArray<unsigned char> dtable(table);
     DeviceArray<float> dout(T * d);
     dout.Poison();
-    cuda::Embedding(dids.get(), T, Tensor{dtable.get(), dtype, V, d}, dout.get(), nullptr);
+    gpu->Embedding(ids.data(), T, Tensor{dtable.get(), dtype, V, d}, dout.get());  // ids: host memory
     const std::vector<float> got = dout.Download();
     EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)), 0) << DTypeName(dtype);
   }

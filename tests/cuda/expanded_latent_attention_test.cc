@@ -1,7 +1,7 @@
-// The CUDA ops of MLA's expanded form equal their CPU twins: StoreLatentRows and LoadLatentRows
-// through the CudaBackend (sequences flattened and block tables uploaded) move exactly the CPU
-// backend's rows, and ExpandedLatentAttention over a context in three tiles (online softmax
-// across calls) agrees with the CPU op within 1e-5 absolute plus 1e-5 relative, state included.
+// The CUDA backend's ops of MLA's expanded form equal the CPU backend's: StoreLatentRows and
+// LoadLatentRows (sequences flattened and block tables uploaded) move exactly the CPU backend's
+// rows, and ExpandedLatentAttention over a context in three tiles (online softmax across calls)
+// agrees within 1e-5 absolute plus 1e-5 relative, state included.
 // Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,6 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -23,9 +22,8 @@ using cuda_test::DeviceArray;
 
 TEST(CudaLatentRows, StoreAndLoadMatchTheCpuBackend) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_TRUE(gpu) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   CpuBackend cpu(2);
   std::mt19937 rng(51);
   const int32_t L = 72, R = 16, W = L + R, block = 16, blocks = 40;
@@ -86,6 +84,8 @@ TEST(CudaExpandedLatentAttention, MatchesCpuAcrossTiles) {
   p.k_rope_stride = rope_stride;
   p.seq = AttentionSeq{3, n, start, nullptr, 0};
   CpuBackend cpu(2);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   for (int32_t first = 0; first < context; first += tile) {
     p.first_key = first;
     p.num_keys = std::min(tile, context - first);
@@ -97,7 +97,7 @@ TEST(CudaExpandedLatentAttention, MatchesCpuAcrossTiles) {
     p.v = dv.get() + static_cast<size_t>(first) * H * v;
     p.out = dout.get();
     p.state = dstate.get();
-    cuda::ExpandedLatentAttention(p, nullptr);
+    gpu->ExpandedLatentAttention(p);
     p.q = q.data();
     p.k_nope = k_nope.data() + static_cast<size_t>(first) * H * nope;
     p.k_rope = k_rope.data() + static_cast<size_t>(first) * rope_stride;

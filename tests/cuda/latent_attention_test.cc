@@ -1,8 +1,8 @@
-// CUDA latent attention (MLA, absorbed) equals the CPU op on a step mixing a prefill chunk after
-// cached rows and decodes over long contexts with shuffled block tables: the cache afterwards holds
-// the new rows and nothing else changed, and the outputs agree within 1e-5 absolute plus 1e-5
-// relative. The CUDA backend's per-head GEMM (BF16 operands) equals the CPU backend's on
-// BF16-rounded inputs within the GEMM tolerance. Reports SKIPPED without a device.
+// The CUDA backend's latent attention (MLA, absorbed) equals the CPU backend's on a step mixing a
+// prefill chunk after cached rows and decodes over long contexts with shuffled block tables: the
+// cache afterwards holds the new rows and nothing else changed, and the outputs agree within 1e-5
+// absolute plus 1e-5 relative. The CUDA backend's per-head GEMM (BF16 operands) equals the CPU
+// backend's on BF16-rounded inputs within the GEMM tolerance. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +13,6 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -70,15 +69,9 @@ TEST(CudaLatentAttention, MatchesCpuOverLongContexts) {
   p.cache = KvLayer{dcache.get(), nullptr, num_blocks, block};
   p.seqs = seqs.data();
   p.num_seqs = static_cast<int32_t>(seqs.size());
-  std::vector<cuda::AttentionToken> tokens;
-  std::vector<int32_t> flat;
-  AttentionParams flat_in;
-  flat_in.seqs = seqs.data();
-  flat_in.num_seqs = p.num_seqs;
-  cuda::FlattenAttentionSeqs(flat_in, &tokens, &flat);
-  DeviceArray<cuda::AttentionToken> dtokens(tokens);
-  DeviceArray<int32_t> dtables(flat);
-  cuda::PagedLatentAttention(p, dtokens.get(), T, dtables.get(), nullptr);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
+  gpu->PagedLatentAttention(p);  // the sequences and their block tables: host memory
 
   std::vector<float> out(static_cast<size_t>(T) * H * L);
   p.q_latent = q_lat.data();
@@ -95,9 +88,8 @@ TEST(CudaLatentAttention, MatchesCpuOverLongContexts) {
 
 TEST(CudaHeadGemm, MatchesCpuOnBf16RoundedInputs) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_TRUE(gpu) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   CpuBackend cpu(2);
   std::mt19937 rng(32);
   const int32_t H = 5, K = 48, N = 40, T = 7, x_head = 64;  // heads read [t, h, 0:48] of rows 64 apart

@@ -1,6 +1,6 @@
-// The CUDA recurrent-layer ops equal their CPU twins: the short convolution over several
-// sequences (fresh ones and ones continuing from their slot's inputs), outputs and slots alike,
-// and Kimi Delta Attention's recurrence (both forget gates) with outputs within 1e-5 and the
+// The CUDA backend's recurrent-layer ops equal the CPU backend's: the short convolution over
+// several sequences (fresh ones and ones continuing from their slot's inputs), outputs and slots
+// alike, and Kimi Delta Attention's recurrence (both forget gates) with outputs within 1e-5 and the
 // slots' states after the step. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -42,12 +41,9 @@ TEST(CudaShortConv, MatchesCpuOutputsAndSlots) {
   p.tail_offset = (K - 1) * C + 5;
   p.seqs = seqs.data();
   p.num_seqs = 3;
-  std::vector<cuda::RecurrentSeq> rs;
-  std::vector<cuda::RecurrentToken> rt;
-  cuda::FlattenRecurrentSeqs(seqs.data(), 3, &rs, &rt);
-  DeviceArray<cuda::RecurrentSeq> drs(rs);
-  DeviceArray<cuda::RecurrentToken> drt(rt);
-  cuda::ShortConv(p, drt.get(), kTokens, drs.get(), nullptr);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
+  gpu->ShortConv(p);  // the sequences: host memory
 
   std::vector<float> out(kTokens * C);
   p.in = in.data();
@@ -66,6 +62,8 @@ TEST(CudaKdaAttention, MatchesCpuRecurrence) {
   const int32_t H = 3, d = 32;
   const int64_t width = H * d, state_floats = width * d + 11;
   const std::vector<AttentionSeq> seqs = Seqs();
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   for (KdaGate gate : {KdaGate::kSoftplus, KdaGate::kBoundedSigmoid}) {
     const std::vector<float> q = cuda_test::RandomFloats(kTokens * width, rng), k = cuda_test::RandomFloats(kTokens * width, rng),
                              v = cuda_test::RandomFloats(kTokens * width, rng), g = cuda_test::RandomFloats(kTokens * width, rng),
@@ -91,11 +89,7 @@ TEST(CudaKdaAttention, MatchesCpuRecurrence) {
     p.seqs = seqs.data();
     p.num_seqs = 3;
     p.chunk = 0;
-    std::vector<cuda::RecurrentSeq> rs;
-    std::vector<cuda::RecurrentToken> rt;
-    cuda::FlattenRecurrentSeqs(seqs.data(), 3, &rs, &rt);
-    DeviceArray<cuda::RecurrentSeq> drs(rs);
-    cuda::KdaAttention(p, drs.get(), nullptr);
+    gpu->KdaAttention(p);  // the sequences: host memory
 
     std::vector<float> out(kTokens * width);
     p.q = q.data();

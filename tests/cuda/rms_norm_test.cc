@@ -1,5 +1,5 @@
-// CUDA RMSNorm equals the CPU op for F32, BF16 and F16 weights (tolerance 1e-5 relative, 1e-6
-// absolute), in place too. Reports SKIPPED without a device.
+// The CUDA backend's RMSNorm equals the CPU backend's for F32, BF16 and F16 weights (tolerance
+// 1e-5 relative, 1e-6 absolute), in place too. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -37,6 +36,8 @@ TEST(CudaRmsNorm, MatchesCpuForEveryWeightDtype) {
   const int64_t rows = 37, width = 1000;
   std::mt19937 rng(2);
   CpuBackend cpu(1);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const std::vector<float> x = cuda_test::RandomFloats(rows * width, rng);
     const std::vector<unsigned char> w = Weights(dtype, width, rng);
@@ -45,7 +46,7 @@ TEST(CudaRmsNorm, MatchesCpuForEveryWeightDtype) {
     DeviceArray<float> dx(x), dout(x.size());
     DeviceArray<unsigned char> dw(w);
     dout.Poison();
-    cuda::RmsNorm(dx.get(), rows, Tensor{dw.get(), dtype, 1, width}, 1e-6f, dout.get(), nullptr);
+    gpu->RmsNorm(dx.get(), rows, Tensor{dw.get(), dtype, 1, width}, 1e-6f, dout.get());
     EXPECT_TRUE(AllClose(dout.Download(), ref, 1e-6, 1e-5)) << DTypeName(dtype);
   }
 }
@@ -55,13 +56,15 @@ TEST(CudaRmsNorm, WorksInPlaceOnNarrowRows) {
   const int64_t rows = 301, width = 12;  // e.g. a per-head q/k norm
   std::mt19937 rng(3);
   CpuBackend cpu(1);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   const std::vector<float> x = cuda_test::RandomFloats(rows * width, rng, 3.f);
   const std::vector<unsigned char> w = Weights(DType::kBF16, width, rng);
   std::vector<float> ref(rows * width);
   cpu.RmsNorm(x.data(), rows, Tensor{w.data(), DType::kBF16, 1, width}, 1e-5f, ref.data());
   DeviceArray<float> dx(x);
   DeviceArray<unsigned char> dw(w);
-  cuda::RmsNorm(dx.get(), rows, Tensor{dw.get(), DType::kBF16, 1, width}, 1e-5f, dx.get(), nullptr);
+  gpu->RmsNorm(dx.get(), rows, Tensor{dw.get(), DType::kBF16, 1, width}, 1e-5f, dx.get());
   EXPECT_TRUE(AllClose(dx.Download(), ref, 1e-6, 1e-5));
 }
 

@@ -1,9 +1,8 @@
-// CUDA router equals the CPU op: the same experts in the same order (where two keys lie within
-// 1e-6 of each other the backends may order them differently, which the test accepts), and the
-// same weights (tolerance 1e-5 relative, 1e-7 absolute); exact ties go to the lower index on
-// both. Sigmoid and softmax, with and without bias, normalised or not, group-limited or not, up to
-// 12000 experts.
-// Reports SKIPPED without a device.
+// The CUDA backend's router equals the CPU backend's: the same experts in the same order (where two
+// keys lie within 1e-6 of each other the backends may order them differently, which the test
+// accepts), and the same weights (tolerance 1e-5 relative, 1e-7 absolute); exact ties go to the
+// lower index on both. Sigmoid and softmax, with and without bias, normalised or not, group-limited
+// or not, up to 12000 experts. Reports SKIPPED without a device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +11,6 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/cuda/cuda_ops.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace ls {
@@ -58,12 +56,13 @@ Result RunCpu(const std::vector<float>& logits, const std::vector<float>& bias, 
   return r;
 }
 
-Result RunCuda(const std::vector<float>& logits, const std::vector<float>& bias, int64_t T, const Case& c) {
+Result RunCuda(CudaBackend& gpu, const std::vector<float>& logits, const std::vector<float>& bias, int64_t T,
+               const Case& c) {
   DeviceArray<float> dlogits(logits), dbias(bias), dweights(T * c.top_k);
   DeviceArray<int32_t> dids(T * c.top_k);
   dids.Poison();
   dweights.Poison();
-  cuda::Router(Params(c, T, dlogits.get(), dbias.get(), dids.get(), dweights.get()), nullptr);
+  gpu.Router(Params(c, T, dlogits.get(), dbias.get(), dids.get(), dweights.get()));
   return Result{dids.Download(), dweights.Download()};
 }
 
@@ -92,12 +91,14 @@ TEST(CudaRouter, MatchesCpuSelectionAndWeights) {
       {256, 8, ScoringFunc::kSigmoid, true, true, 2.5f, 8, 4},  // DeepSeek-V3's group-limited routing
       {64, 6, ScoringFunc::kSigmoid, true, false, 1.f, 16, 3},
   };
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   std::mt19937 rng(10);
   for (const Case& c : cases) {
     const int64_t T = 45;
     const std::vector<float> logits = cuda_test::RandomFloats(T * c.experts, rng, 2.f);
     const std::vector<float> bias = cuda_test::RandomFloats(c.experts, rng, 0.05f);
-    const Result want = RunCpu(logits, bias, T, c), got = RunCuda(logits, bias, T, c);
+    const Result want = RunCpu(logits, bias, T, c), got = RunCuda(*gpu, logits, bias, T, c);
     for (int64_t t = 0; t < T; ++t) {
       bool same = true;
       for (int32_t j = 0; j < c.top_k; ++j) {
@@ -129,9 +130,11 @@ TEST(CudaRouter, BreaksExactTiesTowardsTheLowerIndex) {
   std::vector<float> logits(T * N);
   for (auto& l : logits) l = values[pick(rng)];
   const std::vector<float> bias(N, 0.125f);
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   for (ScoringFunc scoring : {ScoringFunc::kSigmoid, ScoringFunc::kSoftmax}) {
     const Case c{N, 7, scoring, true, true, 1.f};
-    const Result want = RunCpu(logits, bias, T, c), got = RunCuda(logits, bias, T, c);
+    const Result want = RunCpu(logits, bias, T, c), got = RunCuda(*gpu, logits, bias, T, c);
     EXPECT_EQ(got.ids, want.ids);
     for (size_t i = 0; i < want.weights.size(); ++i)
       EXPECT_NEAR(got.weights[i], want.weights[i], 1e-7 + 1e-5 * std::fabs(want.weights[i])) << i;
