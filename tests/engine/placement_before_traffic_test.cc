@@ -252,7 +252,9 @@ TEST_F(PlacementBeforeTraffic, ASetRunThroughTheEnginePlansAndSwitches) {
     const std::string what = absl::StrCat(sampled ? "samples" : "prompts", ", ", max_tokens, " tokens written");
     if (max_tokens == 0) {
       EXPECT_EQ(routed, std::vector<int64_t>(routed.size(), routed[0])) << what;
-      if (!sampled) EXPECT_EQ(routed[0], (tokens - 4) * K);
+      if (!sampled) {
+        EXPECT_EQ(routed[0], (tokens - 4) * K);
+      }
     } else {
       const int64_t prompt_rows = sampled ? 4 * 32 : tokens - 4 * max_tokens;
       std::vector<int64_t> expected(routed.size(), (prompt_rows + 4 * (max_tokens - 1)) * K);
