@@ -55,18 +55,25 @@ void GemmRange(const GemmRows& x, const Tensor& w, int64_t n_begin, int64_t n_en
 
 namespace {
 
-// Output columns per task: enough tasks to balance, each large enough to amortise dispatch;
-// whole panels for packed weights.
-int64_t ColumnChunk(const ThreadPool& pool, int64_t M, const Tensor& w) {
+// Tiles of few rows run over several panels at once (one row: four), so that the streams of codes
+// of as many panels are read side by side: a task of one panel would leave each row's tile a single
+// stream and chain of sums. At one row, tasks of four panels instead of one made one sequence's
+// decode 8-16% faster with int8, int4 and BF16 weights, on the AVX-512 and AVX2 targets of a 2-core
+// AMD Zen 5 (the attention projections and the LM head; the routed experts split their own work).
+constexpr int64_t kWidePanelRows = 4;
+constexpr int64_t kWidePanels = 4;
+
+}  // namespace
+
+int64_t GemmColumnChunk(const ThreadPool& pool, int64_t M, const Tensor& w) {
   const int64_t N = w.rows, work_per_col = M * w.cols;
   int64_t chunk = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, work_per_col));
+  if (w.layout != Layout::kRowMajor && M < kWidePanelRows) chunk = std::max(chunk, kWidePanels * kPanelRows);
   chunk = std::min<int64_t>(chunk, std::max<int64_t>(16, (N + 4 * pool.num_threads() - 1) /
                                                              (4 * pool.num_threads())));
   const int64_t align = w.layout == Layout::kRowMajor ? 16 : kPanelRows;
   return (chunk + align - 1) / align * align;
 }
-
-}  // namespace
 
 void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y, bool accumulate) {
   const GemmOutput out{&w, y, accumulate};
@@ -85,7 +92,7 @@ void GemmMany(ThreadPool& pool, const float* x, int64_t M, const GemmOutput* out
   int64_t tasks = 0;
   for (int32_t i = 0; i < n; ++i) {
     first[i] = tasks;
-    chunk[i] = ColumnChunk(pool, M, *outs[i].w);
+    chunk[i] = GemmColumnChunk(pool, M, *outs[i].w);
     tasks += (outs[i].w->rows + chunk[i] - 1) / chunk[i];
   }
   // Weights with int8 or BF16 activations: x is rounded once for all their tasks (in the first
@@ -113,7 +120,7 @@ void HeadGemm(ThreadPool& pool, const float* x, RowStrides xs, int64_t M, int32_
               RowStrides ys) {
   if (M == 0 || heads == 0) return;
   // Tasks over (head, column chunk); every output element is GemmRange's dot product.
-  const int64_t chunk = ColumnChunk(pool, M, w[0]);
+  const int64_t chunk = GemmColumnChunk(pool, M, w[0]);
   const int64_t per_head = (w[0].rows + chunk - 1) / chunk;
   pool.ParallelFor(heads * per_head, [&](int64_t task) {
     const int64_t h = task / per_head;

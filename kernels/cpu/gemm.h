@@ -54,6 +54,11 @@ GemmRows PrepareRows(const float* x, int64_t ldx, int64_t M, const Tensor& w, Ge
 void GemmRange(const GemmRows& x, const Tensor& w, int64_t n_begin, int64_t n_end, float* y, int64_t ldy,
                bool accumulate);
 
+// The output columns per task of Gemm, GemmMany and HeadGemm over M rows: enough tasks to balance,
+// each large enough to amortise dispatch; whole panels for packed weights, and below four rows at
+// least four of them (the widest tiles of few rows read that many panels side by side).
+int64_t GemmColumnChunk(const ThreadPool& pool, int64_t M, const Tensor& w);
+
 // y[M, N] (+)= x[M, K] · w[N, K]ᵀ, split over the pool by output columns.
 void Gemm(ThreadPool& pool, const float* x, int64_t M, const Tensor& w, float* y,
           bool accumulate = false);

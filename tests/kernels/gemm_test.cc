@@ -202,5 +202,24 @@ TEST(GemmMany, EachOutputEqualsItsOwnGemm) {
   }
 }
 
+// Tasks over packed weights hold whole panels, and for fewer than four rows at least four of them
+// (the tiles of few rows read four panels side by side) where the weight has columns enough for
+// several tasks per thread; from four rows the work per task decides alone. Row-major weights keep
+// their 16-column steps.
+TEST(GemmColumnChunk, FewRowsTakeFourPanelsPerTask) {
+  ThreadPool pool(2);
+  Tensor w{nullptr, DType::kBF16, 2048, 2048};
+  for (Layout layout : {Layout::kPanels, Layout::kPanelsInt8Dot, Layout::kPanelsBf16Dot}) {
+    w.layout = layout;
+    for (int64_t M : {1, 2, 3}) EXPECT_EQ(GemmColumnChunk(pool, M, w), 4 * kPanelRows) << "rows " << M;
+    EXPECT_EQ(GemmColumnChunk(pool, 8, w), kPanelRows);
+  }
+  w.rows = 256;  // eight tasks of one panel: four per thread
+  EXPECT_EQ(GemmColumnChunk(pool, 1, w), kPanelRows);
+  w.rows = 2048;
+  w.layout = Layout::kRowMajor;
+  EXPECT_EQ(GemmColumnChunk(pool, 1, w), 32);
+}
+
 }  // namespace
 }  // namespace ls::cpu
