@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "server/dashboard_assets.h"
 #include "server/expert_load_json.h"
+#include "server/form_values.h"
 
 namespace ls::server {
 namespace {
@@ -57,13 +58,6 @@ WebReply LoginPage(int status, std::string_view message) {
   return r;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // The value of cookie `name` in a Cookie header ("a=1; b=2"), or empty.
 std::string_view CookieValue(std::string_view header, std::string_view name) {
   for (absl::string_view piece : absl::StrSplit(A(header), ';')) {
@@ -79,35 +73,6 @@ double UnixSeconds() {
 }
 
 }  // namespace
-
-std::optional<std::string> FormDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%') {
-      if (i + 2 >= s.size()) return std::nullopt;
-      const int hi = HexDigit(s[i + 1]), lo = HexDigit(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> FormValue(std::string_view form, std::string_view name) {
-  for (absl::string_view piece : absl::StrSplit(A(form), '&', absl::SkipEmpty())) {
-    const std::string_view pair = S(piece);
-    const size_t eq = pair.find('=');
-    const std::string_view key = pair.substr(0, eq);
-    if (key == name) return FormDecode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
-  }
-  return std::nullopt;
-}
 
 DashboardRoutes::DashboardRoutes(const ApiKeys* keys, const Engine* engine, std::string model_name)
     : keys_(keys), engine_(engine), model_name_(std::move(model_name)) {

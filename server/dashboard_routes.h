@@ -48,10 +48,4 @@ class DashboardRoutes {
   std::string session_;  // 64 hex characters
 };
 
-// Decodes application/x-www-form-urlencoded text ('+' is a space, %XX a byte); nullopt when a
-// percent sign is not followed by two hex digits.
-std::optional<std::string> FormDecode(std::string_view s);
-// The value of `name` in a urlencoded form or query string, decoded; nullopt when absent or malformed.
-std::optional<std::string> FormValue(std::string_view form, std::string_view name);
-
 }  // namespace ls::server

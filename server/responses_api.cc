@@ -5,7 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/dashboard_routes.h"
+#include "server/form_values.h"
 
 namespace ls::server {
 namespace {

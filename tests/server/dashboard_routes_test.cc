@@ -135,16 +135,5 @@ TEST(DashboardRoutesOpenTest, WithoutKeysEverythingIsOpenAndLoginRedirects) {
   EXPECT_EQ(Header(login, "Set-Cookie"), "");
 }
 
-TEST(FormDecodeTest, PlusIsASpaceAndPercentEscapesAreBytes) {
-  EXPECT_EQ(FormDecode("a+b%2Bc%3d%E2%82%AC"), "a b+c=\xE2\x82\xAC");
-  EXPECT_EQ(FormDecode(""), "");
-  EXPECT_FALSE(FormDecode("%"));
-  EXPECT_FALSE(FormDecode("ab%4"));
-  EXPECT_FALSE(FormDecode("%g0"));
-  EXPECT_EQ(FormValue("x=1&key=a%26b&y", "key"), "a&b");
-  EXPECT_EQ(FormValue("key", "key"), "");
-  EXPECT_FALSE(FormValue("keys=1", "key"));
-}
-
 }  // namespace
 }  // namespace ls::server
