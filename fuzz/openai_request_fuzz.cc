@@ -1,14 +1,36 @@
-// Fuzz target: HTTP request JSON -> engine request (OpenAI completions and chat parsing,
-// validation and prompt tokenization) against the shipped tiny model.
+// Fuzz target: HTTP request JSON -> engine request (OpenAI completions, chat and Responses parsing,
+// validation and prompt tokenization) against the shipped tiny model. The first byte chooses the
+// endpoint: bit 1 set, /v1/responses (read against a store holding one earlier response,
+// "resp_fuzz", so that previous_response_id continues a conversation); else bit 0, chat or
+// completions.
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "fuzz/tiny_context.h"
 #include "server/openai_protocol.h"
+#include "server/response_store.h"
+#include "server/responses_api.h"
+
+namespace {
+
+ls::server::ResponseStore& Store() {
+  static ls::server::ResponseStore* store = [] {
+    auto* s = new ls::server::ResponseStore(1 << 20);
+    s->Put("resp_fuzz", {R"({"id":"resp_fuzz","object":"response","status":"completed"})",
+                         R"([{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."}])",
+                         R"([{"id":"msg_1","type":"message","role":"user","content":"Hi"}])"});
+    return s;
+  }();
+  return *store;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ls::fuzz::Tiny();
+  Store();
   return 0;
 }
 
@@ -17,8 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto& t = ls::fuzz::Tiny();
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   ls::server::ApiError err;
-  auto r = ls::server::ParseRequest(data[0] & 1 ? ls::server::Endpoint::kChat : ls::server::Endpoint::kCompletions,
-                                    body, *t.api, &err);
+  std::optional<ls::server::ParsedRequest> r;
+  if (data[0] & 2) {
+    const std::optional<ls::server::ResponsesRequest> req = ls::server::ReadResponsesRequest(body, &Store(), &err);
+    if (req) r = ls::server::ParseResponsesRequest(*req, *t.api, &err);
+  } else {
+    r = ls::server::ParseRequest(data[0] & 1 ? ls::server::Endpoint::kChat : ls::server::Endpoint::kCompletions, body,
+                                 *t.api, &err);
+  }
   if (!r) {
     if (err.http_status < 400 || err.http_status >= 500 || err.message.empty()) std::abort();
   } else if (r->prompts.empty() || r->prompts[0].empty() || !r->params.Validate(t.model->config().vocab_size).ok()) {
