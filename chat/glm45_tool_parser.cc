@@ -48,7 +48,9 @@ std::optional<ParsedToolCall> ParseGlmCall(std::string_view body, std::string* w
     ojson v = ojson::parse(*value, nullptr, /*allow_exceptions=*/false);
     args[std::string(*key)] = v.is_discarded() ? ojson(std::string(*value)) : std::move(v);
   }
-  call.arguments = args.dump();
+  // A key or bare value is the model's text, which may hold bytes that are not UTF-8: they become
+  // U+FFFD, so that the arguments are JSON whatever was written (dump would throw).
+  call.arguments = args.dump(-1, ' ', false, ojson::error_handler_t::replace);
   return call;
 }
 

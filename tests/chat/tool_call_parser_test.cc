@@ -148,6 +148,21 @@ TEST(ToolCallParserTest, ForcedPrefixesOpenACallTheParserCompletes) {
             "<tool_call>\n{\"name\": \"a\\\"b\", \"arguments\": ");
 }
 
+// GLM-4.5 keeps a bare argument value as the model wrote it: bytes that are not UTF-8 (which the
+// detokenizer never passes, but a parser must survive) become U+FFFD instead of throwing.
+TEST(ToolCallParserTest, GlmValuesThatAreNotUtf8StillGiveJsonArguments) {
+  auto p = Glm45ToolCallFormat().NewParser(CountingIds());
+  ChatDelta d = p->Feed(1,
+                        "<tool_call>f\n<arg_key>k\xbe</arg_key>\n<arg_value>a\xff"
+                        "b</arg_value>\n</tool_call>");
+  d.Append(p->Finish());
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].arguments,
+            "{\"k\xEF\xBF\xBD\":\"a\xEF\xBF\xBD"
+            "b\"}");
+  EXPECT_EQ(d.content, "");
+}
+
 TEST(ToolCallParserTest, FormatsAreFoundByName) {
   EXPECT_EQ(FindToolCallFormat("qwen"), &HermesToolCallFormat());
   EXPECT_EQ(FindToolCallFormat("glm45"), &Glm45ToolCallFormat());
