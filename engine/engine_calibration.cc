@@ -67,7 +67,8 @@ class Finished : public std::enable_shared_from_this<Finished> {
   std::vector<std::vector<int32_t>> written_ ABSL_GUARDED_BY(mu_);
 };
 
-// Submits `requests` and waits for every final output; the tokens each wrote.
+// Submits `requests` and waits for every final output; the tokens each wrote. Their prompt and
+// written tokens are added to *tokens where it is not null.
 absl::StatusOr<std::vector<std::vector<int32_t>>> RunAll(Engine& engine, std::vector<Request> requests,
                                                          std::chrono::seconds timeout, int64_t* tokens) {
   const auto finished = std::make_shared<Finished>(requests.size());
@@ -81,7 +82,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> RunAll(Engine& engine, std::ve
   if (!finished->Wait(timeout))
     return absl::DeadlineExceededError(absl::StrCat("the calibration set did not finish in ", timeout.count(), " s"));
   if (std::string e = finished->error(); !e.empty()) return absl::InternalError(e);
-  *tokens += finished->tokens();
+  if (tokens) *tokens += finished->tokens();
   return finished->written();
 }
 
@@ -162,9 +163,8 @@ absl::StatusOr<EngineCalibrationResult> PlanPlacementThroughEngine(Engine& engin
     requests.push_back(std::move(r));
   }
   // The samples' sequences and tokens were counted as they were written.
-  int64_t served = 0;
   if (!c.prompts.empty()) result.sequences = static_cast<int64_t>(requests.size());
-  if (auto st = RunAll(engine, std::move(requests), c.timeout, c.prompts.empty() ? &served : &result.tokens); !st.ok())
+  if (auto st = RunAll(engine, std::move(requests), c.timeout, c.prompts.empty() ? nullptr : &result.tokens); !st.ok())
     return st.status();
   return Replan(engine, c.timeout, result);
 }
