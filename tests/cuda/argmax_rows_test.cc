@@ -35,9 +35,8 @@ void Reduce(Backend& be, const std::vector<float>& x, int64_t rows, int64_t cols
 
 TEST(CudaArgmaxRows, EqualsTheCpuBackendAtVocabularySizes) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  std::unique_ptr<CudaBackend> gpu = CreateCudaBackend(0, &error);
-  ASSERT_TRUE(gpu) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   CpuBackend cpu(2);
   std::mt19937 rng(11);
   for (const int64_t cols : {int64_t{1}, int64_t{511}, int64_t{32000}, int64_t{151936}, int64_t{163840}}) {

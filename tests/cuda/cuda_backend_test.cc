@@ -36,9 +36,8 @@ TEST(CudaBackend, ReportsADeviceThatDoesNotExist) {
 
 TEST(CudaBackend, DeviceMemoryFallsByAnAllocation) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  std::unique_ptr<CudaBackend> be = CreateCudaBackend(0, &error);
-  ASSERT_TRUE(be) << error;
+  auto be = cuda_test::Gpu();
+  ASSERT_TRUE(be);
   size_t free0 = 0, total = 0;
   ASSERT_TRUE(be->DeviceMemory(&free0, &total));
   EXPECT_GT(total, size_t{1} << 30);
@@ -57,9 +56,8 @@ TEST(CudaBackend, DeviceMemoryFallsByAnAllocation) {
 
 TEST(CudaBackend, PreparesMatmulWeightsAsBf16AndOtherWeightsAsStored) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_NE(gpu, nullptr) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   EXPECT_EQ(gpu->name(), "cuda");
   std::mt19937 rng(21);
   const std::vector<float> w = cuda_test::RandomFloats(7 * 13, rng);
@@ -94,9 +92,8 @@ TEST(CudaBackend, PreparesMatmulWeightsAsBf16AndOtherWeightsAsStored) {
 // them agrees with the CPU backend's over the same quantized weight.
 TEST(CudaBackend, PreparesQuantizedWeightsAsTheirDequantizedBf16) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_NE(gpu, nullptr) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   CpuBackend cpu(2);
   std::mt19937 rng(22);
   const int64_t N = 70, K = 96, M = 5;
@@ -354,9 +351,8 @@ LayerResult RunLayer(Backend& b, const HostLayer& h, const StepInputs& in, const
 
 TEST(CudaBackend, RunsAMoeLayerLikeTheCpuBackend) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_NE(gpu, nullptr) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   CpuBackend cpu(2);
   std::mt19937 rng(22);
   const HostLayer h = MakeHostLayer(rng);

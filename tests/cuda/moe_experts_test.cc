@@ -126,9 +126,8 @@ MoeRun RunCuda(CudaBackend& gpu, const MoeShape& s, const std::vector<float>& z,
 
 TEST(CudaMoeExperts, MatchesCpuOnTheSameBf16Weights) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_NE(gpu, nullptr) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   const MoeShape shapes[] = {
       {37, 72, 70, 72, 3, 11, 9, Activation::kSiTU},        // two experts never routed to
       {5, 36, 130, 20, 2, 6, 6, Activation::kSiLU},         // rows of 72 bytes: not 16-byte aligned
@@ -152,9 +151,8 @@ TEST(CudaMoeExperts, MatchesCpuOnTheSameBf16Weights) {
 
 TEST(CudaMoeExperts, FollowsAnExpertArrayWhoseContentsChange) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_NE(gpu, nullptr) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   const MoeShape s{9, 64, 64, 64, 2, 5, 5, Activation::kSiTU};
   std::mt19937 rng(20);
   Experts a, b;
@@ -180,9 +178,8 @@ TEST(CudaMoeExperts, FollowsAnExpertArrayWhoseContentsChange) {
 // before one Synchronize all add into their host counters, each call's own counts.
 TEST(CudaMoeExperts, CountsOfCallsQueuedTogetherArriveAtSynchronize) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  ASSERT_NE(gpu, nullptr) << error;
+  auto gpu = cuda_test::Gpu();
+  ASSERT_TRUE(gpu);
   const MoeShape s{6, 64, 64, 64, 2, 5, 5, Activation::kSiTU};
   std::mt19937 rng(21);
   Experts x;

@@ -174,16 +174,9 @@ std::vector<int32_t> Routing(const Shape& s, std::mt19937& rng) {
   return ids;
 }
 
-std::unique_ptr<CudaBackend> Gpu() {
-  std::string error;
-  auto gpu = CreateCudaBackend(0, &error);
-  EXPECT_NE(gpu, nullptr) << error;
-  return gpu;
-}
-
 TEST(CudaQuantizedExperts, GroupedGemmsOverCodesEqualThemOverTheLoadTimeBf16BitForBit) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  auto gpu = Gpu();
+  auto gpu = cuda_test::Gpu();
   ASSERT_NE(gpu, nullptr);
   const Shape shapes[] = {
       {100, 96, 80, 72, 3, 6},    // ~60 rows per expert: full and partial row tiles; k a multiple of 8
@@ -217,7 +210,7 @@ TEST(CudaQuantizedExperts, GroupedGemmsOverCodesEqualThemOverTheLoadTimeBf16BitF
 // each the product 1 · w of exactly one nonzero term.
 TEST(CudaQuantizedExperts, EveryCodeWidensToTheBf16OfItsDequantizedValue) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  auto gpu = Gpu();
+  auto gpu = cuda_test::Gpu();
   ASSERT_NE(gpu, nullptr);
   std::mt19937 rng(42);
   for (const Format& f : kFormats) {
@@ -264,7 +257,7 @@ TEST(CudaQuantizedExperts, EveryCodeWidensToTheBf16OfItsDequantizedValue) {
 // before; dense matmul weights are dequantized either way.
 TEST(CudaQuantizedExperts, OnlyRoutedExpertsKeepTheirCodesAndOnlyWhenPacked) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  auto gpu = Gpu();
+  auto gpu = cuda_test::Gpu();
   ASSERT_NE(gpu, nullptr);
   std::mt19937 rng(43);
   HostWeight h;
