@@ -173,7 +173,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 
 // decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N]
 // [--repeat R]
-// [--kv_cache_dtype auto|float32|bfloat16] [--activation_dtype auto|float32|bfloat16] [--cpu_isa NAME]
+// [--kv_cache_dtype auto|float32|bfloat16] [--activation_dtype auto|float32|bfloat16|int8] [--cpu_isa NAME]
 //              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
@@ -190,7 +190,7 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 constexpr const char* kUsage =
     "usage: decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR]\n"
     "                    [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]\n"
-    "                    [--activation_dtype auto|float32|bfloat16] [--cpu_isa NAME]\n"
+    "                    [--activation_dtype auto|float32|bfloat16|int8] [--cpu_isa NAME]\n"
     "                    [--quantization none|int8|fp8|int4|w8a8|w4a8] [--backend cpu|cuda]\n"
     "                    [threads [model_dir|- [batch ...]]]\n";
 

@@ -53,8 +53,8 @@ bool ApplyCpuIsa(const std::string& name, std::string* error) {
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options, std::string* error) {
   const std::string& act = options.activation_dtype;
   if (!ApplyCpuIsa(options.cpu_isa, error)) return nullptr;
-  if (act != "auto" && act != "float32" && act != "bfloat16") {
-    *error = "unknown --activation_dtype '" + act + "' (expected auto, float32 or bfloat16)";
+  if (act != "auto" && act != "float32" && act != "bfloat16" && act != "int8") {
+    *error = "unknown --activation_dtype '" + act + "' (expected auto, float32, bfloat16 or int8)";
     return nullptr;
   }
   if (options.name == "cpu") {
@@ -62,11 +62,13 @@ std::unique_ptr<Backend> CreateBackend(const BackendOptions& options, std::strin
       *error = "--threads must not be negative, got " + std::to_string(options.threads);
       return nullptr;
     }
-    return std::make_unique<CpuBackend>(options.threads, act == "bfloat16" ? DType::kBF16 : DType::kF32);
+    const DType dtype = act == "bfloat16" ? DType::kBF16 : act == "int8" ? DType::kI8 : DType::kF32;
+    return std::make_unique<CpuBackend>(options.threads, dtype);
   }
   if (options.name == "cuda") {
-    if (act == "float32") {
-      *error = "--activation_dtype float32 is not available on --backend cuda (its GEMMs take bfloat16 activations)";
+    if (act == "float32" || act == "int8") {
+      *error =
+          "--activation_dtype " + act + " is not available on --backend cuda (its GEMMs take bfloat16 activations)";
       return nullptr;
     }
 #if defined(LS_HAVE_CUDA)

@@ -16,8 +16,9 @@ struct BackendOptions {
   int cuda_device = 0;  // CUDA device index
   // The GEMMs' activation type (--activation_dtype): "auto" (the CPU float32; CUDA bfloat16, and
   // FP8 block-scaled checkpoints' dense GEMMs in FP8 where the device runs them), "float32" (CPU
-  // only) or "bfloat16" (the CPU rounds the input rows of BF16 weights' GEMMs; CUDA runs every
-  // dense GEMM in BF16).
+  // only), "bfloat16" (the CPU rounds the input rows of BF16 weights' GEMMs; CUDA runs every
+  // dense GEMM in BF16) or "int8" (CPU only: the input rows of int8 and int4 weights'
+  // GEMMs rounded to int8 per row, integer dot products).
   std::string activation_dtype = "auto";
   // The SIMD target the CPU kernels may use at most (--cpu_isa): "auto" (the best this CPU runs,
   // or the LS_CPU_ISA environment variable's) or a target name (kernels/cpu/simd/targets.def).

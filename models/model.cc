@@ -180,6 +180,10 @@ absl::Status Model::PrepareWeights(const std::function<void(const WeightFn&)>& f
     if (bytes && Quantizable(t, scheme)) t = Quantize(t, scheme, &scratch, threads);
     t = backend_->PrepareWeight(t, use, bytes ? next : nullptr);
     next += Align64(bytes);
+    if (IsMatmul(use)) {
+      ++gemm_weights_;
+      int8_activation_weights_ += t.quant.int8_activations;
+    }
   });
   // The backend reads its own copies of these: their mapped file pages need not stay resident
   // (otherwise a packed model would hold its GEMM weights twice).

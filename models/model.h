@@ -43,6 +43,10 @@ class Model {
   int64_t routed_expert_bytes() const;
   // Backend memory holding the weights as the ops read them (packed, converted), placed experts aside.
   size_t prepared_weight_bytes() const { return weight_storage_.capacity(); }
+  // GEMM weights the backend prepared for int8 activations (their input rows rounded to int8), out
+  // of the GEMM weights it prepared (routed experts left on the host aside).
+  int64_t int8_activation_weights() const { return int8_activation_weights_; }
+  int64_t gemm_weights() const { return gemm_weights_; }
   const WeightStore& weight_store() const { return *store_; }
   // The checkpoint's floating-point type (that of its embedding table).
   virtual DType dtype() const = 0;
@@ -151,6 +155,7 @@ class Model {
   StepBuffers buf_;
   StepProfile* profile_ = nullptr;
   int64_t checkpoint_bytes_bound_ = 0;
+  int64_t int8_activation_weights_ = 0, gemm_weights_ = 0;
   std::vector<float>* hidden_sink_ = nullptr;
   bool every_token_ = false;
   // Host staging of the head's results when some rows are greedy (kept so memory is reused).

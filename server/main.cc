@@ -52,10 +52,13 @@ ABSL_FLAG(int32_t, grpc_port, 50051, "gRPC port");
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, cuda_device, 0, "CUDA device index for --backend cuda");
 ABSL_FLAG(int32_t, threads, 0, "CPU backend threads (0: one per hardware thread)");
-ABSL_FLAG(std::string, activation_dtype, "auto",
-          "GEMM activations: auto (cpu float32; cuda bfloat16, with FP8 block-scaled checkpoints' dense GEMMs in FP8 on "
-          "Hopper), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
-          "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16)");
+ABSL_FLAG(
+    std::string, activation_dtype, "auto",
+    "GEMM activations: auto (cpu float32; cuda bfloat16, with FP8 block-scaled checkpoints' dense GEMMs in FP8 on "
+    "Hopper), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
+    "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16) or int8 (cpu: "
+    "the input rows of int8 and int4 weights' GEMMs are rounded to int8, one scale per row, and "
+    "multiplied in integers, as --quantization w8a8/w4a8 do)");
 ABSL_FLAG(std::string, cpu_isa, "auto",
           "the widest instruction set the CPU kernels may use: auto (the best this CPU has, or the LS_CPU_ISA "
           "environment variable), or a target of kernels/cpu/simd/targets.def (portable, avx2, avx512_vnni, neon, ...; "
@@ -622,6 +625,11 @@ absl::Status LoadModelFromFlags(const std::string& dir, ls::dist::RankProcess* g
   auto model = ls::LoadModel(dir, stack->backend.get(), load);
   if (!model.ok()) return model.status();
   stack->model = std::move(*model);
+  // int8 activations apply to integer weights only: a model without any would run as float32.
+  if (stack->backend_options.activation_dtype == "int8" && !group && stack->model->int8_activation_weights() == 0)
+    return absl::InvalidArgumentError(
+        "--activation_dtype int8: none of this model's GEMM weights are int8 or int4 (load a checkpoint "
+        "quantized to int4, or quantize at load with --quantization int8 or int4)");
   if (group) {
     if (auto s = stack->model->JoinRankGroup(group->transport()); !s.ok()) return s;
     if (ls::RankTransport* tensor = group->tensor_group())

@@ -23,7 +23,7 @@ ABSL_FLAG(int32_t, max_tokens, 16, "number of tokens to generate");
 ABSL_FLAG(std::string, dump_logits, "", "write the logits of every position to this .npy file");
 ABSL_FLAG(std::string, backend, "cpu", "compute backend: cpu, or cuda in builds with the CUDA kernels");
 ABSL_FLAG(int32_t, threads, 0, "CPU threads (0 = all hardware threads)");
-ABSL_FLAG(std::string, activation_dtype, "auto", "GEMM activations: auto, float32 or bfloat16; as the server");
+ABSL_FLAG(std::string, activation_dtype, "auto", "GEMM activations: auto, float32, bfloat16 or int8; as the server");
 ABSL_FLAG(std::string, cpu_isa, "auto", "the widest instruction set of the CPU kernels; as the server");
 ABSL_FLAG(bool, stop_at_eos, false, "stop at the model's eos token");
 ABSL_FLAG(std::string, quantization, "none", "online quantization of the GEMM weights: none, int8, fp8, int4, w8a8, w4a8");

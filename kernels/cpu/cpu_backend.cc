@@ -11,6 +11,7 @@
 #include "kernels/cpu/bf16_dot_gemm.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/int8_dot_gemm.h"
 #include "kernels/cpu/packed_gemm.h"
 
 namespace ls {
@@ -44,15 +45,23 @@ namespace {
 bool TakesBf16Rows(const Tensor& w, DType activation_dtype) {
   return activation_dtype == DType::kBF16 && w.dtype == DType::kBF16 && !w.quantized();
 }
+// The weight as its GEMMs take it: under int8 activations, integer codes the int8-dot kernels read
+// are marked for them (as the online w8a8 and w4a8 schemes mark theirs).
+Tensor WithActivations(Tensor w, DType activation_dtype) {
+  if (activation_dtype == DType::kI8 && cpu::Int8DotReadsCodes(w)) w.quant.int8_activations = true;
+  return w;
+}
 }  // namespace
 
 size_t CpuBackend::PreparedWeightBytes(const Tensor& w, WeightUse use) const {
   if (!IsMatmul(use) || w.layout != Layout::kRowMajor) return 0;
-  return TakesBf16Rows(w, activation_dtype_) ? cpu::Bf16DotPackedBytes(w) : cpu::PackedWeightBytes(w);
+  return TakesBf16Rows(w, activation_dtype_) ? cpu::Bf16DotPackedBytes(w)
+                                             : cpu::PackedWeightBytes(WithActivations(w, activation_dtype_));
 }
 Tensor CpuBackend::PrepareWeight(const Tensor& w, WeightUse use, void* dst) {
   if (PreparedWeightBytes(w, use) == 0) return w;
-  return TakesBf16Rows(w, activation_dtype_) ? cpu::PackBf16DotWeight(w, dst) : cpu::PackWeight(w, dst, &pool_);
+  return TakesBf16Rows(w, activation_dtype_) ? cpu::PackBf16DotWeight(w, dst)
+                                             : cpu::PackWeight(WithActivations(w, activation_dtype_), dst, &pool_);
 }
 
 // Each op of kernels/ops.def calls its kernels/cpu function with the pool first.

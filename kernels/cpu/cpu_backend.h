@@ -14,7 +14,10 @@ class CpuBackend : public Backend {
  public:
   // num_threads <= 0: one per hardware thread. activation_dtype kBF16: BF16 GEMM weights are packed
   // for the BF16-activation GEMM (kernels/cpu/bf16_dot_gemm.h), which rounds their input rows to
-  // BF16; other weights, and kF32 (the default), keep float32 activations.
+  // BF16. kI8: integer-quantized GEMM weights that the int8-activation GEMM reads (int8 with a scale
+  // per row, int4 in groups: kernels/cpu/int8_dot_gemm.h) are packed for it, which rounds
+  // their input rows to int8, one scale per row. Other weights, and kF32 (the default), keep
+  // float32 activations.
   explicit CpuBackend(int num_threads = 0, DType activation_dtype = DType::kF32);
 
   std::string_view name() const override { return "cpu"; }

@@ -24,9 +24,11 @@ Tensor PackedView(const Tensor& w, void* dst) {
   out.layout = Layout::kPanelsInt8Dot;
   out.data = dst;
   out.quant.block_rows = 1;
-  out.quant.zero = nullptr;
   out.quant.scale_dtype = w.dtype == DType::kU4 && w.quant.scale_dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
   out.quant.scale = static_cast<unsigned char*>(dst) + Align64(out.bytes());
+  // U4 zero points after the scales, on the packed scales' grid.
+  out.quant.zero =
+      w.quant.zero ? static_cast<const unsigned char*>(out.quant.scale) + Align64(out.scale_bytes()) : nullptr;
   return out;
 }
 
@@ -41,16 +43,20 @@ int64_t CodeOffset(DType t, int64_t panel, int64_t kq, int64_t j, int64_t k, boo
 
 }  // namespace
 
-bool UsesInt8Dot(const Tensor& w) {
-  if (!w.quantized() || !w.quant.int8_activations || w.layout != Layout::kRowMajor || w.quant.zero) return false;
-  if (w.dtype == DType::kI8) return w.scale_cols() == 1 && w.quant.scale_dtype == DType::kF32;
+bool UsesInt8Dot(const Tensor& w) { return w.quant.int8_activations && Int8DotReadsCodes(w); }
+
+bool Int8DotReadsCodes(const Tensor& w) {
+  if (!w.quantized() || w.layout != Layout::kRowMajor) return false;
+  if (w.dtype == DType::kI8)
+    return !w.quant.zero && w.quant.block_rows == 1 && w.scale_cols() == 1 && w.quant.scale_dtype == DType::kF32;
   return w.dtype == DType::kU4 && w.quant.block_rows == 1 && w.quant.block_cols % 4 == 0 &&
-         (w.quant.scale_dtype == DType::kF32 || w.quant.scale_dtype == DType::kBF16);
+         (w.quant.scale_dtype == DType::kF32 || w.quant.scale_dtype == DType::kBF16 ||
+          w.quant.scale_dtype == DType::kF16);
 }
 
 size_t Int8DotPackedBytes(const Tensor& w) {
   const Tensor v = PackedView(w, nullptr);
-  return Align64(v.bytes()) + v.scale_bytes();
+  return Align64(v.bytes()) + Align64(v.scale_bytes()) + v.zero_bytes();
 }
 
 Tensor PackInt8DotWeight(const Tensor& w, void* dst, ThreadPool* pool) {
@@ -61,6 +67,7 @@ Tensor PackInt8DotWeight(const Tensor& w, void* dst, ThreadPool* pool) {
   auto* codes = static_cast<uint8_t*>(dst);
   auto* scales = static_cast<uint8_t*>(const_cast<void*>(out.quant.scale));
   auto* sums = reinterpret_cast<int32_t*>(scales + DTypeBytes(out.quant.scale_dtype, out.stored_rows() * G));
+  auto* zeros = static_cast<uint8_t*>(const_cast<void*>(out.quant.zero));
   ThreadPool::ParallelFor(pool, panels, [&](int64_t p) {
     for (int64_t j = 0; j < P && p * P + j < w.rows; ++j) {
       const int64_t row = p * P + j;
@@ -84,6 +91,7 @@ Tensor PackInt8DotWeight(const Tensor& w, void* dst, ThreadPool* pool) {
         } else {
           std::memcpy(scales + 2 * at, static_cast<const uint8_t*>(w.quant.scale) + 2 * (row * G + g), 2);
         }
+        if (zeros) zeros[at] = static_cast<uint8_t>(ZeroPoint(w, row, g));
       }
     }
   });

@@ -103,6 +103,7 @@ struct KernelU4 {
   const Int8Rows& x;
   const uint8_t* codes;
   const uint8_t* scales;
+  const uint8_t* zeros;  // per panel and group, the zero points of its rows; null: 8 (symmetric)
   DType scale_dtype;
   int64_t kq, groups, group;
   bool accumulate;
@@ -178,9 +179,13 @@ struct KernelU4 {
       for (int p = 0; p < NP; ++p) {
         const int64_t at = ((panel + p) * groups + g) * P;
         const V16 s[2] = {Scales(at), Scales(at + 16)};
+        I16 z[2] = {};
+        if (zeros) z[0] = LoadU8(zeros + at), z[1] = LoadU8(zeros + at + 16);
         for (int m = 0; m < MR; ++m) {
-          const I16 offset = SetI(8 * x.sums[(m0 + m) * x.groups + g]);
+          const int32_t sum = x.sums[(m0 + m) * x.groups + g];
           for (int h = 0; h < 2; ++h) {
+            // Σ u·q − zero · Σ q, the zero point 8 without zero points.
+            const I16 offset = zeros ? MulI(z[h], SetI(sum)) : SetI(8 * sum);
             const V16 term = ToFloat(SubI(acc[m][p][h], offset));
             if constexpr (kSumsInMemory) {
               float* o = sums + ((m * NP + p) * 2 + h) * 16;
@@ -329,7 +334,15 @@ void Int8DotRange(const Int8Rows& x, const Tensor& t, int64_t n_begin, int64_t n
     const KernelI8 k{x, codes, reinterpret_cast<const float*>(scales), sums, kq, accumulate};
     PanelRange(k, x.rows, n_begin, n_end, kq * 128, y, ldy);
   } else {
-    const KernelU4 k{x, codes, scales, t.quant.scale_dtype, kq, groups, t.quant.block_cols, accumulate};
+    const KernelU4 k{x,
+                     codes,
+                     scales,
+                     static_cast<const uint8_t*>(t.quant.zero),
+                     t.quant.scale_dtype,
+                     kq,
+                     groups,
+                     t.quant.block_cols,
+                     accumulate};
     PanelRange(k, x.rows, n_begin, n_end, kq * 64, y, ldy);
   }
 }

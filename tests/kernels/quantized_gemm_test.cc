@@ -225,15 +225,20 @@ namespace ls::cpu {
 namespace {
 
 // Weights quantized for int8 activations (w8a8: I8 per row; w4a8: U4 in groups of 32 with BF16
-// scales) run the VNNI kernels: the product equals a double-precision one over the activations
-// rounded to int8 per row (s = amax / 127) and the weights' values; the VNNI kernel equals the
-// portable one bit for bit; a row's result does not depend on the batch.
+// scales; stored int4 checkpoints under --activation_dtype int8: U4 in groups of 8 with F16 scales,
+// and with zero points and float32 scales) run the VNNI kernels: the product equals a
+// double-precision one over the activations rounded to int8 per row (s = amax / 127) and the
+// weights' values; the VNNI kernel equals the portable one bit for bit; a row's result does not
+// depend on the batch.
 class Int8ActivationGemm : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {};
 
 TEST_P(Int8ActivationGemm, MatchesRoundedActivationsReference) {
   const auto [fi, M, N, K] = GetParam();
-  const Format f = fi == 0 ? Format{"w8a8", DType::kI8, DType::kF32, 1, 1 << 20, false}
-                           : Format{"w4a8", DType::kU4, DType::kBF16, 1, 32, false};
+  const Format formats[] = {{"w8a8", DType::kI8, DType::kF32, 1, 1 << 20, false},
+                            {"w4a8", DType::kU4, DType::kBF16, 1, 32, false},
+                            {"int4_f16_scales", DType::kU4, DType::kF16, 1, 8, false},
+                            {"int4_zero_points", DType::kU4, DType::kF32, 1, 32, true}};
+  const Format f = formats[fi];
   std::mt19937 rng(fi * 1000 + M * 131 + N * 7 + K);
   Weight w = MakeWeight(f, N, K, rng);
   w.t.quant.int8_activations = true;
@@ -248,7 +253,8 @@ TEST_P(Int8ActivationGemm, MatchesRoundedActivationsReference) {
   Gemm(pool, x.data(), M, p.t, y.data(), false);
   Gemm(pool, x.data(), M, p.t, y_acc.data(), true);
   Int8RowsStorage storage;
-  const Int8Rows rows = internal::QuantizeRows(x.data(), K, M, K, f.codes == DType::kU4 ? 32 : 0, &storage);
+  const Int8Rows rows =
+      internal::QuantizeRows(x.data(), K, M, K, f.codes == DType::kU4 ? p.t.quant.block_cols : 0, &storage);
   TargetKernels(SimdTarget::kPortable)->Int8DotRange(rows, p.t, 0, N, y_scalar.data(), N, false);
   for (int m = 0; m < M; ++m) {
     double amax = 0;
@@ -346,7 +352,7 @@ TEST(Int8ActivationGemmBounds, ExtremeCodesAndActivationsSumExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Int8ActivationGemm,
-                         ::testing::Combine(::testing::Values(0, 1), ::testing::Values(1, 5, 14),
+                         ::testing::Combine(::testing::Values(0, 1, 2, 3), ::testing::Values(1, 5, 14),
                                             ::testing::Values(5, 70, 130), ::testing::Values(8, 40, 136)));
 
 }  // namespace

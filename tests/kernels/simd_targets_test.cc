@@ -207,19 +207,21 @@ void RunRoundRowInt8(const KernelTable& k, Bytes* out) {
 
 void RunInt8DotRange(const KernelTable& k, Bytes* out) {
   std::mt19937 rng(6);
-  // U4 in groups of 32 and of 128 (whose sums some targets widen in runs along the group). I8 with
-  // k a multiple of 64 too, over ranges of 16 rows and more (AMX tiles: full and partial blocks of
-  // 32 rows), from column 0 and from a panel boundary.
+  // U4 in groups of 32 and of 128 (whose sums some targets widen in runs along the group), and with
+  // zero points. I8 with k a multiple of 64 too, over ranges of 16 rows and more (AMX tiles: full
+  // and partial blocks of 32 rows), from column 0 and from a panel boundary.
   struct Shape {
     DType codes;
     int32_t group;
     int64_t K;
+    bool zero;
   };
-  for (const Shape& s : {Shape{DType::kI8, 1 << 20, 100}, Shape{DType::kI8, 1 << 20, 192}, Shape{DType::kU4, 32, 100},
-                         Shape{DType::kU4, 128, 100}})
+  for (const Shape& s :
+       {Shape{DType::kI8, 1 << 20, 100, false}, Shape{DType::kI8, 1 << 20, 192, false},
+        Shape{DType::kU4, 32, 100, false}, Shape{DType::kU4, 128, 100, false}, Shape{DType::kU4, 32, 100, true}})
     for (int64_t M : {1, 2, 3, 5, 12, 13, 16, 30, 45, 64})
       for (int64_t n_begin : {0, 32}) {
-        Weight w = QuantWeight(s.codes, DType::kF32, s.group, false, 75, s.K, rng);
+        Weight w = QuantWeight(s.codes, DType::kF32, s.group, s.zero, 75, s.K, rng);
         w.t.quant.int8_activations = true;
         Pack(&w);
         const std::vector<float> x = Values(M * s.K, rng);

@@ -32,10 +32,21 @@ std::vector<std::pair<int32_t, ExpertPlacement>> Placements(const Model& m, int3
   return out;
 }
 
+// (Also the INT4 checkpoint with zero points under int8 activations: each slot's expert is packed
+// for the int8 kernels with its scales and zero points.)
 TEST(PlacedExperts, ExpertsKeptOnTheHostArePreparedIntoTheirSlotsOnly) {
-  for (const std::string name : {"latent_sigmoid_situ_bf16", "plain_softmax_silu_tied_f32"}) {
-    CpuBackend backend(2);
-    const std::string dir = testing::FixtureDir(name);
+  struct Case {
+    std::string name, dir;
+    DType activations;
+  };
+  for (const Case& c :
+       {Case{"latent_sigmoid_situ_bf16", testing::FixtureDir("latent_sigmoid_situ_bf16"), DType::kF32},
+        Case{"plain_softmax_silu_tied_f32", testing::FixtureDir("plain_softmax_silu_tied_f32"), DType::kF32},
+        Case{"qwen3_moe_int4_asym_f32, int8 activations", testing::HfFixtureDir("qwen3_moe_int4_asym_f32"),
+             DType::kI8}}) {
+    CpuBackend backend(2, c.activations);
+    const std::string& name = c.name;
+    const std::string& dir = c.dir;
     auto full = LoadModel(dir, &backend);
     LoadOptions options;
     options.routed_experts_on_host = true;

@@ -131,6 +131,38 @@ TEST(TinyModel, Bf16ActivationsKeepHeldoutLossWithinItsBound) {
   EXPECT_NE(loss, base) << "the activations were not rounded";
 }
 
+// --activation_dtype int8: integer GEMM weights take int8 activations. `--quantization int8` and
+// `int4` with it are the w8a8 and w4a8 schemes, logit for logit; every GEMM weight they quantize
+// is prepared for int8 rows as under those schemes, and a model with float weights has none.
+TEST(TinyModel, Int8ActivationsMakeIntegerWeightsTheA8Schemes) {
+  const auto seqs = Heldout()["ids"].get<std::vector<std::vector<int32_t>>>();
+  CpuBackend f32(2), i8(2, DType::kI8);
+  for (auto [scheme, a8] :
+       {std::pair{QuantScheme::kInt8, QuantScheme::kInt8A8}, std::pair{QuantScheme::kInt4, QuantScheme::kInt4A8}}) {
+    LoadOptions o, o8;
+    o.quantization = scheme;
+    o8.quantization = a8;
+    auto rounded = LoadModel(TinyDir(), &i8, o);
+    auto want = LoadModel(TinyDir(), &f32, o8);
+    auto plain = LoadModel(TinyDir(), &f32, o);
+    ASSERT_TRUE(rounded.ok() && want.ok() && plain.ok());
+    EXPECT_GT((*rounded)->int8_activation_weights(), (*rounded)->gemm_weights() / 2) << QuantSchemeName(scheme);
+    EXPECT_EQ((*rounded)->int8_activation_weights(), (*want)->int8_activation_weights()) << QuantSchemeName(scheme);
+    EXPECT_EQ((*plain)->int8_activation_weights(), 0) << QuantSchemeName(scheme);
+    std::vector<float> got, expected, unrounded;
+    for (size_t i = 0; i < 3 && i < seqs.size(); ++i) {
+      ASSERT_TRUE((*rounded)->ForwardSequence(seqs[i], true, &got).ok());
+      ASSERT_TRUE((*want)->ForwardSequence(seqs[i], true, &expected).ok());
+      ASSERT_TRUE((*plain)->ForwardSequence(seqs[i], true, &unrounded).ok());
+      EXPECT_EQ(got, expected) << QuantSchemeName(scheme) << ", sequence " << i;
+      EXPECT_NE(got, unrounded) << QuantSchemeName(scheme) << ": the activations were not rounded";
+    }
+  }
+  auto unquantized = LoadModel(TinyDir(), &i8);
+  ASSERT_TRUE(unquantized.ok());
+  EXPECT_EQ((*unquantized)->int8_activation_weights(), 0);
+}
+
 TEST(TinyModel, PlacedQuantizedExpertsGiveTheUnplacedLogits) {
   for (QuantScheme scheme : {QuantScheme::kInt4, QuantScheme::kInt8A8}) {
     CpuBackend backend(2);

@@ -18,7 +18,8 @@
 //   RoundEven (to an integer, ties to even), MulPow2(p, n) = p · 2^n for integral n in [−127, 127]
 //     (one rounding), Interleave / Deinterleave (even and odd lanes of 32 values),
 //   AllWithin(v, lo, hi) (every lane in [lo, hi]),
-//   SetI LoadI32 LoadI8 LoadU8 LoadU16 AddI SubI AndI OrI XorI MinI MaxI ShlI<n> ShrI<n> (logical)
+//   SetI LoadI32 LoadI8 LoadU8 LoadU16 AddI SubI MulI (the low 32 bits) AndI OrI XorI MinI MaxI
+//     ShlI<n> ShrI<n> (logical)
 //     EqI (all ones where equal) SelectI(mask, a, b), ToFloat, RoundToInt (nearest even; NaN and
 //     out of range: INT32_MIN, as x86's conversion), AsFloat AsInt (bit casts),
 //     Lookup16(table, i) = table[i & 15], StoreI8N (the low byte of n lanes), ReduceAddI,
