@@ -154,6 +154,12 @@ struct KernelU4 {
         for (int p = 0; p < NP; ++p) out[m][p][0] = out[m][p][1] = Zero();
     }
     const int64_t quads_per_group = group / 4;
+    // The first kAheadBytes of each panel, which the loop's prefetches (kAheadBytes ahead of each
+    // load) never ask for: a task's panels start cold (one sequence's experts, AMD Zen 5, 3
+    // alternating rounds: w4a8 decode of 1, 2 and 8 sequences 2.9%, 4.3% and 2.0% faster; on the
+    // AVX2 target 4.0%, 4.2% and 2.9%). The same for I8 tiles gained nothing measurable.
+    for (int p = 0; p < NP; ++p)
+      for (int64_t b = 0; b < kAheadBytes; b += 64) Prefetch(codes + (panel + p) * kq * 64 + b);
     // A group's sums in DotU4's form: one run of quads when the group fits the form (w4a8's groups
     // of 32 on every target), else runs of kU4PairQuads widened into int32 after each.
     const bool one_run = quads_per_group <= kU4PairQuads;
