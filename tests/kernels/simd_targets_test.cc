@@ -138,19 +138,27 @@ void RunPackedGemmRange(const KernelTable& k, Bytes* out) {
 
 void RunQuantizedGemmRange(const KernelTable& k, Bytes* out) {
   std::mt19937 rng(2);
+  // odd_scales: float32 scales above 2^125, whose −8·s overflows (AVX2's symmetric U4 tiles take
+  // the table for their group), subnormal and negative, among the usual ones.
   struct F {
     DType codes, scales;
     int32_t block;
-    bool zero;
+    bool zero, odd_scales = false;
   };
   const F formats[] = {{DType::kI8, DType::kF32, 1 << 20, false}, {DType::kI8, DType::kF32, 32, false},
                        {DType::kF8E4M3, DType::kF32, 128, false}, {DType::kU4, DType::kF32, 32, false},
-                       {DType::kU4, DType::kF32, 16, true},      {DType::kU4, DType::kBF16, 32, false},
-                       {DType::kU4, DType::kBF16, 32, true},      {DType::kE2M1, DType::kE8M0, 32, false}};
+                       {DType::kU4, DType::kF32, 16, true},       {DType::kU4, DType::kBF16, 32, false},
+                       {DType::kU4, DType::kBF16, 32, true},      {DType::kE2M1, DType::kE8M0, 32, false},
+                       {DType::kU4, DType::kF32, 32, false, true}};
   for (const F& f : formats)
     for (int64_t M : {1, 3, 7, 13}) {
       const int64_t K = 96;
       Weight w = QuantWeight(f.codes, f.scales, f.block, f.zero, 70, K, rng);
+      if (f.odd_scales)
+        for (size_t i = 0; i < w.scales.size() / 4; ++i) {
+          const float odd[3] = {5e37f, 1e-39f, -0.03f};
+          if (i % 7 < 3) std::memcpy(&w.scales[4 * i], &odd[i % 7], 4);
+        }
       Pack(&w);
       const std::vector<float> x = Values(M * K, rng);
       GemmOutputs([&](float* y, int64_t ld, bool a) { k.QuantizedGemmRange(x.data(), K, M, w.p, 0, 70, y, ld, a); }, M,
