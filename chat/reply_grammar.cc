@@ -54,9 +54,9 @@ std::vector<ToolSpec> ToolSpecs(const ojson& tools) {
     if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) continue;
     const ojson& f = t["function"];
     ToolSpec s;
-    s.name = f.value("name", "");
+    s.name = f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
     s.parameters = f.contains("parameters") && f["parameters"].is_object() ? f["parameters"] : ojson::object();
-    s.strict = f.value("strict", false) == true;
+    s.strict = f.contains("strict") && f["strict"] == true;
     out.push_back(std::move(s));
   }
   return out;

@@ -154,6 +154,8 @@ bool ReadTools(const ojson* tools, ojson* out, std::set<std::string>* names, Api
     if (fn->contains("parameters") && !(*fn)["parameters"].is_object() && !(*fn)["parameters"].is_null())
       return Fail(err, absl::StrCat("'", at, ".function.parameters' must be a JSON Schema object"),
                   at + ".function.parameters");
+    if (fn->contains("strict") && !(*fn)["strict"].is_boolean() && !(*fn)["strict"].is_null())
+      return Fail(err, absl::StrCat("'", at, ".function.strict' must be true or false"), at + ".function.strict");
     names->insert((*fn)["name"].get<std::string>());
   }
   if (!tools->empty()) *out = *tools;  // as sent, key order kept for the template's tojson

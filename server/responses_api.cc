@@ -18,6 +18,16 @@ std::nullopt_t RequestError(ApiError* error, const std::string& param, std::stri
   return std::nullopt;
 }
 
+// A request object's string field as text: `absent` where the object or the field is missing, the
+// field's JSON where it holds another type (so that it matches no name and an error can show it).
+// (nlohmann's value() throws on a field of another type.)
+std::string TextField(const ojson& j, const char* k, const std::string& absent = "") {
+  if (!j.is_object()) return absent;
+  const auto it = j.find(k);
+  if (it == j.end()) return absent;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 // An optional boolean field: *value is nullopt when it is absent or null; false with *error when
 // it is anything but a boolean.
 bool OptionalBool(const ojson& j, const char* k, std::optional<bool>* value, ApiError* error) {
@@ -44,7 +54,7 @@ bool ContentText(const ojson& content, const std::string& where, std::string* ou
   }
   for (size_t i = 0; i < content.size(); ++i) {
     const ojson& p = content[i];
-    const std::string type = p.is_object() ? p.value("type", "") : "";
+    const std::string type = TextField(p, "type");
     if ((type == "input_text" || type == "output_text" || type == "text") && p.contains("text") && p["text"].is_string()) {
       if (!out->empty()) *out += "\n";
       *out += p["text"].get<std::string>();
@@ -87,9 +97,9 @@ bool Messages(const ojson& input, ojson* messages, ApiError* error) {
       *error = ApiError{400, absl::StrCat("'", where, "' must be an object"), "input"};
       return false;
     }
-    const std::string type = item.value("type", item.contains("role") ? "message" : "");
+    const std::string type = TextField(item, "type", item.contains("role") ? "message" : "");
     if (type == "message") {
-      const std::string role = item.value("role", "");
+      const std::string role = TextField(item, "role");
       if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
         *error = ApiError{400, absl::StrCat("'", where, ".role' must be user, system, developer or assistant"), "input"};
         return false;
@@ -154,7 +164,7 @@ ojson InputItems(const ojson& input) {
     ojson item = given;
     if (!item.contains("type")) item["type"] = "message";
     if (item["type"] == "message" && item.contains("content") && item["content"].is_string())
-      item["content"] = ojson::array({{{"type", item.value("role", "") == "assistant" ? "output_text" : "input_text"},
+      item["content"] = ojson::array({{{"type", TextField(item, "role") == "assistant" ? "output_text" : "input_text"},
                                        {"text", item["content"]}}});
     items.push_back(std::move(item));
   }
@@ -311,7 +321,7 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
       ojson tools = ojson::array();
       for (size_t i = 0; i < v.size(); ++i) {
         const ojson& t = v[i];
-        const std::string type = t.is_object() ? t.value("type", "") : "";
+        const std::string type = TextField(t, "type");
         if (type != "function")
           return RequestError(
               error, k, absl::StrCat("'tools[", i, "]' is a '", type, "' tool; this server serves function tools"));
@@ -327,7 +337,7 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
     } else if (k == "tool_choice") {
       if (v.is_string()) {
         chat["tool_choice"] = v;
-      } else if (v.is_object() && v.value("type", "") == "function" && v.contains("name")) {
+      } else if (TextField(v, "type") == "function" && v.contains("name")) {
         chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", v["name"]}}}};
       } else if (!v.is_null()) {
         return RequestError(error, k,
@@ -341,9 +351,11 @@ std::optional<ResponsesRequest> ReadResponsesRequest(const std::string& body, Re
         return RequestError(error, k, "'text.verbosity' is not supported yet (it asks for verbosity control)");
       if (v.contains("format") && !v["format"].is_null()) {
         const ojson& f = v["format"];
-        const std::string type = f.is_object() ? f.value("type", "") : "";
+        const std::string type = TextField(f, "type");
         if (type == "json_schema") {
-          ojson js = {{"name", f.value("name", "response")}};
+          if (f.contains("name") && !f["name"].is_string())
+            return RequestError(error, k, "'text.format.name' must be a string");
+          ojson js = {{"name", TextField(f, "name", "response")}};
           if (f.contains("schema")) js["schema"] = f["schema"];
           if (f.contains("strict")) js["strict"] = f["strict"];
           chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(js)}};
@@ -524,7 +536,7 @@ ResponseStore::Entry StoredResponse(const ResponsesRequest& req, const ojson& re
   const std::string suffix = id.substr(id.find('_') + 1);
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].contains("id") && items[i]["id"].is_string()) continue;
-    const std::string type = items[i].value("type", "");
+    const std::string type = TextField(items[i], "type");
     const char* prefix = type == "function_call"          ? "fc_"
                          : type == "function_call_output" ? "fco_"
                          : type == "reasoning"            ? "rs_"
@@ -547,7 +559,7 @@ std::optional<ojson> InputItemsPage(const std::string& stored, std::string_view 
   size_t first = 0;
   if (std::optional<std::string> after = FormValue(query, "after")) {
     auto it =
-        std::find_if(items.begin(), items.end(), [&](const ojson& item) { return item.value("id", "") == *after; });
+        std::find_if(items.begin(), items.end(), [&](const ojson& item) { return TextField(item, "id") == *after; });
     if (it == items.end())
       return RequestError(error, "after", absl::StrCat("'after' names no input item of this response: '", *after, "'"));
     first = static_cast<size_t>(it - items.begin()) + 1;

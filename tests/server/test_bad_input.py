@@ -87,6 +87,8 @@ CASES = [
     (CHAT, {"messages": OK_MSG, "tools": {"type": "function"}}, 400, "tools"),
     (CHAT, {"messages": OK_MSG, "tools": [{"type": "function", "function": {}}]}, 400, "name"),
     (CHAT, {"messages": OK_MSG, "tools": [{"type": "retrieval"}]}, 400, "function"),
+    (CHAT, {"messages": OK_MSG, "tools": [{"type": "function", "function": {"name": "f", "strict": "yes"}}]}, 400,
+     "'tools[0].function.strict' must be true or false"),
     (CHAT, {"messages": OK_MSG, "tool_choice": "required"}, 400, "tools"),
     (CHAT, {"messages": OK_MSG, "tool_choice": "sometimes", "tools": [{"function": {"name": "f"}}]}, 400,
      "tool_choice"),

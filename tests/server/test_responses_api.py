@@ -234,6 +234,16 @@ def test_text_format_json_schema_is_followed(plain):
     ({"max_tool_calls": -1}, "'max_tool_calls' must be a non-negative integer"),
     ({"reasoning": {"effort": 3}}, "'reasoning.effort' must be a string"),
     ({"reasoning": "high"}, "'reasoning' must be an object"),
+    # Fields of the wrong JSON type (an object where a string belongs) are refused, not thrown on.
+    ({"tools": [{"type": {"type": "object"}, "name": "f"}]}, "is a '{\"type\":\"object\"}' tool"),
+    ({"input": [{"type": {}, "role": "user", "content": "Hi"}]}, "input[0]"),
+    ({"input": [{"role": 5, "content": "Hi"}]}, "'input[0].role' must be user"),
+    ({"input": [{"role": "user", "content": [{"type": [], "text": "Hi"}]}]}, "input[0]"),
+    ({"tool_choice": {"type": 5, "name": "f"}}, "'tool_choice' must be"),
+    ({"text": {"format": {"type": []}}}, "text.format"),
+    ({"text": {"format": {"type": "json_schema", "name": 5, "schema": {}}}}, "'text.format.name' must be a string"),
+    ({"tools": [{"type": "function", "name": "weather", "parameters": WEATHER, "strict": "yes"}]},
+     "'tools[0].function.strict' must be true or false"),
 ])
 def test_what_is_not_served_is_refused_by_name(served, extra, named):
     server, client = served
