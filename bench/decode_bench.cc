@@ -122,10 +122,15 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
   const double wdt = c.expert_width(), f = c.moe.expert_ffn;
   const double dense_per_layer =
       (d * H * hd * 2 + d * Hkv * hd * 2) + d * c.moe.num_experts + (c.moe.latent_size > 0 ? 2 * d * wdt : 0) + 2 * d;
-  // MXFP4 experts: half a byte a weight and an E8M0 scale per 32.
-  const bool mxfp4 = c.quantization.quantized() && !c.quantization.groups.empty() &&
-                     c.quantization.groups[0].codes == ls::DType::kE2M1;
-  const double expert_bytes = 3 * wdt * f * (mxfp4 ? 0.5 + 1.0 / 32 : bf);
+  // MXFP4 experts: half a byte a weight and an E8M0 scale per 32; INT4: a BF16 scale (and a zero
+  // point's half byte) per group.
+  const ls::QuantizationConfig::Group* stored =
+      c.quantization.quantized() && !c.quantization.groups.empty() ? &c.quantization.groups[0] : nullptr;
+  const double stored_bytes = !stored ? bf
+                              : stored->codes == ls::DType::kE2M1
+                                  ? 0.5 + 1.0 / 32
+                                  : 0.5 + (stored->symmetric ? 2.0 : 2.5) / stored->group_size;
+  const double expert_bytes = 3 * wdt * f * stored_bytes;
   const double head_bytes = static_cast<double>(c.vocab_size) * d *
                             WeightBytes(quantization == ls::QuantScheme::kInt4     ? ls::QuantScheme::kInt8
                                         : quantization == ls::QuantScheme::kInt4A8 ? ls::QuantScheme::kInt8A8
@@ -171,14 +176,16 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 
 }  // namespace
 
-// decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR] [--prefill N]
-// [--repeat R]
+// decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4 | --int4 GROUP [--int4_zero_points]]
+// [--model_out DIR] [--prefill N] [--repeat R]
 // [--kv_cache_dtype auto|float32|bfloat16] [--activation_dtype auto|float32|bfloat16|int8] [--cpu_isa NAME]
 //              [--quantization none|int8|fp8|int4] [--backend cpu|cuda] [threads [model_dir [batch ...]]]:
 // without a model directory (or with "-"), a random model and batches 1 and 16 (1 to 256 on
 // CUDA); with one (e.g. the peer model of the CPU comparison), batches 1 8 32; or the batches
 // given; each after a prefill of N tokens per sequence (default 64), over a float32 KV cache
-// unless --kv_cache_dtype says otherwise (as the server's flag). --token0 runs the peer
+// unless --kv_cache_dtype says otherwise (as the server's flag). --mxfp4 and --int4 store the random
+// model's routed experts as a published checkpoint does (compressed-tensors MXFP4, or INT4 in
+// groups of GROUP with BF16 scales, symmetric or with zero points). --token0 runs the peer
 // benchmark's workload (token 0 everywhere) beside the distinct-token one. --greedy adds greedy
 // decoding's steps, tokens chosen from full rows on the host against the model's greedy records
 // (greedy_results: the fastest of R alternating runs each). --repeat R times each
@@ -188,7 +195,8 @@ Result RunDecode(ls::Model& model, int batch, int steps, bool token0 = false, bo
 // An unknown flag, a flag without its value or a count that is not a whole number is refused by
 // name (exit status 2), before anything runs.
 constexpr const char* kUsage =
-    "usage: decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]] [--mxfp4] [--model_out DIR]\n"
+    "usage: decode_bench [--token0] [--greedy] [--large | --k3_moe [--experts N]]\n"
+    "                    [--mxfp4 | --int4 GROUP [--int4_zero_points]] [--model_out DIR]\n"
     "                    [--prefill N] [--repeat R] [--kv_cache_dtype auto|float32|bfloat16]\n"
     "                    [--activation_dtype auto|float32|bfloat16|int8] [--cpu_isa NAME]\n"
     "                    [--quantization none|int8|fp8|int4|w8a8|w4a8] [--backend cpu|cuda]\n"
@@ -208,7 +216,8 @@ bool ParseCount(const std::string& text, int min, int* out) {
 }
 
 int main(int argc, char** argv) {
-  bool token0 = false, large = false, k3_moe = false, mxfp4 = false, greedy = false;
+  bool token0 = false, large = false, k3_moe = false, mxfp4 = false, greedy = false, int4_zero_points = false;
+  int int4_group = 0;  // --int4: the random model's experts in INT4 groups of this many
   int k3_experts = 64;
   std::string model_out;  // --model_out: where the random model is written and kept (reused when there)
   int repeat = 1;         // timed runs per batch, the fastest reported (--repeat)
@@ -235,17 +244,22 @@ int main(int argc, char** argv) {
       k3_moe = true;
     } else if (a == "--mxfp4") {
       mxfp4 = true;
+    } else if (a == "--int4_zero_points") {
+      int4_zero_points = true;
     } else {
       // Every other flag takes a value.
-      static const char* const kValued[] = {"--experts", "--model_out",    "--kv_cache_dtype",
-                                            "--prefill", "--backend",      "--cpu_isa",
-                                            "--repeat",  "--quantization", "--activation_dtype"};
+      static const char* const kValued[] = {"--experts",          "--model_out", "--kv_cache_dtype", "--prefill",
+                                            "--backend",          "--cpu_isa",   "--repeat",         "--quantization",
+                                            "--activation_dtype", "--int4"};
       if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued))
         return Refuse("unknown flag '" + a + "'");
       if (i + 1 >= argc) return Refuse(a + " needs a value");
       const std::string v = argv[++i];
       if (a == "--experts") {
         if (!ParseCount(v, 16, &k3_experts)) return Refuse("--experts '" + v + "': expected a whole number >= 16");
+      } else if (a == "--int4") {
+        if (!ParseCount(v, 8, &int4_group) || int4_group % 8 != 0)
+          return Refuse("--int4 '" + v + "': expected a group size, a multiple of 8");
       } else if (a == "--prefill") {
         if (!ParseCount(v, 1, &prefill_tokens)) return Refuse("--prefill '" + v + "': expected a whole number >= 1");
       } else if (a == "--repeat") {
@@ -267,6 +281,8 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (mxfp4 && int4_group > 0) return Refuse("--mxfp4 and --int4 are two formats for the same experts: give one");
+  if (int4_zero_points && int4_group == 0) return Refuse("--int4_zero_points needs --int4 GROUP");
   if (!args.empty() && !ParseCount(args[0], 0, &options.threads))
     return Refuse("threads '" + args[0] + "': expected a whole number (0: every core)");
   const bool own_model = args.size() < 2 || args[1] == "-";
@@ -300,6 +316,8 @@ int main(int argc, char** argv) {
     spec.experts = k3_experts, spec.top_k = 16, spec.f = 3072, spec.d_lat = 3584, spec.shared_f = 6144;
   }
   spec.mxfp4_experts = mxfp4;
+  spec.int4_experts_group = int4_group;
+  spec.int4_zero_points = int4_zero_points;
   if (own_model && !(!model_out.empty() && std::filesystem::exists(dir + "/config.json"))) {
     if (auto s = ls::bench::WriteRandomModel(spec, dir, 1); !s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());

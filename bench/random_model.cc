@@ -4,9 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -36,6 +37,30 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
     for (auto& c : scales) c = static_cast<char>(118 + rng() % 4);
     w.AddRaw(module + ".weight_packed", {out, in / 2}, DType::kU8, std::move(codes));
     w.AddRaw(module + ".weight_scale", {out, in / 32}, DType::kU8, std::move(scales));
+  };
+  // `name` as weight_packed [out, in/8] (eight codes an int32, the first in the low nibble),
+  // weight_scale [out, in/group] (BF16, so that (c − 8) · s keeps the BF16 experts' 1/sqrt(in)
+  // scale), weight_shape, and with zero points weight_zero_point [out/8, in/group] (eight an int32
+  // down the rows).
+  std::function<void(const std::string&, int, int)> int4 = [&](const std::string& name, int out, int in) {
+    const std::string module = name.substr(0, name.size() - std::string(".weight").size());
+    const int groups = (in + s.int4_experts_group - 1) / s.int4_experts_group;
+    std::string codes(static_cast<size_t>(out) * in / 2, '\0');
+    for (auto& c : codes) c = static_cast<char>(rng());
+    w.AddRaw(module + ".weight_packed", {out, in / 8}, DType::kI32, std::move(codes));
+    std::vector<float> scales(static_cast<size_t>(out) * groups);
+    const float scale = 1.f / (4.6f * std::sqrt(static_cast<float>(in)));
+    for (auto& x : scales) x = scale * (0.75f + 0.5f * static_cast<float>(rng() % 1024) / 1024.f);
+    w.Add(module + ".weight_scale", {out, groups}, scales, DType::kBF16);
+    std::string shape(16, '\0');
+    const int64_t dims[2] = {out, in};
+    std::memcpy(shape.data(), dims, 16);
+    w.AddRaw(module + ".weight_shape", {2}, DType::kI64, std::move(shape));
+    if (s.int4_zero_points) {
+      std::string zeros(static_cast<size_t>((out + 7) / 8) * groups * 4, '\0');
+      for (auto& c : zeros) c = static_cast<char>(rng());
+      w.AddRaw(module + ".weight_zero_point", {(out + 7) / 8, groups}, DType::kI32, std::move(zeros));
+    }
   };
   auto ones = [&](const std::string& name, int n) { w.Add(name, {n}, std::vector<float>(n, 1.f), DType::kBF16); };
   const int wd = s.d_lat > 0 ? s.d_lat : s.d;
@@ -118,7 +143,7 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
     if (s.expert_output_norm) ones(p + "mlp.latent_norm.weight", wd);
     for (int e = 0; e < s.experts; ++e) {
       const std::string q = absl::StrCat(moe, "experts.", e, ".");
-      auto expert = s.mxfp4_experts ? mxfp4 : lin;
+      auto expert = s.mxfp4_experts ? mxfp4 : s.int4_experts_group > 0 ? int4 : lin;
       expert(q + (s.kda ? "w1" : "gate_proj") + ".weight", s.f, wd);
       expert(q + (s.kda ? "w3" : "up_proj") + ".weight", s.f, wd);
       expert(q + (s.kda ? "w2" : "down_proj") + ".weight", wd, s.f);
@@ -227,6 +252,25 @@ absl::Status WriteRandomModel(const RandomModelSpec& s, const std::string& dir, 
             {"input_activations", nullptr},
             {"output_activations", nullptr}}}}},
         {"ignore", {"lm_head"}}};
+  if (s.int4_experts_group > 0) {
+    const nlohmann::json weights = {{"num_bits", 4},
+                                    {"type", "int"},
+                                    {"symmetric", !s.int4_zero_points},
+                                    {"group_size", s.int4_experts_group},
+                                    {"strategy", "group"},
+                                    {"dynamic", false}};
+    c["quantization_config"] = {{"quant_method", "compressed-tensors"},
+                                {"format", "pack-quantized"},
+                                {"quantization_status", "compressed"},
+                                {"config_groups",
+                                 {{"group_0",
+                                   {{"targets", {"re:.*experts\\.\\d+\\..*"}},
+                                    {"format", "pack-quantized"},
+                                    {"weights", weights},
+                                    {"input_activations", nullptr},
+                                    {"output_activations", nullptr}}}}},
+                                {"ignore", {"lm_head"}}};
+  }
   std::ofstream(dir + "/config.json") << c.dump(1);
   return w.Write(dir + "/model.safetensors");
 }

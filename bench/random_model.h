@@ -28,6 +28,11 @@ struct RandomModelSpec {
   // The routed experts stored as compressed-tensors mxfp4-pack-quantized (random E2M1 codes, E8M0
   // scales per 32), with its quantization_config; this project's format only.
   bool mxfp4_experts = false;
+  // The routed experts stored as compressed-tensors pack-quantized INT4 in groups of this many
+  // (0: not), random codes with BF16 scales, symmetric or with random zero points; this project's
+  // format only.
+  int int4_experts_group = 0;
+  bool int4_zero_points = false;
   // MLA only: one multi-token-prediction layer (model.layers.{layers}, num_nextn_predict_layers 1)
   // built to imitate the model: its block a copy of the last layer, eh_proj [I | 0] (it reads the
   // next token's embedding and ignores the hidden row), unit norms, the model's head, and the

@@ -81,17 +81,23 @@ constexpr bool kU4ByFma = true;
 #else
 constexpr bool kU4ByFma = false;
 #endif
+// AVX2's 16 registers: 4-bit codes take one panel a tile (below).
+#if defined(LS_SIMD_X86_AVX2)
+constexpr bool kOnePanel4Bit = true;
+#else
+constexpr bool kOnePanel4Bit = false;
+#endif
 
 template <class F>
 struct Kernel {
   static constexpr int kMaxRows = kFloatTileRows;
-  // With few registers, symmetric U4 widened by fma and E2M1 take one panel at a time: two would
-  // hold their scales (and −8·s, or the 16-entry table) beside the accumulators, spilling to the
-  // stack (E2M1 on the AVX2 target of a Zen 5, `decode_bench --mxfp4`, 3 alternating rounds: one
-  // sequence +4.3%, 8 +2.4%, 32 −0.5%).
+  // On AVX2, 4-bit codes take one panel at a time: two would hold their scales (and −8·s, the zero
+  // points or the 16-entry table) beside the accumulators, spilling to the stack (AVX2 target of a
+  // Zen 5, 3 alternating rounds, one / 8 / 32 sequences: E2M1, `decode_bench --mxfp4`, +4.3 / +2.4
+  // / −0.5%; U4 with zero points, `--large --int4 128 --int4_zero_points`, +4.6 / +2.5 / +0.3%).
   static constexpr bool kFmaWidens = kU4ByFma && F::kCodes == DType::kU4 && !F::kZero;
   static constexpr int Panels(int MR) {
-    return (kFmaWidens || F::kCodes == DType::kE2M1) && kTileRegs < 32 ? 1 : FloatTilePanels(MR);
+    return kOnePanel4Bit && (F::kCodes == DType::kU4 || F::kCodes == DType::kE2M1) ? 1 : FloatTilePanels(MR);
   }
   // Widened weights are the scaled values (w · s): equal, bit for bit, to what the chains below
   // multiply, the power-of-two form of E8M0 scales included. A scale applied after the sum (I8
