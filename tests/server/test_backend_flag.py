@@ -27,3 +27,11 @@ def test_cuda_backend_fails_clearly_without_kernels_or_device():
         return
     assert p.returncode != 0
     assert "--backend cuda" in err and ("no CUDA kernels" in err or "device" in err), err
+
+
+def test_activation_types_the_cuda_backend_lacks_are_refused_by_name():
+    # Checked before any device is looked for, so the message is the same with and without one.
+    for dtype in ("float32", "int8"):
+        r = start("--backend", "cuda", "--activation_dtype", dtype)
+        assert r.returncode != 0
+        assert f"--activation_dtype {dtype} is not available on --backend cuda" in r.stderr, r.stderr
