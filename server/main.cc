@@ -55,7 +55,7 @@ ABSL_FLAG(int32_t, threads, 0, "CPU backend threads (0: one per hardware thread)
 ABSL_FLAG(
     std::string, activation_dtype, "auto",
     "GEMM activations: auto (cpu float32; cuda bfloat16, with FP8 block-scaled checkpoints' dense GEMMs in FP8 on "
-    "Hopper), float32 (cpu) or bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
+    "Hopper), float32 (cpu), bfloat16 (cpu: the input rows of BF16 weights' GEMMs are rounded to bfloat16 and "
     "multiplied with AVX512-BF16 dot products, faster and less exact; cuda: every dense GEMM in BF16) or int8 (cpu: "
     "the input rows of int8 and int4 weights' GEMMs are rounded to int8, one scale per row, and "
     "multiplied in integers, as --quantization w8a8/w4a8 do)");

@@ -1,14 +1,17 @@
 // GEMM with int8 activations for weights quantized with QuantScales::int8_activations (the online
-// w8a8 and w4a8 schemes, and int8 and int4 weights under --activation_dtype int8): each activation row is rounded to
-// int8 with one scale per row (s = amax / 127, q = round-to-nearest-even(x · 127 / amax)) and multiplied with the
-// integer weight codes in int32 by dot products of four codes per lane (vpdpbusd with AVX512-VNNI or AVX-VNNI,
-// vpmaddubsw elsewhere on x86, sdot on Arm, AMX tiles for I8 codes and 16 rows or more; int8_dot_gemm_simd.cc), so a
-// weight is read as its stored byte or nibble and never widened to float32. Layout (Layout::kPanelsInt8Dot): panels of
-// kPanelRows rows, k in quads, padded to a multiple of four; per panel and quad, I8 codes: rows 0-15 then 16-31, each
-// row's four codes together (two 64-byte runs); U4 codes: one 64-byte run, byte 4j + i holding row j's code k + i in
-// its low nibble and row 16 + j's in its high one. Beside them, the per-panel scales as in quantized_gemm.h (F16 scales
-// widened to float32), for I8 each row's code sum (int32, for the unsigned-activation offset), and for U4 with zero
-// points the zero points on the scales' grid. Arithmetic (batch invariant; every SIMD target gives the same bits):
+// w8a8 and w4a8 schemes, and int8 and int4 weights under --activation_dtype int8): each activation
+// row is rounded to int8 with one scale per row (s = amax / 127, q = round-to-nearest-even(x · 127
+// / amax)) and multiplied with the integer weight codes in int32 by dot products of four codes per
+// lane (vpdpbusd with AVX512-VNNI or AVX-VNNI, vpmaddubsw elsewhere on x86, sdot on Arm, AMX tiles
+// for I8 codes and 16 rows or more; int8_dot_gemm_simd.cc), so a weight is read as its stored byte
+// or nibble and never widened to float32.
+// Layout (Layout::kPanelsInt8Dot): panels of kPanelRows rows, k in quads, padded to a multiple of
+// four; per panel and quad, I8 codes: rows 0-15 then 16-31, each row's four codes together (two
+// 64-byte runs); U4 codes: one 64-byte run, byte 4j + i holding row j's code k + i in its low
+// nibble and row 16 + j's in its high one. Beside them, the per-panel scales as in
+// quantized_gemm.h (F16 scales widened to float32), for I8 each row's code sum (int32, for the
+// unsigned-activation offset), and for U4 with zero points the zero points on the scales' grid.
+// Arithmetic (batch invariant; every SIMD target gives the same bits):
 //   I8 (one scale per row):   y[m, n] = float(Σ_k (q[m,k] + 128) · w[n,k] − 128 · Σ_k w[n,k]) · s_x[m] · s_w[n]
 //   U4 (groups along k):      y[m, n] = (Σ_g float(Σ_{k∈g} u[n,k] · q[m,k] − z[n,g] Σ_{k∈g} q[m,k]) fused-multiply-
 //   added with s_w[n, g] in group order from zero) · s_x[m], z the zero point (8 without zero points)
