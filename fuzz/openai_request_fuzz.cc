@@ -1,8 +1,9 @@
 // Fuzz target: HTTP request JSON -> engine request (OpenAI completions, chat and Responses parsing,
 // validation and prompt tokenization) against the shipped tiny model. The first byte chooses the
-// endpoint: bit 1 set, /v1/responses (read against a store holding one earlier response,
-// "resp_fuzz", so that previous_response_id continues a conversation); else bit 0, chat or
-// completions.
+// endpoint: bit 2 set, the tokenizer endpoints (bit 0: /detokenize, else /tokenize), which answer
+// 200 or a 4xx with its message; else bit 1 set, /v1/responses (read against a store holding one
+// earlier response, "resp_fuzz", so that previous_response_id continues a conversation); else bit
+// 0, chat or completions.
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "server/openai_protocol.h"
 #include "server/response_store.h"
 #include "server/responses_api.h"
+#include "server/tokenize_api.h"
 
 namespace {
 
@@ -38,6 +40,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   auto& t = ls::fuzz::Tiny();
   const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] & 4) {
+    const ls::server::TokenizeReply reply =
+        data[0] & 1 ? ls::server::Detokenize(body, *t.api) : ls::server::Tokenize(body, *t.api);
+    if (reply.http_status == 200) return 0;
+    const auto error = reply.body.find("error");
+    if (reply.http_status < 400 || reply.http_status >= 500 || error == reply.body.end() ||
+        !error->contains("message") || !(*error)["message"].is_string() ||
+        (*error)["message"].get<std::string>().empty())
+      std::abort();  // a refusal is a 4xx that says what was wrong
+    return 0;
+  }
   ls::server::ApiError err;
   std::optional<ls::server::ParsedRequest> r;
   if (data[0] & 2) {
