@@ -76,16 +76,11 @@ constexpr int64_t kAheadBytes = 1024;  // prefetch distance in a panel's stream 
 // decode on the AVX2 target of an AMD Zen 5 (d 2048 model, 3 alternating rounds): 246 → 335 tok/s,
 // at 8 and 32 sequences 359 → 486 and 447 → 578 (with one panel a tile, below; either change
 // alone gave 1% and 7%).
+// With AVX2's 16 registers, 4-bit codes also take one panel a tile (Kernel::Panels).
 #if defined(LS_SIMD_X86_AVX2)
-constexpr bool kU4ByFma = true;
+constexpr bool kU4ByFma = true, kOnePanel4Bit = true;
 #else
-constexpr bool kU4ByFma = false;
-#endif
-// AVX2's 16 registers: 4-bit codes take one panel a tile (below).
-#if defined(LS_SIMD_X86_AVX2)
-constexpr bool kOnePanel4Bit = true;
-#else
-constexpr bool kOnePanel4Bit = false;
+constexpr bool kU4ByFma = false, kOnePanel4Bit = false;
 #endif
 
 template <class F>
