@@ -1,6 +1,8 @@
 // The status mapping table.
 #include "server/api_error.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace ls::server {
 
 StatusMapping MapStatusCode(absl::StatusCode code) {
@@ -44,6 +46,17 @@ grpc::Status ToGrpcStatus(const ApiError& e) {
     if (MapStatusCode(c).http_status == e.http_status) code = MapStatusCode(c).grpc_code;
   }
   return grpc::Status(code, e.message);
+}
+
+absl::Status UnexpectedFailure(const std::string& where, const std::exception_ptr& thrown) {
+  std::string what = "an exception of unknown type";
+  try {
+    if (thrown) std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  return absl::InternalError(absl::StrCat("internal error while serving ", where, ": ", what));
 }
 
 }  // namespace ls::server

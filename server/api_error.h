@@ -5,6 +5,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include <exception>
 #include <string>
 
 #include "absl/status/status.h"
@@ -32,5 +33,10 @@ ApiError ToApiError(const absl::Status& st, std::string param = "");
 grpc::Status ToGrpcStatus(const absl::Status& st);
 // A client error as a gRPC status: the code its HTTP status stands for, its message.
 grpc::Status ToGrpcStatus(const ApiError& e);
+
+// An exception that escaped a request's handler: a fault of the server's, never the client's (bad
+// input is refused by name before it could throw). Both front ends answer it as this Internal
+// status, which names `where` (the route or method) and what was thrown.
+absl::Status UnexpectedFailure(const std::string& where, const std::exception_ptr& thrown);
 
 }  // namespace ls::server

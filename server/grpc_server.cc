@@ -6,13 +6,17 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <chrono>
+#include <exception>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "latentserve/v1/generation.grpc.pb.h"
 #include "engine/expert_planner.h"
+#include "latentserve/v1/generation.grpc.pb.h"
+#include "nlohmann/json.hpp"
 #include "server/api_error.h"
 #include "server/chat_reply.h"
 #include "server/grpc_request.h"
@@ -43,6 +47,40 @@ class Service final : public pb::GenerationService::Service {
 
   Status Generate(ServerContext* sc, const pb::GenerateRequest* req,
                   grpc::ServerWriter<pb::GenerateResponse>* writer) override {
+    return Guarded("Generate", [&] { return Serve(sc, req, writer); });
+  }
+  Status Tokenize(ServerContext* sc, const pb::TokenizeRequest* req, pb::TokenizeResponse* resp) override {
+    return Guarded("Tokenize", [&] { return Serve(sc, req, resp); });
+  }
+  Status Detokenize(ServerContext* sc, const pb::DetokenizeRequest* req, pb::DetokenizeResponse* resp) override {
+    return Guarded("Detokenize", [&] { return Serve(sc, req, resp); });
+  }
+  Status GetModelInfo(ServerContext* sc, const pb::GetModelInfoRequest* req, pb::ModelInfo* info) override {
+    return Guarded("GetModelInfo", [&] { return Serve(sc, req, info); });
+  }
+  Status GetExpertLoad(ServerContext* sc, const pb::GetExpertLoadRequest* req, pb::ExpertLoad* out) override {
+    return Guarded("GetExpertLoad", [&] { return Serve(sc, req, out); });
+  }
+
+ private:
+  // Runs a method's handler. An exception out of it (a server fault: see UnexpectedFailure) is
+  // logged and answered INTERNAL naming it; the handler has cancelled what it submitted.
+  template <typename Handler>
+  Status Guarded(const char* method, Handler handler) {
+    std::exception_ptr thrown;
+    try {
+      return handler();
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    const absl::Status failure = UnexpectedFailure(method, thrown);
+    const std::string fields =
+        nlohmann::json{{"error", failure.message()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    ctx_->Log(LogLevel::kError, "grpc_handler_failed", fields.substr(1, fields.size() - 2));
+    return Count(ToGrpcStatus(failure));
+  }
+
+  Status Serve(ServerContext* sc, const pb::GenerateRequest* req, grpc::ServerWriter<pb::GenerateResponse>* writer) {
     const auto start = std::chrono::steady_clock::now();
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     ls::Request r;
@@ -50,8 +88,16 @@ class Service final : public pb::GenerationService::Service {
     if (Status s = GrpcToEngineRequest(*req, *ctx_, &r, &chat); !s.ok()) return Count(s);
     std::optional<ChatReply> reply;  // a chat's reply, read by the model's output parsers
     if (chat) reply.emplace(chat, ctx_, r.id);
-    OutputQueue q;
-    if (absl::Status st = ctx_->engine().Submit(r, q.Callback()); !st.ok()) return Count(ToGrpcStatus(st));
+    // Shared with the engine's callback, which may still deliver after an exception left this
+    // handler; that exception cancels the request.
+    auto queue = std::make_shared<OutputQueue>();
+    OutputQueue& q = *queue;
+    OutputCallback deliver = [queue, to = queue->Callback()](RequestOutput o) { to(std::move(o)); };
+    if (absl::Status st = ctx_->engine().Submit(r, std::move(deliver)); !st.ok()) return Count(ToGrpcStatus(st));
+    bool finished = false;
+    const absl::Cleanup cancel_unfinished = [&] {
+      if (!finished) ctx_->engine().Cancel(r.id);
+    };
     RequestLogEntry log;
     log.id = r.id;
     log.api = "grpc";
@@ -109,6 +155,7 @@ class Service final : public pb::GenerationService::Service {
         ctx_->engine().Cancel(r.id);
       }
       if (o->finished()) {
+        finished = true;
         log.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         // The server's own cancellation (a shutdown) carries its reason: UNAVAILABLE, worth a retry.
         Status result = client_gone ? Status(StatusCode::CANCELLED, "cancelled by the client")
@@ -123,7 +170,7 @@ class Service final : public pb::GenerationService::Service {
     }
   }
 
-  Status Tokenize(ServerContext* sc, const pb::TokenizeRequest* req, pb::TokenizeResponse* resp) override {
+  Status Serve(ServerContext* sc, const pb::TokenizeRequest* req, pb::TokenizeResponse* resp) {
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
     const std::optional<bool> add_special =
@@ -146,7 +193,7 @@ class Service final : public pb::GenerationService::Service {
     return Count(Status::OK);
   }
 
-  Status Detokenize(ServerContext* sc, const pb::DetokenizeRequest* req, pb::DetokenizeResponse* resp) override {
+  Status Serve(ServerContext* sc, const pb::DetokenizeRequest* req, pb::DetokenizeResponse* resp) {
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     if (!ctx_->tokenizer()) return Count(Status(StatusCode::FAILED_PRECONDITION, "this model has no tokenizer"));
     std::vector<int32_t> ids(req->token_ids().begin(), req->token_ids().end());
@@ -156,7 +203,7 @@ class Service final : public pb::GenerationService::Service {
     return Count(Status::OK);
   }
 
-  Status GetModelInfo(ServerContext* sc, const pb::GetModelInfoRequest*, pb::ModelInfo* info) override {
+  Status Serve(ServerContext* sc, const pb::GetModelInfoRequest*, pb::ModelInfo* info) {
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     const ModelConfig& c = ctx_->engine().model_config();
     info->set_name(ctx_->model_name());
@@ -177,7 +224,7 @@ class Service final : public pb::GenerationService::Service {
     return Count(Status::OK);
   }
 
-  Status GetExpertLoad(ServerContext* sc, const pb::GetExpertLoadRequest*, pb::ExpertLoad* out) override {
+  Status Serve(ServerContext* sc, const pb::GetExpertLoadRequest*, pb::ExpertLoad* out) {
     if (Status a = Auth(sc); !a.ok()) return Count(a);
     const MetricsSnapshot m = ctx_->engine().Metrics();
     for (const auto& [layer, ratio] : ExpertLoadMaxOverMean(m)) {
@@ -209,7 +256,6 @@ class Service final : public pb::GenerationService::Service {
     return Count(Status::OK);
   }
 
- private:
   Status Count(Status s) {
     static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
                                    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",

@@ -25,9 +25,11 @@
 #include <cerrno>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -162,8 +164,8 @@ struct Generation {
 // connection (a client that leaves does not cancel it), and keeps its Response in the store as it
 // goes: in_progress at its first output, then completed or incomplete, cancelled (POST
 // /v1/responses/{id}/cancel) or failed. Once deleted (or dropped for room) it is not stored again.
-awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
-                                Clock::time_point start) {
+awaitable<void> CollectInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
+                                    Clock::time_point start) {
   const ResponsesRequest& req = *g->responses;
   ChoiceStream stream(g->r, 0, ctx, g->id);
   Choice reply;
@@ -200,6 +202,36 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
     g->tally.log.status = "200";
   }
   store->Replace(g->id, StoredResponse(req, body, reply));
+  g->tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
+  ctx->LogRequest(g->tally.log);
+}
+
+// The log line of an exception out of a handler (see UnexpectedFailure).
+void LogFailure(const ApiContext& ctx, const char* event, const absl::Status& failure) {
+  const std::string fields = json{{"error", failure.message()}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  ctx.Log(LogLevel::kError, event, fields.substr(1, fields.size() - 2));
+}
+
+// CollectInBackground, whose exception (a server fault) cancels the generation and stores the
+// response as failed with the error, as an engine failure would.
+awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
+                                Clock::time_point start) {
+  std::exception_ptr thrown;
+  try {
+    co_await CollectInBackground(g, ctx, store, start);
+    co_return;
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  const absl::Status failure = UnexpectedFailure("a background response", thrown);
+  LogFailure(*ctx, "http_handler_failed", failure);
+  for (const auto& id : *g->ids) ctx->engine().Cancel(id);
+  const ApiError error = ToApiError(failure);
+  store->Replace(g->id, StoredResponse(*g->responses,
+                                       UnfinishedResponse(*g->responses, g->id, g->created, ctx->model_name(), "failed",
+                                                          Choice{}, &error),
+                                       Choice{}));
+  g->tally.log.status = "500";
   g->tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
   ctx->LogRequest(g->tally.log);
 }
@@ -285,6 +317,7 @@ class Session {
 
  private:
   awaitable<bool> Write(http::response<http::string_body> res) {
+    answering_ = true;
     ctx_->CountRequest("http", std::to_string(res.result_int()));
     if (!reply_id_.empty()) res.set("X-Request-Id", reply_id_);
     boost::system::error_code ec;
@@ -292,8 +325,41 @@ class Session {
     co_return !ec;
   }
 
-  // Dispatches one request; false when the connection must close.
+  // Serves one request; false when the connection must close. An exception out of its handler (a
+  // server fault: see UnexpectedFailure) cancels the generation it submitted, is logged, and is
+  // answered 500 naming it when the response has not begun; either way the connection closes.
   awaitable<bool> Route(Request& req) {
+    answering_ = false;
+    generation_.reset();
+    std::exception_ptr thrown;
+    try {
+      co_return co_await Dispatch(req);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    const absl::Status failure =
+        UnexpectedFailure(absl::StrCat(std::string(req.method_string()), " ", std::string(req.target())), thrown);
+    LogFailure(*ctx_, "http_handler_failed", failure);
+    if (std::shared_ptr<Generation> g = std::exchange(generation_, nullptr)) {
+      *g->done = true;
+      for (const auto& id : *g->ids) ctx_->engine().Cancel(id);
+      boost::system::error_code ec;
+      Socket(stream_).cancel(ec);  // the disconnect watch
+      g->tally.log.status = "500";
+      ctx_->LogRequest(g->tally.log);
+    }
+    if (answering_) {  // a stream had begun: its end cannot be an error response now
+      ctx_->CountRequest("http", "500");
+      co_return false;
+    }
+    http::response<http::string_body> res = ErrorResponse(req, ToApiError(failure));
+    res.keep_alive(false);
+    co_await Write(std::move(res));
+    co_return false;
+  }
+
+  // Dispatches one request; false when the connection must close.
+  awaitable<bool> Dispatch(Request& req) {
     client_id_ = reply_id_ = ClientRequestId(req);
     const std::string target(req.target());
     const std::string path = target.substr(0, target.find('?'));
@@ -395,6 +461,7 @@ class Session {
     if (reply_id_.empty()) reply_id_ = id;
     auto generation = std::make_shared<Generation>(std::move(*parsed), std::move(id), co_await net::this_coro::executor,
                                                    std::move(responses));
+    generation_ = generation;
     Generation& g = *generation;
     g.tally.log.client_request_id = client_id_;
     if (g.responses) g.tally.log.endpoint = "responses";
@@ -405,6 +472,7 @@ class Session {
     if (g.responses && g.responses->background) {  // stored as queued, answered, generated detached
       const auto queued = UnfinishedResponse(*g.responses, g.id, g.created, ctx_->model_name(), "queued", Choice{});
       responses_->Put(g.id, StoredResponse(*g.responses, queued, Choice{}));
+      generation_.reset();  // the background coroutine's from here
       net::co_spawn(co_await net::this_coro::executor, RunInBackground(generation, ctx_, responses_, start),
                     net::detached);
       http::response<http::string_body> res = JsonTextResponse(req, http::status::ok, queued.dump());
@@ -414,6 +482,7 @@ class Session {
     const bool ok = g.r.stream ? co_await StreamChoices(req, g) : co_await CollectChoices(req, g);
     g.tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
     ctx_->LogRequest(g.tally.log);
+    generation_.reset();
     co_return ok;
   }
 
@@ -455,6 +524,7 @@ class Session {
     head.set("X-Request-Id", reply_id_);
     http::response_serializer<http::empty_body> sr{head};
     boost::system::error_code ec;
+    answering_ = true;
     co_await http::async_write_header(stream_, sr, net::redirect_error(use_awaitable, ec));
     bool ok = !ec;
     std::vector<ChoiceStream> streams = ChoiceStreams(g);
@@ -594,6 +664,8 @@ class Session {
   // The request's X-Request-Id as the client sent it, and as the reply carries it (the client's,
   // else a generation's own id).
   std::string client_id_, reply_id_;
+  bool answering_ = false;                  // the request's response has begun to be written
+  std::shared_ptr<Generation> generation_;  // the request's generation, while its handler runs it
   const StoredResponseRoutes* stored_;
   ResponseStore* responses_;
   const int64_t created_ = std::chrono::duration_cast<std::chrono::seconds>(
