@@ -70,8 +70,14 @@ void ApiContext::LogRequest(const RequestLogEntry& e) const {
                       {"total_ms", std::round(e.total_s * 1e4) / 10},
                       {"status", e.status}};
   if (!e.client_request_id.empty()) j["client_request_id"] = e.client_request_id;
-  std::string fields = j.dump();
+  const std::string fields = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   Log(LogLevel::kInfo, "request", fields.substr(1, fields.size() - 2));
+}
+
+void ApiContext::LogFailure(const std::string& event, const absl::Status& failure) const {
+  const std::string fields =
+      nlohmann::json{{"error", failure.message()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  Log(LogLevel::kError, event, fields.substr(1, fields.size() - 2));
 }
 
 }  // namespace ls::server

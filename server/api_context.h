@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/status/status.h"
 #include "base/mutex.h"
 #include "chat/chat_format.h"
 #include "engine/engine.h"
@@ -71,6 +72,8 @@ class ApiContext {
 
   void Log(LogLevel level, const std::string& event, const std::string& json_fields) const;
   void LogRequest(const RequestLogEntry& e) const;
+  // An error event with `failure`'s message as its "error" field.
+  void LogFailure(const std::string& event, const absl::Status& failure) const;
 
  private:
   Engine* engine_;

@@ -16,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "engine/expert_planner.h"
 #include "latentserve/v1/generation.grpc.pb.h"
-#include "nlohmann/json.hpp"
 #include "server/api_error.h"
 #include "server/chat_reply.h"
 #include "server/grpc_request.h"
@@ -74,9 +73,7 @@ class Service final : public pb::GenerationService::Service {
       thrown = std::current_exception();
     }
     const absl::Status failure = UnexpectedFailure(method, thrown);
-    const std::string fields =
-        nlohmann::json{{"error", failure.message()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    ctx_->Log(LogLevel::kError, "grpc_handler_failed", fields.substr(1, fields.size() - 2));
+    ctx_->LogFailure("grpc_handler_failed", failure);
     return Count(ToGrpcStatus(failure));
   }
 

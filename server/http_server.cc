@@ -72,7 +72,7 @@ http::response<http::string_body> JsonTextResponse(const Request& req, http::sta
 }
 
 http::response<http::string_body> JsonResponse(const Request& req, http::status status, const json& body) {
-  return JsonTextResponse(req, status, body.dump());
+  return JsonTextResponse(req, status, WireJson(body));
 }
 
 ApiError Err(int status, std::string message, std::string param = "", std::string type = "invalid_request_error") {
@@ -206,12 +206,6 @@ awaitable<void> CollectInBackground(std::shared_ptr<Generation> g, ApiContext* c
   ctx->LogRequest(g->tally.log);
 }
 
-// The log line of an exception out of a handler (see UnexpectedFailure).
-void LogFailure(const ApiContext& ctx, const char* event, const absl::Status& failure) {
-  const std::string fields = json{{"error", failure.message()}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  ctx.Log(LogLevel::kError, event, fields.substr(1, fields.size() - 2));
-}
-
 // CollectInBackground, whose exception (a server fault) cancels the generation and stores the
 // response as failed with the error, as an engine failure would.
 awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
@@ -224,7 +218,7 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
     thrown = std::current_exception();
   }
   const absl::Status failure = UnexpectedFailure("a background response", thrown);
-  LogFailure(*ctx, "http_handler_failed", failure);
+  ctx->LogFailure("http_handler_failed", failure);
   for (const auto& id : *g->ids) ctx->engine().Cancel(id);
   const ApiError error = ToApiError(failure);
   store->Replace(g->id, StoredResponse(*g->responses,
@@ -339,7 +333,7 @@ class Session {
     }
     const absl::Status failure =
         UnexpectedFailure(absl::StrCat(std::string(req.method_string()), " ", std::string(req.target())), thrown);
-    LogFailure(*ctx_, "http_handler_failed", failure);
+    ctx_->LogFailure("http_handler_failed", failure);
     if (std::shared_ptr<Generation> g = std::exchange(generation_, nullptr)) {
       *g->done = true;
       for (const auto& id : *g->ids) ctx_->engine().Cancel(id);
@@ -475,7 +469,7 @@ class Session {
       generation_.reset();  // the background coroutine's from here
       net::co_spawn(co_await net::this_coro::executor, RunInBackground(generation, ctx_, responses_, start),
                     net::detached);
-      http::response<http::string_body> res = JsonTextResponse(req, http::status::ok, queued.dump());
+      http::response<http::string_body> res = JsonTextResponse(req, http::status::ok, WireJson(queued));
       co_return co_await Write(std::move(res));
     }
     net::co_spawn(co_await net::this_coro::executor, WatchDisconnect(g.ids, g.done), net::detached);
@@ -557,13 +551,13 @@ class Session {
             delta.finish == FinishReason::kNone && !first[i])
           continue;
         if (auto f = RequestTally::FailureOf(o)) {
-          absl::StrAppend(&data, "data: ", ErrorBody(*f).dump(), "\n\n");
+          absl::StrAppend(&data, "data: ", WireJson(ErrorBody(*f)), "\n\n");
           continue;
         }
         const json usage = r.continuous_usage ? ChunkUsage(r, i, o.completion_tokens) : json();
         for (json& chunk : StreamChunks(r, g.id, g.created, ctx_->model_name(), i, delta, first[i], *ctx_)) {
           if (!usage.is_null()) chunk["usage"] = usage;
-          absl::StrAppend(&data, "data: ", chunk.dump(), "\n\n");
+          absl::StrAppend(&data, "data: ", WireJson(chunk), "\n\n");
         }
         offsets[i] += TextChars(delta.text);
         first[i] = false;
@@ -578,7 +572,7 @@ class Session {
         }
       } else if (g.tally.all_finished()) {
         if (r.include_usage)
-          absl::StrAppend(&data, "data: ", UsageChunk(r, g.id, g.created, ctx_->model_name(), g.tally.usage).dump(),
+          absl::StrAppend(&data, "data: ", WireJson(UsageChunk(r, g.id, g.created, ctx_->model_name(), g.tally.usage)),
                           "\n\n");
         data += "data: [DONE]\n\n";
       }
@@ -607,9 +601,9 @@ class Session {
       const auto body = ResponseBody(*g.responses, g.id, g.created, ctx_->model_name(), choices[0], g.tally.usage,
                                      TextLogprobs(*g.responses, g.r, choices[0].text_logprobs, *ctx_));
       if (g.responses->store) responses_->Put(g.id, StoredResponse(*g.responses, body, choices[0]));
-      return body.dump();
+      return WireJson(body);
     }
-    return CompletionBody(g.r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_).dump();
+    return WireJson(CompletionBody(g.r, g.id, g.created, ctx_->model_name(), choices, g.tally.usage, *ctx_));
   }
 
   std::vector<ChoiceStream> ChoiceStreams(const Generation& g) const {

@@ -45,6 +45,13 @@ constexpr int32_t kMaxPrompts = 256;  // prompts in one completions batch
 std::optional<ParsedRequest> ParseRequest(Endpoint endpoint, const std::string& body, const ApiContext& ctx,
                                           ApiError* error);
 
+// JSON as sent to a client: invalid UTF-8 in a string (a client's own bytes, echoed in an error
+// that names them) is sent as U+FFFD rather than throwing.
+template <typename Json>
+std::string WireJson(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 // Response bodies and stream chunks.
 nlohmann::json ErrorBody(const ApiError& e);
 // A choice, or a streamed delta of one. With echo, the first delta of a choice (and a whole

@@ -587,7 +587,7 @@ ojson ResponseEvents::MessageLogprobs(size_t from) const {
 std::string ResponseEvents::Event(const char* type, ojson body) {
   ojson e = {{"type", type}, {"sequence_number", sequence_++}};
   for (auto it = body.begin(); it != body.end(); ++it) e[it.key()] = it.value();
-  return absl::StrCat("event: ", type, "\ndata: ", e.dump(), "\n\n");
+  return absl::StrCat("event: ", type, "\ndata: ", WireJson(e), "\n\n");
 }
 
 std::string ResponseEvents::Start() {

@@ -61,7 +61,7 @@ WebReply StoredResponseRoutes::Get(const WebCall& call, const std::string& id, b
   ApiError err;
   std::optional<ojson> page = InputItemsPage(entry->input_items, call.query, &err);
   if (!page) return ErrorReply(std::move(err));
-  return Json(page->dump());
+  return Json(WireJson(*page));
 }
 
 // A background response still generating stops with its deletion.
@@ -69,7 +69,7 @@ WebReply StoredResponseRoutes::Delete(const std::string& id) const {
   std::optional<ResponseStore::Entry> entry = store_->Get(id);
   if (!entry || !store_->Erase(id)) return NotFound(id);
   if (StillRunning(ojson::parse(entry->response))) engine_->Cancel(id);
-  return Json(ojson{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}.dump());
+  return Json(WireJson(ojson{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}));
 }
 
 // A background response still generating is cancelled (the store says so once the engine has
@@ -90,7 +90,7 @@ WebReply StoredResponseRoutes::Cancel(const std::string& id) const {
                                         "); only a queued or in-progress response can be cancelled"));
   engine_->Cancel(id);
   r["status"] = "cancelled";
-  return Json(r.dump());
+  return Json(WireJson(r));
 }
 
 }  // namespace ls::server

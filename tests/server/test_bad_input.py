@@ -1,5 +1,6 @@
 """A battery of malformed requests: each gets a clear 4xx naming the problem, and the server
 serves a normal request afterwards."""
+import json
 import socket
 
 import grpc
@@ -164,6 +165,28 @@ def test_garbage_on_the_socket_does_not_hurt(server):
             s.recv(1000)
         except OSError:
             pass
+
+
+@pytest.mark.parametrize("target,status,word", [
+    (b"/\xff", 404, "no route"),
+    (b"/v1/responses/\xff\xfe", 404, "not stored here"),
+    (b"/v1/responses/\xff/input_items", 404, "not stored here"),
+    (b"/v1/expert_load?\xff=1", 400, "unknown query parameter"),
+    (b"/dashboard?\xc3", 200, None),
+])
+def test_bytes_that_are_not_utf8_in_the_target_are_answered(server, target, status, word):
+    # Errors that echo the client's bytes send the invalid ones as U+FFFD: still JSON, still answered.
+    with socket.create_connection(("127.0.0.1", server.http_port)) as s:
+        s.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        s.settimeout(10)
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d" % status), reply[:200]
+    if word:
+        message = json.loads(body)["error"]["message"]
+        assert word in message and "\ufffd" in message, message
 
 
 def test_grpc_bad_inputs(server, grpc_stubs):
