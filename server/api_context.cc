@@ -74,7 +74,8 @@ void ApiContext::LogRequest(const RequestLogEntry& e) const {
   Log(LogLevel::kInfo, "request", fields.substr(1, fields.size() - 2));
 }
 
-void ApiContext::LogFailure(const std::string& event, const absl::Status& failure) const {
+void ApiContext::HandlerFailed(const std::string& event, const absl::Status& failure) const {
+  ++handler_failures_;
   const std::string fields =
       nlohmann::json{{"error", failure.message()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   Log(LogLevel::kError, event, fields.substr(1, fields.size() - 2));

@@ -72,8 +72,10 @@ class ApiContext {
 
   void Log(LogLevel level, const std::string& event, const std::string& json_fields) const;
   void LogRequest(const RequestLogEntry& e) const;
-  // An error event with `failure`'s message as its "error" field.
-  void LogFailure(const std::string& event, const absl::Status& failure) const;
+  // A handler's exception (see UnexpectedFailure): logged as an error event with `failure`'s
+  // message as its "error" field, and counted.
+  void HandlerFailed(const std::string& event, const absl::Status& failure) const;
+  uint64_t handler_failures() const { return handler_failures_.load(); }
 
  private:
   Engine* engine_;
@@ -86,6 +88,7 @@ class ApiContext {
   GenerationDefaults generation_defaults_;
   mutable std::atomic<uint64_t> next_id_{1};
   mutable HttpConnectionCounters http_connections_;
+  mutable std::atomic<uint64_t> handler_failures_{0};
   mutable std::once_flag grammars_once_;
   mutable std::unique_ptr<structured::GrammarCache> grammars_;
   mutable Mutex mu_;

@@ -73,7 +73,7 @@ class Service final : public pb::GenerationService::Service {
       thrown = std::current_exception();
     }
     const absl::Status failure = UnexpectedFailure(method, thrown);
-    ctx_->LogFailure("grpc_handler_failed", failure);
+    ctx_->HandlerFailed("grpc_handler_failed", failure);
     return Count(ToGrpcStatus(failure));
   }
 

@@ -218,7 +218,7 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
     thrown = std::current_exception();
   }
   const absl::Status failure = UnexpectedFailure("a background response", thrown);
-  ctx->LogFailure("http_handler_failed", failure);
+  ctx->HandlerFailed("http_handler_failed", failure);
   for (const auto& id : *g->ids) ctx->engine().Cancel(id);
   const ApiError error = ToApiError(failure);
   store->Replace(g->id, StoredResponse(*g->responses,
@@ -333,7 +333,7 @@ class Session {
     }
     const absl::Status failure =
         UnexpectedFailure(absl::StrCat(std::string(req.method_string()), " ", std::string(req.target())), thrown);
-    ctx_->LogFailure("http_handler_failed", failure);
+    ctx_->HandlerFailed("http_handler_failed", failure);
     if (std::shared_ptr<Generation> g = std::exchange(generation_, nullptr)) {
       *g->done = true;
       for (const auto& id : *g->ids) ctx_->engine().Cancel(id);

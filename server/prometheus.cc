@@ -204,6 +204,10 @@ std::string RenderPrometheus(const ApiContext& ctx, const ResponseStore* respons
                         hc.idle_timeouts.load());
   Value(&out, "latentserve_http_connections_rejected_total", "counter",
         "HTTP connections answered 503 and closed because --max_connections were open.", hc.rejected.load());
+  Value(&out, "latentserve_handler_failures_total", "counter",
+        "Requests a fault of the server's own cut short: an exception out of an HTTP or gRPC handler (logged as "
+        "http_handler_failed or grpc_handler_failed). Bad input never counts here.",
+        static_cast<double>(ctx.handler_failures()));
   Value(&out, "latentserve_ready", "gauge", "1 when the server accepts requests.", ctx.ready() ? 1 : 0);
   if (responses && responses->enabled()) {
     Value(&out, "latentserve_responses_stored", "gauge", "Responses API responses kept for retrieval and chaining.",

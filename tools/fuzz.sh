@@ -10,7 +10,7 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header model_config tokenizer chat_template openai_request grpc_request structured_output chat_output)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors_header model_config tokenizer chat_template openai_request grpc_request structured_output chat_output http_server)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 # The targets parse and compile text and never run a kernel: the portable CPU kernels alone.
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -159,7 +159,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # Whatever the tests sent, no handler may have failed: an exception out of one is a fault of
+        # the server's (answered 500 or INTERNAL) that no input may cause.
+        failures = [line for line in self.logs().splitlines() if '_handler_failed"' in line]
         os.unlink(self.log.name)
+        assert not failures, "a request handler failed:\n" + "\n".join(failures[:10])
 
 
 @pytest.fixture(scope="session")

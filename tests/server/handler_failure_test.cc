@@ -211,10 +211,14 @@ void ExpectInternalError(const Reply& r, const std::string& route, const std::st
 }
 
 TEST_F(HandlerFailureTest, FaultBeforeSubmittingIsA500) {
-  const uint64_t before = Count("http", "500");
+  const uint64_t before = Count("http", "500"), failures = s_->api->handler_failures();
   const Reply r = Call(http_port(), http::verb::post, "/v1/chat/completions", Chat("render fault", false));
   ExpectInternalError(r, "POST /v1/chat/completions", "the renderer failed on purpose");
   EXPECT_EQ(Count("http", "500"), before + 1);
+  EXPECT_EQ(s_->api->handler_failures(), failures + 1);
+  const Reply metrics = Call(http_port(), http::verb::get, "/metrics");
+  EXPECT_NE(metrics.body.find(absl::StrCat("latentserve_handler_failures_total ", failures + 1, "\n")),
+            std::string::npos);
   ExpectStillServing();
 }
 

@@ -202,7 +202,8 @@ def test_stop_string_is_not_emitted(server):
 def test_metrics_exposition(server):
     requests.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
     text = requests.get(server.url + "/metrics").text
-    for name in ("latentserve_requests_total", "latentserve_time_to_first_token_seconds_bucket",
+    for name in ("latentserve_requests_total", "latentserve_handler_failures_total",
+                 "latentserve_time_to_first_token_seconds_bucket",
                  "latentserve_inter_token_latency_seconds_bucket", "latentserve_e2e_request_latency_seconds_bucket",
                  "latentserve_num_requests_running", "latentserve_num_requests_waiting",
                  "latentserve_kv_cache_usage_ratio", "latentserve_prefix_cache_hits_tokens_total",
