@@ -335,6 +335,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     return 1;
   }
+  if (auto s = ls::CheckActivationDtype(**model, options.activation_dtype); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
   auto kv_requested = ls::ParseKvCacheDType(kv_text);
   auto kv_chosen = kv_requested.ok() ? ls::ChooseKvCacheDType(*kv_requested, (*model)->dtype(), *backend)
                                      : absl::StatusOr<ls::DType>(kv_requested.status());

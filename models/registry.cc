@@ -96,6 +96,13 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, B
   return DecoderModel::Load(*family, std::move(*config), std::move(*store), backend);
 }
 
+absl::Status CheckActivationDtype(const Model& model, const std::string& activation_dtype) {
+  if (activation_dtype != "int8" || model.int8_activation_weights() > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "--activation_dtype int8: none of this model's GEMM weights are int8 or int4 (load a checkpoint "
+      "quantized to int4, or quantize at load with --quantization int8 or int4)");
+}
+
 absl::StatusOr<QuantScheme> ParseQuantScheme(const std::string& name) {
   for (QuantScheme s : {QuantScheme::kNone, QuantScheme::kInt8, QuantScheme::kFp8, QuantScheme::kInt4,
                         QuantScheme::kInt8A8, QuantScheme::kInt4A8})

@@ -38,6 +38,12 @@ struct LoadOptions {
 absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& model_dir, Backend* backend,
                                                  const LoadOptions& options = {});
 
+// Whether a model loaded on a backend with `activation_dtype` (BackendOptions, the
+// --activation_dtype flag) runs as asked: int8 activations apply to int8 and int4 GEMM weights
+// only, so a model with none of them is refused, naming how to get some, rather than run with
+// float32 activations unannounced. Any other value is fine.
+absl::Status CheckActivationDtype(const Model& model, const std::string& activation_dtype);
+
 // Parses a --quantization value: none, int8, fp8, int4, w8a8 or w4a8.
 absl::StatusOr<QuantScheme> ParseQuantScheme(const std::string& name);
 const char* QuantSchemeName(QuantScheme scheme);

@@ -625,11 +625,9 @@ absl::Status LoadModelFromFlags(const std::string& dir, ls::dist::RankProcess* g
   auto model = ls::LoadModel(dir, stack->backend.get(), load);
   if (!model.ok()) return model.status();
   stack->model = std::move(*model);
-  // int8 activations apply to integer weights only: a model without any would run as float32.
-  if (stack->backend_options.activation_dtype == "int8" && !group && stack->model->int8_activation_weights() == 0)
-    return absl::InvalidArgumentError(
-        "--activation_dtype int8: none of this model's GEMM weights are int8 or int4 (load a checkpoint "
-        "quantized to int4, or quantize at load with --quantization int8 or int4)");
+  // A rank's routed experts are prepared only when placed, so its model cannot count them yet.
+  if (!group)
+    if (auto s = ls::CheckActivationDtype(*stack->model, stack->backend_options.activation_dtype); !s.ok()) return s;
   if (group) {
     if (auto s = stack->model->JoinRankGroup(group->transport()); !s.ok()) return s;
     if (ls::RankTransport* tensor = group->tensor_group())

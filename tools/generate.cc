@@ -70,6 +70,8 @@ int main(int argc, char** argv) {
   if (!quantization.ok()) return Fail(std::string(quantization.status().message()));
   auto model = ls::LoadModel(dir, backend.get(), ls::LoadOptions{*quantization});
   if (!model.ok()) return Fail(std::string(model.status().message()));
+  if (auto s = ls::CheckActivationDtype(**model, absl::GetFlag(FLAGS_activation_dtype)); !s.ok())
+    return Fail(std::string(s.message()));
   const ls::ModelConfig& cfg = (*model)->config();
   for (int32_t id : prompt)
     if (id < 0 || id >= cfg.vocab_size)

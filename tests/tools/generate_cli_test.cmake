@@ -33,6 +33,17 @@ execute_process(COMMAND ${GEN} --model ${MODEL} --prompt-ids 5,6,7,8 --max-token
 if(NOT rc EQUAL 0 OR NOT out MATCHES "^[0-9]+(,[0-9]+)(,[0-9]+)(,[0-9]+)(,[0-9]+)(,[0-9]+)\n$")
   message(FATAL_ERROR "generate with a float32 cache failed: ${err} ${out}")
 endif()
+# int8 activations need int8 or int4 weights: refused on the float fixture, served once quantized.
+execute_process(COMMAND ${GEN} --model ${MODEL} --prompt-ids 5,6 --max-tokens 2 --activation_dtype int8
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "--activation_dtype int8: none of this model's GEMM weights are int8 or int4")
+  message(FATAL_ERROR "--activation_dtype int8 on a float model not refused clearly: ${err}")
+endif()
+execute_process(COMMAND ${GEN} --model ${MODEL} --prompt-ids 5,6 --max-tokens 2 --activation_dtype int8
+                --quantization int8 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^[0-9]+,[0-9]+\n$")
+  message(FATAL_ERROR "--activation_dtype int8 with --quantization int8 failed: ${err} ${out}")
+endif()
 execute_process(COMMAND ${GEN} --model ${OUT}/nope --prompt-ids 1 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT err MATCHES "config.json: cannot open")
   message(FATAL_ERROR "missing model not rejected clearly: ${err}")
