@@ -276,6 +276,13 @@ class Session {
         ctx_->Log(LogLevel::kDebug, "http_header_timeout", "");
         co_return;
       }
+      if (!ec && !parser.is_done() && parser.get().version() >= 11 &&
+          beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+        // The client sends its body only after this (curl waits a second for it, then sends anyway).
+        // A body over the limit was refused with the head (below), before any 100.
+        http::response<http::empty_body> go_on{http::status::continue_, 11};
+        co_await http::async_write(stream_, go_on, net::redirect_error(use_awaitable, ec));
+      }
       if (!ec) {
         lowest.expires_after(std::chrono::minutes(5));  // the body
         co_await http::async_read(stream_, buffer, parser, net::redirect_error(use_awaitable, ec));
