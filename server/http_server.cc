@@ -37,6 +37,7 @@
 #include "base/version.h"
 #include "server/api_error.h"
 #include "server/choice_stream.h"
+#include "server/cors_policy.h"
 #include "server/dashboard_routes.h"
 #include "server/openai_protocol.h"
 #include "server/output_channel.h"
@@ -234,11 +235,12 @@ awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, 
 template <typename Stream>
 class Session {
  public:
-  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, std::atomic<int>* generating,
+  Session(Stream& stream, ApiContext* ctx, const HttpOptions& opt, const CorsPolicy* cors, std::atomic<int>* generating,
           const DashboardRoutes* dashboard, const StoredResponseRoutes* stored, ResponseStore* responses)
       : stream_(stream),
         ctx_(ctx),
         opt_(opt),
+        cors_(cors),
         generating_(generating),
         dashboard_(dashboard),
         stored_(stored),
@@ -290,6 +292,7 @@ class Session {
       if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset) co_return;
       if (ec == http::error::body_limit) {
         // Answered before the body is read: the rest is not read, and the connection closes.
+        origin_ = std::string(parser.get()[http::field::origin]);
         Request req;
         req.version(11);
         req.keep_alive(false);
@@ -321,6 +324,7 @@ class Session {
     answering_ = true;
     ctx_->CountRequest("http", std::to_string(res.result_int()));
     if (!reply_id_.empty()) res.set("X-Request-Id", reply_id_);
+    for (const auto& [name, value] : cors_->ReplyHeaders(origin_)) res.set(name, value);
     boost::system::error_code ec;
     co_await http::async_write(stream_, res, net::redirect_error(use_awaitable, ec));
     co_return !ec;
@@ -332,6 +336,7 @@ class Session {
   awaitable<bool> Route(Request& req) {
     answering_ = false;
     generation_.reset();
+    origin_ = std::string(req[http::field::origin]);
     std::exception_ptr thrown;
     try {
       co_return co_await Dispatch(req);
@@ -364,6 +369,11 @@ class Session {
     client_id_ = reply_id_ = ClientRequestId(req);
     const std::string target(req.target());
     const std::string path = target.substr(0, target.find('?'));
+    if (req.method() == http::verb::options && cors_->enabled() &&
+        req.find(http::field::access_control_request_method) != req.end()) {
+      http::response<http::string_body> res = Preflight(req);
+      co_return co_await Write(std::move(res));
+    }
     const bool generate = path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses";
     if (generate && req.method() == http::verb::post && ctx_->keys().Authorize(std::string(req[http::field::authorization]))) {
       if (path != "/v1/responses")
@@ -376,6 +386,22 @@ class Session {
     }
     http::response<http::string_body> res = Simple(req, path);
     co_return co_await Write(std::move(res));
+  }
+
+  // A browser's CORS preflight: 204 with what the origin may send, or 403 when it may not call at all.
+  // No API key: browsers send none with a preflight.
+  http::response<http::string_body> Preflight(const Request& req) const {
+    const CorsPolicy::Headers allowed =
+        cors_->PreflightHeaders(origin_, std::string(req[http::field::access_control_request_headers]));
+    if (allowed.empty())
+      return ErrorResponse(
+          req, Err(403, absl::StrCat("origin '", origin_, "' is not in --allowed_origins"), "", "permission_error"));
+    http::response<http::string_body> res{http::status::no_content, req.version()};
+    res.set(http::field::server, "latentserve");
+    for (const auto& [name, value] : allowed) res.set(name, value);
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    return res;
   }
 
   // Every route but generation (kept out of coroutines: GCC 12 mishandles some temporaries there).
@@ -523,6 +549,7 @@ class Session {
     head.chunked(true);
     head.keep_alive(req.keep_alive());
     head.set("X-Request-Id", reply_id_);
+    for (const auto& [name, value] : cors_->ReplyHeaders(origin_)) head.set(name, value);
     http::response_serializer<http::empty_body> sr{head};
     boost::system::error_code ec;
     answering_ = true;
@@ -660,11 +687,13 @@ class Session {
   Stream& stream_;
   ApiContext* ctx_;
   const HttpOptions& opt_;
+  const CorsPolicy* cors_;
   std::atomic<int>* generating_;
   const DashboardRoutes* dashboard_;
   // The request's X-Request-Id as the client sent it, and as the reply carries it (the client's,
   // else a generation's own id).
   std::string client_id_, reply_id_;
+  std::string origin_;                      // the request's Origin header (CORS)
   bool answering_ = false;                  // the request's response has begun to be written
   std::shared_ptr<Generation> generation_;  // the request's generation, while its handler runs it
   const StoredResponseRoutes* stored_;
@@ -687,6 +716,7 @@ struct HttpServer::Impl {
   const DashboardRoutes dashboard;
   ResponseStore responses;  // the Responses API's stored responses
   const StoredResponseRoutes stored;
+  CorsPolicy cors;  // set by Start
 
   Impl(HttpOptions o, ApiContext* c)
       : opt(std::move(o)),
@@ -712,13 +742,14 @@ struct HttpServer::Impl {
       co_await stream.async_handshake(net::ssl::stream_base::server, net::redirect_error(use_awaitable, ec));
       if (ec == beast::error::timeout) ++ctx->http_connections().header_timeouts;
       if (ec) co_return;
-      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &generating, &dashboard, &stored, &responses);
+      Session<beast::ssl_stream<beast::tcp_stream>> s(stream, ctx, opt, &cors, &generating, &dashboard, &stored,
+                                                      &responses);
       co_await s.Run(head_deadline);
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
       co_await stream.async_shutdown(net::redirect_error(use_awaitable, ec));
     } else {
       beast::tcp_stream stream(std::move(socket));
-      Session<beast::tcp_stream> s(stream, ctx, opt, &generating, &dashboard, &stored, &responses);
+      Session<beast::tcp_stream> s(stream, ctx, opt, &cors, &generating, &dashboard, &stored, &responses);
       co_await s.Run(head_deadline);
       boost::system::error_code ec;
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -787,6 +818,9 @@ HttpServer::~HttpServer() { Stop(); }
 
 absl::Status HttpServer::Start() {
   Impl& m = *impl_;
+  absl::StatusOr<CorsPolicy> cors = CorsPolicy::Parse(m.opt.allowed_origins);
+  if (!cors.ok()) return cors.status();
+  m.cors = std::move(*cors);
   if (!m.opt.tls_cert.empty() || !m.opt.tls_key.empty()) {
     if (m.opt.tls_cert.empty() || m.opt.tls_key.empty())
       return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");

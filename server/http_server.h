@@ -30,6 +30,8 @@ struct HttpOptions {
   int max_connections = 10000;
   // Bytes of stored Responses API responses kept at most (0: none are kept; see ResponseStore).
   size_t responses_store_bytes = size_t{64} << 20;
+  // The origins whose pages may call the API from a browser (CorsPolicy::Parse; empty: none).
+  std::string allowed_origins;
 };
 
 class HttpServer {

@@ -103,6 +103,9 @@ ABSL_FLAG(int32_t, http_header_timeout_s, 30,
 ABSL_FLAG(int32_t, http_keepalive_timeout_s, 60,
           "close a kept-alive HTTP connection that sends no new request for this many seconds");
 ABSL_FLAG(std::string, api_key_file, "", "file of accepted API keys, one per line (empty: no authentication)");
+ABSL_FLAG(std::string, allowed_origins, "",
+          "web pages of these origins may call the HTTP API from a browser (CORS): a comma-separated list of "
+          "http(s)://host[:port], or * for any (empty: none); never with credentials");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS on both ports (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS (with --tls_cert)");
 ABSL_FLAG(int32_t, responses_store_mb, 64,
@@ -179,7 +182,7 @@ const std::vector<ls::server::FlagTopic>& FlagTopics() {
        {"tensor_parallel_size", "weight_budget_ranks", "rank_timeout_s", "rank_start_timeout_s", "rank_heartbeat_ms"}},
       {"Chat",
        {"chat_template", "chat_template_content_format", "tool_call_parser", "reasoning_parser", "generation_config"}},
-      {"Security", {"api_key_file", "tls_cert", "tls_key"}},
+      {"Security", {"api_key_file", "tls_cert", "tls_key", "allowed_origins"}},
       {"Logging", {"log_level"}},
   };
   return topics;
@@ -377,6 +380,7 @@ ls::server::HttpOptions HttpOptionsFromFlags() {
   http_opt.responses_store_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_responses_store_mb)) << 20;
   http_opt.header_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_header_timeout_s));
   http_opt.keepalive_timeout = std::chrono::seconds(absl::GetFlag(FLAGS_http_keepalive_timeout_s));
+  http_opt.allowed_origins = absl::GetFlag(FLAGS_allowed_origins);
   return http_opt;
 }
 

@@ -240,6 +240,7 @@ def test_bad_flags_fail_at_start_naming_the_flag(tmp_path):
         (["--max_model_len", "100000"], "max_model_len 100000 exceeds the model's max_position_embeddings"),
         (["--max_model_len", "-1"], "max_model_len must not be negative"),
         (["--host", "nothost"], "--host: 'nothost' is not an IP address"),
+        (["--allowed_origins", "app.example"], "--allowed_origins: 'app.example' is not an origin"),
         (["--tls_cert", cert], "--tls_cert and --tls_key must be given together"),
         (["--tls_cert", "/nonexistent.pem", "--tls_key", key], "--tls_cert: cannot open /nonexistent.pem"),
         (["--tls_cert", cert, "--tls_key", "/nonexistent.key"], "--tls_key: cannot open /nonexistent.key"),
