@@ -1,7 +1,7 @@
 // Fuzz target: raw bytes on an HTTP connection to the real HttpServer (in this process, on a
-// loopback port), in front of the tiny model with an API key ("Bearer fuzz-key") and a waiting
-// queue of none, so that a generation request runs every step up to its submission and is then
-// refused (429) rather than generated. Every route, header and body reader, the dashboard and
+// loopback port), in front of the tiny model with an API key ("Bearer fuzz-key"), CORS for
+// https://app.example, and a waiting queue of none, so that a generation request runs every step
+// up to its submission and is then refused (429) rather than generated. Every route, header and body reader, the dashboard and
 // stored-response routes, and what the server writes back are in reach. Whatever the bytes, no
 // handler may fail: an exception out of one (answered 500, see UnexpectedFailure) is a fault of the
 // server's that bad input must never cause.
@@ -38,6 +38,7 @@ Served& Server() {
     o.threads = 1;
     o.header_timeout = std::chrono::seconds(2);
     o.responses_store_bytes = 1 << 20;
+    o.allowed_origins = "https://app.example";
     out->http = new ls::server::HttpServer(o, out->tiny->api.get());
     if (!out->http->Start().ok()) std::abort();
     return out;
