@@ -3,9 +3,11 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <exception>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "base/exception_message.h"
 #include "engine/engine_stream.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
@@ -156,7 +158,7 @@ absl::Status Engine::failure() const {
   return failure_;
 }
 
-void Engine::FailGroup(const absl::Status& why) {
+void Engine::Fail(const absl::Status& why, FinishReason finish, const std::string& reason) {
   {
     MutexLock lock(&mu_);
     failure_ = why;
@@ -165,12 +167,16 @@ void Engine::FailGroup(const absl::Status& why) {
   draining_ = true;  // intake closes; /ready turns false
   failed_ = true;
   TakeInbox();
-  const std::string reason =
-      absl::StrCat("the server's rank group failed and the server is stopping (", why.message(), "); retry elsewhere");
   std::vector<Stream*> live;
   for (auto& [id, s] : streams_) live.push_back(s.get());
-  for (Stream* s : live) Finish(s, FinishReason::kCancelled, reason);
+  for (Stream* s : live) Finish(s, finish, reason);
   UpdateGauges();
+}
+
+void Engine::FailGroup(const absl::Status& why) {
+  Fail(
+      why, FinishReason::kCancelled,
+      absl::StrCat("the server's rank group failed and the server is stopping (", why.message(), "); retry elsewhere"));
 }
 
 bool Engine::Drain(std::chrono::milliseconds timeout) {
@@ -504,6 +510,28 @@ void Engine::UpdateGauges() {
   });
 }
 
+void Engine::RunPass(bool idle) {
+  balancer_->BeforeStep();
+  if (idle) {  // nothing to run for a while: the ranks check on each other
+    if (absl::Status st = group_->Idle(); !st.ok()) FailGroup(st);
+    return;
+  }
+  TakeInbox();
+  const auto s0 = Clock::now();
+  ProposeDrafts();
+  SchedulerPlan plan = scheduler_.Schedule();
+  if (!plan.empty()) {
+    RunStep(plan, s0);
+    if (failed_) return;
+    balancer_->AfterStep();
+  } else if (!streams_.empty()) {
+    // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
+    MutexLock lock(&mu_);
+    cv_.WaitFor(std::chrono::milliseconds(1));
+  }
+  UpdateGauges();
+}
+
 void Engine::Loop() {
   for (;;) {
     bool idle = false;
@@ -520,32 +548,29 @@ void Engine::Loop() {
       if (stop_) break;
       wake_ = false;
     }
-    balancer_->BeforeStep();
-    if (idle) {  // nothing to run for a while: the ranks check on each other
-      if (absl::Status st = group_->Idle(); !st.ok()) FailGroup(st);
-      continue;
+    // An exception out of a pass is a fault of the server's (a kernel, the sampler, a grammar...):
+    // what the step left half done cannot be trusted, so the engine fails rather than the process
+    // aborting, every request is answered, and the process ends (on_failure).
+    std::exception_ptr thrown;
+    try {
+      RunPass(idle);
+    } catch (...) {
+      thrown = std::current_exception();
     }
-    TakeInbox();
-    const auto s0 = Clock::now();
-    ProposeDrafts();
-    SchedulerPlan plan = scheduler_.Schedule();
-    if (!plan.empty()) {
-      RunStep(plan, s0);
-      if (failed_) break;
-      balancer_->AfterStep();
-    } else if (!streams_.empty()) {
-      // Live sequences but nothing schedulable (cannot happen with admission checks); avoid spinning.
-      MutexLock lock(&mu_);
-      cv_.WaitFor(std::chrono::milliseconds(1));
+    if (thrown) {
+      const std::string what = ExceptionMessage(thrown);
+      Fail(absl::InternalError(absl::StrCat("an engine step threw: ", what)), FinishReason::kError,
+           absl::StrCat("the engine failed and the server is stopping (an engine step threw: ", what,
+                        "); retry elsewhere"));
     }
-    UpdateGauges();
+    if (failed_) break;
   }
   // Shutdown: cancel everything still live.
   TakeInbox();
   std::vector<Stream*> left;
   for (auto& [id, s] : streams_) left.push_back(s.get());
   for (Stream* s : left) Finish(s, FinishReason::kCancelled, kShutdownReason);
-  if (failed_ && config_.on_group_failure) config_.on_group_failure(failure());
+  if (failed_ && config_.on_failure) config_.on_failure(failure());
 }
 
 OutputCallback OutputQueue::Callback() {

@@ -77,10 +77,12 @@ struct EngineConfig {
   // each keeps the KV cache of its own sequences (kv_cache_bytes each) and the experts are placed
   // over them.
   RankGroup* ranks = nullptr;
-  // Called once, on the loop thread, when the rank group breaks (a rank died or stopped answering):
-  // by then every live request has been answered as cancelled by the server (503 / UNAVAILABLE),
-  // intake is closed and no further step runs; the process is expected to exit non-zero.
-  std::function<void(const absl::Status&)> on_group_failure;
+  // Called once, on the loop thread, when the engine fails for good: the rank group broke (a rank
+  // died or stopped answering; every live request is answered as cancelled by the server, 503 /
+  // UNAVAILABLE), or a step threw (a fault of the server's: each is answered as failed, 500 /
+  // INTERNAL, naming it). By then intake is closed and no further step runs; the process is
+  // expected to exit non-zero.
+  std::function<void(const absl::Status&)> on_failure;
 };
 
 class Engine {
@@ -122,7 +124,8 @@ class Engine {
   void ForgetExpertLoad() { balancer_->RequestClearWindow(); }
   size_t num_live_requests() const;
   bool draining() const { return draining_.load(); }
-  // Whether the rank group broke (then draining() too); failure() says how.
+  // Whether the engine failed for good, its rank group broken or a step thrown (then draining()
+  // too); failure() says how.
   bool failed() const { return failed_.load(); }
   absl::Status failure() const;
   int32_t num_ranks() const { return group_->size(); }
@@ -164,6 +167,8 @@ class Engine {
 
   absl::Status Warmup();
   void Loop();
+  // One pass of the loop after its wait: a step (or, idle, the ranks' heartbeat), then the gauges.
+  void RunPass(bool idle);
   void TakeInbox();
   void RunStep(const SchedulerPlan& plan, std::chrono::steady_clock::time_point start);
   // Samples a sequence's next token from its logits row and emits it; false when that finished the
@@ -189,7 +194,10 @@ class Engine {
   void CollectPromptLogprobs(Stream* s, int32_t start, int32_t n, const float* logits);
   void UpdateGauges();
   void Finish(Stream* s, FinishReason reason, std::string error = {});
-  // The rank group broke: close intake and answer every live request; the loop ends.
+  // The engine fails for good (see EngineConfig::on_failure): intake closes and every live
+  // request is answered, `finish` with `reason` as its error; the loop ends.
+  void Fail(const absl::Status& why, FinishReason finish, const std::string& reason);
+  // The rank group broke.
   void FailGroup(const absl::Status& why);
   absl::Status Validate(const Request& r) const;
   // Submit's part under the lock: whether a request can be queued now, and queueing it.

@@ -2,6 +2,7 @@
 #include "server/api_error.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/exception_message.h"
 
 namespace ls::server {
 
@@ -49,14 +50,7 @@ grpc::Status ToGrpcStatus(const ApiError& e) {
 }
 
 absl::Status UnexpectedFailure(const std::string& where, const std::exception_ptr& thrown) {
-  std::string what = "an exception of unknown type";
-  try {
-    if (thrown) std::rethrow_exception(thrown);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-  }
-  return absl::InternalError(absl::StrCat("internal error while serving ", where, ": ", what));
+  return absl::InternalError(absl::StrCat("internal error while serving ", where, ": ", ExceptionMessage(thrown)));
 }
 
 }  // namespace ls::server

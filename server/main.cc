@@ -525,17 +525,18 @@ void LogStartupWarnings(ls::server::ApiContext& ctx, const ls::Model& model, ls:
 }
 
 // Serves until SIGTERM or SIGINT (blocked in every thread), then drains and stops the front
-// ends; a broken rank group ends the process instead. Returns main's status.
+// ends; a failed engine (a broken rank group, a step that threw) ends the process instead.
+// Returns main's status.
 int ServeUntilSignal(const sigset_t& stop_signals, ls::server::ApiContext& ctx, std::unique_ptr<ls::Engine>& engine,
                      ls::server::GrpcServer& grpc_server, ls::server::HttpServer& http_server,
                      ls::dist::RankProcess* group) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   if (engine->failed()) {
-    // A rank died or stopped answering: every request has been answered with 503 / UNAVAILABLE,
-    // /ready is false. Let the front ends write those answers, then end so that the orchestrator
-    // restarts the whole group.
-    ctx.Log(LogLevel::kError, "rank_group_failed",
+    // A rank died or stopped answering (every request answered with 503 / UNAVAILABLE), or a step
+    // threw (500 / INTERNAL); /ready is false. Let the front ends write those answers, then end so
+    // that the orchestrator restarts the server (the whole group).
+    ctx.Log(LogLevel::kError, group ? "rank_group_failed" : "engine_failed",
             absl::StrCat("\"reason\":", nlohmann::json(std::string(engine->failure().message())).dump()));
     grpc_server.SetNotServing();
     http_server.Stop(std::chrono::seconds(5));
@@ -681,11 +682,10 @@ absl::Status BuildEngineFromFlags(const std::string& dir, ls::dist::RankProcess*
     stack->draft_model = std::move(*layer);
   }
   stack->cfg.speculative.draft_model = stack->draft_model.get();
-  if (group) {
-    stack->cfg.ranks = group->leader_group(stack->model.get());
-    // The group broke: the engine has answered every request; main wakes up and ends the process.
-    stack->cfg.on_group_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
-  }
+  if (group) stack->cfg.ranks = group->leader_group(stack->model.get());
+  // The engine failed for good (its group broke, or a step threw): it has answered every request;
+  // main wakes up and ends the process.
+  stack->cfg.on_failure = [](const absl::Status&) { kill(getpid(), SIGTERM); };
   auto engine = ls::Engine::Create(stack->model.get(), stack->tokenizer.get(), stack->cfg);
   if (!engine.ok()) return engine.status();
   stack->engine = std::move(*engine);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +41,8 @@ class InProcessGroup final : public RankGroup {
   absl::Status Step(const std::vector<StepBatch>& batches, KvCache& cache, std::vector<std::vector<float>>* logits,
                     std::vector<std::vector<float>>* hidden) override {
     if (fail_at_step_ >= 0 && steps_ == fail_at_step_) return absl::UnavailableError("rank 1 stopped answering");
+    if (throw_at_step_ >= 0 && steps_ == throw_at_step_)
+      throw std::length_error("rank 0's step buffers could not grow");
     while (paused_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ++steps_;
     logits->resize(size());
@@ -69,6 +72,7 @@ class InProcessGroup final : public RankGroup {
   Model* leader_ = nullptr;
   std::atomic<bool> paused_{false};  // steps wait while set (requests submitted meanwhile run together)
   int fail_at_step_ = -1;
+  int throw_at_step_ = -1;  // a fault of the server's: the step throws
   std::atomic<bool> fail_when_idle_{false};
   std::atomic<int> idles_{0};
   int steps_ = 0;
@@ -148,7 +152,7 @@ TEST_F(EngineRanksTest, GroupBreakingMidRunAnswersEveryRequestAndClosesIntake) {
   std::atomic<int> failures{0};
   EngineConfig cfg;
   cfg.ranks = &group;
-  cfg.on_group_failure = [&](const absl::Status& s) {
+  cfg.on_failure = [&](const absl::Status& s) {
     EXPECT_TRUE(absl::IsUnavailable(s)) << s;
     ++failures;
   };
@@ -184,13 +188,51 @@ TEST_F(EngineRanksTest, GroupBreakingMidRunAnswersEveryRequestAndClosesIntake) {
   EXPECT_EQ(failures.load(), 1);
 }
 
+// An exception out of a step (a fault of the server's, not a request's) fails the engine rather
+// than ending the process: every request is answered as failed, naming it; intake closes; the
+// process is told once.
+TEST_F(EngineRanksTest, StepThatThrowsFailsTheEngineAndAnswersEveryRequest) {
+  InProcessGroup group(1, dir_);
+  group.leader_ = model_.get();
+  group.throw_at_step_ = 3;  // the warm-up is step 0
+  std::atomic<int> failures{0};
+  EngineConfig cfg;
+  cfg.ranks = &group;
+  cfg.on_failure = [&](const absl::Status& s) {
+    EXPECT_TRUE(absl::IsInternal(s)) << s;
+    EXPECT_NE(s.message().find("step buffers could not grow"), std::string::npos) << s;
+    ++failures;
+  };
+  auto e = Engine::Create(model_.get(), nullptr, cfg);
+  ASSERT_TRUE(e.ok()) << e.status();
+  std::vector<std::unique_ptr<OutputQueue>> qs;
+  for (const Request& r : reqs_) {
+    auto q = std::make_unique<OutputQueue>();
+    if ((*e)->Submit(r, q->Callback()).ok()) qs.push_back(std::move(q));
+  }
+  ASSERT_FALSE(qs.empty());
+  for (auto& q : qs) {
+    const RequestOutput o = q->WaitFinal();
+    EXPECT_EQ(o.finish_reason, FinishReason::kError);
+    EXPECT_NE(o.error.find("the engine failed"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("step buffers could not grow"), std::string::npos) << o.error;
+  }
+  EXPECT_TRUE((*e)->failed());
+  EXPECT_TRUE((*e)->draining()) << "/ready must turn false";
+  OutputQueue late;
+  EXPECT_TRUE(absl::IsUnavailable((*e)->Submit(reqs_[0], late.Callback())));
+  EXPECT_EQ((*e)->num_live_requests(), 0u);
+  e->reset();
+  EXPECT_EQ(failures.load(), 1);
+}
+
 TEST_F(EngineRanksTest, IdleEngineSendsHeartbeatsAndNoticesAGroupThatBroke) {
   InProcessGroup group(2, dir_);
   group.leader_ = model_.get();
   std::atomic<int> failures{0};
   EngineConfig cfg;
   cfg.ranks = &group;
-  cfg.on_group_failure = [&](const absl::Status&) { ++failures; };
+  cfg.on_failure = [&](const absl::Status&) { ++failures; };
   auto e = Engine::Create(model_.get(), nullptr, cfg);
   ASSERT_TRUE(e.ok()) << e.status();
   for (int i = 0; i < 400 && group.idles_.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
