@@ -145,23 +145,25 @@ TEST_F(EngineRanksTest, SmallPerRankCachesPreemptWithoutChangingTokens) {
   EXPECT_EQ(Run(cfg), expected);
 }
 
-TEST_F(EngineRanksTest, GroupBreakingMidRunAnswersEveryRequestAndClosesIntake) {
-  InProcessGroup group(2, dir_);
-  group.leader_ = model_.get();
-  group.fail_at_step_ = 4;  // the warm-up is step 0
+// Runs reqs_ on an engine over `group`, which fails mid-run, and checks what a failed engine does:
+// every accepted request is answered with `finish` and an error holding each of `words`; requests
+// that arrive once it has failed (a slow host) are refused as unavailable; intake closes, /ready
+// turns false, and the process is told once, with a status of `code` holding the last word.
+void ExpectFailedEngineAnswersEveryRequest(Model* model, const std::vector<Request>& reqs, InProcessGroup& group,
+                                           FinishReason finish, absl::StatusCode code,
+                                           const std::vector<std::string>& words) {
   std::atomic<int> failures{0};
   EngineConfig cfg;
   cfg.ranks = &group;
   cfg.on_failure = [&](const absl::Status& s) {
-    EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+    EXPECT_EQ(s.code(), code) << s;
+    EXPECT_NE(s.message().find(words.back()), std::string::npos) << s;
     ++failures;
   };
-  auto e = Engine::Create(model_.get(), nullptr, cfg);
+  auto e = Engine::Create(model, nullptr, cfg);
   ASSERT_TRUE(e.ok()) << e.status();
-  // The group may break while requests are still arriving (a slow host): those are refused as
-  // unavailable; every accepted one is answered.
   std::vector<std::unique_ptr<OutputQueue>> qs;
-  for (const Request& r : reqs_) {
+  for (const Request& r : reqs) {
     auto q = std::make_unique<OutputQueue>();
     const absl::Status s = (*e)->Submit(r, q->Callback());
     if (s.ok()) {
@@ -174,56 +176,35 @@ TEST_F(EngineRanksTest, GroupBreakingMidRunAnswersEveryRequestAndClosesIntake) {
   ASSERT_FALSE(qs.empty());
   for (auto& q : qs) {
     const RequestOutput o = q->WaitFinal();
-    EXPECT_EQ(o.finish_reason, FinishReason::kCancelled);
-    EXPECT_NE(o.error.find("rank group failed"), std::string::npos) << o.error;
-    EXPECT_NE(o.error.find("rank 1 stopped answering"), std::string::npos) << o.error;
+    EXPECT_EQ(o.finish_reason, finish);
+    for (const std::string& w : words) EXPECT_NE(o.error.find(w), std::string::npos) << o.error;
   }
   EXPECT_TRUE((*e)->failed());
   EXPECT_TRUE((*e)->draining()) << "/ready must turn false";
-  EXPECT_NE((*e)->failure().message().find("rank 1"), std::string::npos);
   OutputQueue late;
-  EXPECT_TRUE(absl::IsUnavailable((*e)->Submit(reqs_[0], late.Callback())));
+  EXPECT_TRUE(absl::IsUnavailable((*e)->Submit(reqs[0], late.Callback())));
   EXPECT_EQ((*e)->num_live_requests(), 0u);
   e->reset();
   EXPECT_EQ(failures.load(), 1);
 }
 
+TEST_F(EngineRanksTest, GroupBreakingMidRunAnswersEveryRequestAndClosesIntake) {
+  InProcessGroup group(2, dir_);
+  group.leader_ = model_.get();
+  group.fail_at_step_ = 4;  // the warm-up is step 0
+  ExpectFailedEngineAnswersEveryRequest(model_.get(), reqs_, group, FinishReason::kCancelled,
+                                        absl::StatusCode::kUnavailable,
+                                        {"rank group failed", "rank 1 stopped answering"});
+}
+
 // An exception out of a step (a fault of the server's, not a request's) fails the engine rather
-// than ending the process: every request is answered as failed, naming it; intake closes; the
-// process is told once.
+// than ending the process: every request is answered as failed, naming it.
 TEST_F(EngineRanksTest, StepThatThrowsFailsTheEngineAndAnswersEveryRequest) {
   InProcessGroup group(1, dir_);
   group.leader_ = model_.get();
   group.throw_at_step_ = 3;  // the warm-up is step 0
-  std::atomic<int> failures{0};
-  EngineConfig cfg;
-  cfg.ranks = &group;
-  cfg.on_failure = [&](const absl::Status& s) {
-    EXPECT_TRUE(absl::IsInternal(s)) << s;
-    EXPECT_NE(s.message().find("step buffers could not grow"), std::string::npos) << s;
-    ++failures;
-  };
-  auto e = Engine::Create(model_.get(), nullptr, cfg);
-  ASSERT_TRUE(e.ok()) << e.status();
-  std::vector<std::unique_ptr<OutputQueue>> qs;
-  for (const Request& r : reqs_) {
-    auto q = std::make_unique<OutputQueue>();
-    if ((*e)->Submit(r, q->Callback()).ok()) qs.push_back(std::move(q));
-  }
-  ASSERT_FALSE(qs.empty());
-  for (auto& q : qs) {
-    const RequestOutput o = q->WaitFinal();
-    EXPECT_EQ(o.finish_reason, FinishReason::kError);
-    EXPECT_NE(o.error.find("the engine failed"), std::string::npos) << o.error;
-    EXPECT_NE(o.error.find("step buffers could not grow"), std::string::npos) << o.error;
-  }
-  EXPECT_TRUE((*e)->failed());
-  EXPECT_TRUE((*e)->draining()) << "/ready must turn false";
-  OutputQueue late;
-  EXPECT_TRUE(absl::IsUnavailable((*e)->Submit(reqs_[0], late.Callback())));
-  EXPECT_EQ((*e)->num_live_requests(), 0u);
-  e->reset();
-  EXPECT_EQ(failures.load(), 1);
+  ExpectFailedEngineAnswersEveryRequest(model_.get(), reqs_, group, FinishReason::kError, absl::StatusCode::kInternal,
+                                        {"the engine failed", "step buffers could not grow"});
 }
 
 TEST_F(EngineRanksTest, IdleEngineSendsHeartbeatsAndNoticesAGroupThatBroke) {
