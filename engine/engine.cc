@@ -558,10 +558,9 @@ void Engine::Loop() {
       thrown = std::current_exception();
     }
     if (thrown) {
-      const std::string what = ExceptionMessage(thrown);
-      Fail(absl::InternalError(absl::StrCat("an engine step threw: ", what)), FinishReason::kError,
-           absl::StrCat("the engine failed and the server is stopping (an engine step threw: ", what,
-                        "); retry elsewhere"));
+      const absl::Status why = absl::InternalError(absl::StrCat("an engine step threw: ", ExceptionMessage(thrown)));
+      Fail(why, FinishReason::kError,
+           absl::StrCat("the engine failed and the server is stopping (", why.message(), "); retry elsewhere"));
     }
     if (failed_) break;
   }

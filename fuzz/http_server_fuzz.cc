@@ -1,10 +1,10 @@
 // Fuzz target: raw bytes on an HTTP connection to the real HttpServer (in this process, on a
 // loopback port), in front of the tiny model with an API key ("Bearer fuzz-key"), CORS for
 // https://app.example, and a waiting queue of none, so that a generation request runs every step
-// up to its submission and is then refused (429) rather than generated. Every route, header and body reader, the dashboard and
-// stored-response routes, and what the server writes back are in reach. Whatever the bytes, no
-// handler may fail: an exception out of one (answered 500, see UnexpectedFailure) is a fault of the
-// server's that bad input must never cause.
+// up to its submission and is then refused (429) rather than generated. Every route, header and
+// body reader, the dashboard and stored-response routes, and what the server writes back are in
+// reach. Whatever the bytes, no handler may fail: an exception out of one (answered 500, see
+// UnexpectedFailure) is a fault of the server's that bad input must never cause.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -67,7 +67,7 @@ std::string Exchange(const uint8_t* data, size_t size) {
       socklen_t len = sizeof error;
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
     }
-    if (error != 0 && error != EINTR) {
+    if (error != 0) {
       std::fprintf(stderr, "cannot connect to the server: %s\n", std::strerror(error));
       std::abort();
     }

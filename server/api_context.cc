@@ -24,6 +24,12 @@ const char* LevelName(LogLevel l) {
   return "info";
 }
 
+// A JSON object's members as a log line's fields (without its braces); invalid UTF-8 as U+FFFD.
+std::string LogFields(const nlohmann::json& j) {
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.substr(1, text.size() - 2);
+}
+
 }  // namespace
 
 structured::GrammarCache* ApiContext::grammars() const {
@@ -70,15 +76,12 @@ void ApiContext::LogRequest(const RequestLogEntry& e) const {
                       {"total_ms", std::round(e.total_s * 1e4) / 10},
                       {"status", e.status}};
   if (!e.client_request_id.empty()) j["client_request_id"] = e.client_request_id;
-  const std::string fields = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  Log(LogLevel::kInfo, "request", fields.substr(1, fields.size() - 2));
+  Log(LogLevel::kInfo, "request", LogFields(j));
 }
 
 void ApiContext::HandlerFailed(const std::string& event, const absl::Status& failure) const {
   ++handler_failures_;
-  const std::string fields =
-      nlohmann::json{{"error", failure.message()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  Log(LogLevel::kError, event, fields.substr(1, fields.size() - 2));
+  Log(LogLevel::kError, event, LogFields({{"error", failure.message()}}));
 }
 
 }  // namespace ls::server
