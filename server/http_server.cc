@@ -36,9 +36,11 @@
 #include "base/mutex.h"
 #include "base/version.h"
 #include "server/api_error.h"
+#include "server/background_response.h"
 #include "server/choice_stream.h"
 #include "server/cors_policy.h"
 #include "server/dashboard_routes.h"
+#include "server/generation.h"
 #include "server/openai_protocol.h"
 #include "server/output_channel.h"
 #include "server/prometheus.h"
@@ -139,97 +141,6 @@ class InFlight {
  private:
   std::atomic<int>* n_;
 };
-
-// A generation request in flight: what was asked, its engine requests and where their outputs arrive.
-struct Generation {
-  Generation(ParsedRequest parsed, std::string request_id, net::any_io_executor ex,
-             std::optional<ResponsesRequest> responses_request = std::nullopt)
-      : r(std::move(parsed)),
-        responses(std::move(responses_request)),
-        id(std::move(request_id)),
-        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                    .count()),
-        channel(std::make_shared<Channel>(ex)),
-        tally(r, id) {}
-  ParsedRequest r;
-  const std::optional<ResponsesRequest> responses;  // a /v1/responses request (its reply is a Response)
-  const std::string id;
-  const int64_t created;
-  std::shared_ptr<Channel> channel;
-  std::shared_ptr<std::vector<std::string>> ids = std::make_shared<std::vector<std::string>>();  // engine ids
-  std::shared_ptr<bool> done = std::make_shared<bool>(false);  // every output is in: stop watching the socket
-  RequestTally tally;
-};
-
-// A background response after its request was answered: collects the reply, detached from the
-// connection (a client that leaves does not cancel it), and keeps its Response in the store as it
-// goes: in_progress at its first output, then completed or incomplete, cancelled (POST
-// /v1/responses/{id}/cancel) or failed. Once deleted (or dropped for room) it is not stored again.
-awaitable<void> CollectInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
-                                    Clock::time_point start) {
-  const ResponsesRequest& req = *g->responses;
-  ChoiceStream stream(g->r, 0, ctx, g->id);
-  Choice reply;
-  bool started = false, cancelled = false;
-  while (!g->tally.all_finished()) {
-    for (auto& [i, o] : co_await g->channel->Wait()) {
-      Choice delta = stream.Next(o);
-      const FinishReason finish = delta.finish;
-      AppendDelta(&reply, std::move(delta));
-      if (o.finished()) {
-        g->tally.Finished(i, o);
-        reply.finish = finish;
-        cancelled = o.finish_reason == FinishReason::kCancelled && o.error.empty();
-      }
-    }
-    if (!started && !g->tally.all_finished()) {
-      store->Replace(
-          g->id, StoredResponse(
-                     req, UnfinishedResponse(req, g->id, g->created, ctx->model_name(), "in_progress", reply), reply));
-      started = true;
-    }
-  }
-  const std::string& model = ctx->model_name();
-  nlohmann::ordered_json body;
-  if (g->tally.failure) {
-    body = UnfinishedResponse(req, g->id, g->created, model, "failed", reply, &*g->tally.failure);
-    g->tally.log.status = std::to_string(g->tally.failure->http_status);
-  } else if (cancelled) {
-    body = UnfinishedResponse(req, g->id, g->created, model, "cancelled", reply);
-    g->tally.log.status = "cancelled";
-  } else {
-    body = ResponseBody(req, g->id, g->created, model, reply, g->tally.usage,
-                        TextLogprobs(req, g->r, reply.text_logprobs, *ctx));
-    g->tally.log.status = "200";
-  }
-  store->Replace(g->id, StoredResponse(req, body, reply));
-  g->tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
-  ctx->LogRequest(g->tally.log);
-}
-
-// CollectInBackground, whose exception (a server fault) cancels the generation and stores the
-// response as failed with the error, as an engine failure would.
-awaitable<void> RunInBackground(std::shared_ptr<Generation> g, ApiContext* ctx, ResponseStore* store,
-                                Clock::time_point start) {
-  std::exception_ptr thrown;
-  try {
-    co_await CollectInBackground(g, ctx, store, start);
-    co_return;
-  } catch (...) {
-    thrown = std::current_exception();
-  }
-  const absl::Status failure = UnexpectedFailure("a background response", thrown);
-  ctx->HandlerFailed("http_handler_failed", failure);
-  for (const auto& id : *g->ids) ctx->engine().Cancel(id);
-  const ApiError error = ToApiError(failure);
-  store->Replace(g->id, StoredResponse(*g->responses,
-                                       UnfinishedResponse(*g->responses, g->id, g->created, ctx->model_name(), "failed",
-                                                          Choice{}, &error),
-                                       Choice{}));
-  g->tally.log.status = "500";
-  g->tally.log.total_s = std::chrono::duration<double>(Clock::now() - start).count();
-  ctx->LogRequest(g->tally.log);
-}
 
 // Per-connection state and handlers.
 template <typename Stream>
