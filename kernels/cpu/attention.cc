@@ -66,18 +66,31 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     }
   });
 
-  // 2. One item per (sequence token, kv head), serving the kv head's query group; short items
-  // (prefill over short contexts) are grouped so that each task reads about 8K cached values.
+  // 2. One item per (tile of a sequence's consecutive new tokens, kv head), serving the kv head's
+  // query group: a tile reads its positions once for all its tokens (about 32 query rows; one token
+  // under a sliding window, whose positions differ by token). Short items (prefill over short
+  // contexts) are grouped so that each task reads about 8K cached values.
+  const int32_t tile = p.sliding_window > 0 ? 1 : std::clamp(32 / group, 1, 8);
+  std::vector<std::pair<int32_t, int32_t>> tiles;  // (first token's index in `tokens`, tokens)
+  for (int64_t t = 0; t < num_tokens;) {
+    const AttentionSeq& s = p.seqs[tokens[t].first];
+    const int32_t n = std::min(tile, s.num_tokens - tokens[t].second);
+    tiles.emplace_back(static_cast<int32_t>(t), n);
+    t += n;
+  }
   const KernelTable& kernels = ActiveKernels();
   auto attend = [&](int64_t item) {
-    const auto [si, i] = tokens[item / Hkv];
+    const auto [t0, n] = tiles[item / Hkv];
+    const auto [si, i] = tokens[t0];
     const int32_t kvh = static_cast<int32_t>(item % Hkv);
     const AttentionSeq& s = p.seqs[si];
     const int64_t row = s.token_offset + i;
     thread_local std::vector<float> scratch;
     internal::AttendArgs a;
-    a.ctx = s.start_pos + i + 1;  // causal: positions 0 .. start_pos + i
+    a.ctx = s.start_pos + i + 1;  // causal: token i attends positions 0 .. start_pos + i
     if (p.sliding_window > 0) a.first = std::max(0, a.ctx - p.sliding_window);
+    a.tokens = n;
+    a.token_stride = static_cast<int64_t>(H) * hd;
     a.group = group;
     a.head_dim = hd;
     a.scale = p.scale;
@@ -88,14 +101,15 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.block_table = s.block_table;
     a.block_size = p.cache.block_size;
     a.position_stride = kv_width;
-    scratch.resize(static_cast<size_t>(a.len()) * group + group);
+    scratch.resize(static_cast<size_t>(internal::AttendArgs::ScratchFloats(n, group, hd, a.span())));
     a.scores = scratch.data();
-    a.sums = scratch.data() + static_cast<size_t>(a.len()) * group;
+    a.sums = a.scores + static_cast<int64_t>(n) * group * a.span();
+    a.acc = a.sums + static_cast<int64_t>(n) * group;
     a.out = p.out + (row * H + kvh * group) * hd;
     kernels.Attend(a);
   };
-  const int64_t items = num_tokens * Hkv;
-  const int64_t values_per_item = positions * hd / std::max<int64_t>(1, num_tokens);
+  const int64_t items = static_cast<int64_t>(tiles.size()) * Hkv;
+  const int64_t values_per_item = positions * hd / std::max<int64_t>(1, static_cast<int64_t>(tiles.size()));
   pool.ParallelForRanges(items, values_per_item, 8192, [&](int64_t t0, int64_t t1) {
     for (int64_t item = t0; item < t1; ++item) attend(item);
   });

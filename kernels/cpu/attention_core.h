@@ -1,6 +1,8 @@
 // The inner step of CPU paged attention (the kernel Attend, attention_simd.cc, compiled for every
-// SIMD target): one token's query heads of one KV group against that KV head's cached positions
-// first .. ctx - 1, any head_dim. Arithmetic: score = scale·q (rounded) against k, dim d into lane
+// SIMD target): the query heads of one KV group, for one token or a tile of consecutive tokens of
+// one sequence, against that KV head's cached positions (token t: first .. ctx + t - 1), any
+// head_dim. A tile passes over the cache once for all its tokens; each token's results are the
+// bits it gets alone. Arithmetic: score = scale·q (rounded) against k, dim d into lane
 // d % 16 (a product, then fused multiply-adds), the lanes summed by the vector layer's tree;
 // softmax with the vector layer's e^x, its sum in lanes then the tree; out = Σ_pos p·v (fused, in
 // position order) times 1/sum.
@@ -11,7 +13,7 @@
 namespace ls::cpu::internal {
 
 struct AttendArgs {
-  const float* q = nullptr;      // [group, head_dim] query heads of the group, contiguous
+  const float* q = nullptr;      // [group, head_dim] query heads of the group, contiguous (token 0)
   const void* k = nullptr;       // the layer's K cache, offset to this KV head
   const void* v = nullptr;       // the layer's V cache, offset to this KV head
   bool bf16 = false;             // cache elements are BF16 (else float32)
@@ -20,23 +22,32 @@ struct AttendArgs {
   int64_t position_stride = 0;   // elements between consecutive cache slots (kv_heads · head_dim)
   int32_t group = 0;
   int32_t head_dim = 0;
-  int32_t ctx = 0;               // positions attended: first .. ctx - 1
-  int32_t first = 0;             // 0, or the start of a sliding window
+  int32_t ctx = 0;           // positions token 0 attends: first .. ctx - 1
+  int32_t first = 0;         // 0, or the start of a sliding window (then tokens is 1)
+  int32_t tokens = 1;        // tokens of the tile: token t attends first .. ctx + t - 1
+  int64_t token_stride = 0;  // elements from one token's q (and out) to the next's
   float scale = 1.f;
-  float* scores = nullptr;       // scratch [group, len()]
-  float* sums = nullptr;         // scratch [group]
-  float* out = nullptr;          // [group, head_dim]
+  float* scores = nullptr;  // scratch [tokens, group, span()]
+  float* sums = nullptr;    // scratch [tokens, group]
+  float* acc = nullptr;     // scratch [tokens, group, head_dim rounded up to 16]
+  float* out = nullptr;     // [group, head_dim] (token 0)
 
-  // Positions attended.
+  // Positions token 0 attends, and the tile's last token.
   int32_t len() const { return ctx - first; }
-  // Calls fn(i, offset) for positions first + i, i = 0 .. len() - 1, in order, one block-table
+  int32_t span() const { return len() + tokens - 1; }
+  // Scratch floats a tile needs (scores, sums, acc, in that order).
+  static int64_t ScratchFloats(int32_t tokens, int32_t group, int32_t head_dim, int32_t span) {
+    return int64_t{tokens} * group * (span + 1 + (head_dim + 15) / 16 * 16);
+  }
+  // Calls fn(i, offset) for positions first + i, i = 0 .. span() - 1, in order, one block-table
   // lookup per block; offset counts elements from k and v.
   template <typename Fn>
   void ForEachPosition(Fn&& fn) const {
-    for (int32_t pos = first; pos < ctx;) {
+    const int32_t end = ctx + tokens - 1;
+    for (int32_t pos = first; pos < end;) {
       const int32_t b = pos / block_size, in_block = pos % block_size;
       const int64_t base = static_cast<int64_t>(block_table[b]) * block_size * position_stride;
-      const int32_t n = ctx - pos < block_size - in_block ? ctx - pos : block_size - in_block;
+      const int32_t n = end - pos < block_size - in_block ? end - pos : block_size - in_block;
       for (int32_t j = 0; j < n; ++j) fn(pos - first + j, base + (in_block + j) * position_stride);
       pos += n;
     }

@@ -2,10 +2,13 @@
 // for head widths that are whole vectors (with 1, 2 and 4 query heads per pass over the cache),
 // widths that end in a partial vector and one wider than the register-held form (288), with a
 // float32 and with a BF16 cache (the reference reads the cache as the op left it, and the new K/V
-// must be there rounded to nearest even). Run under every SIMD target by ctest.
+// must be there rounded to nearest even). A prefill chunk, whose tokens the kernel takes in tiles
+// that read the cache once for all of them, gives every token the bits it gets alone as a decode
+// step. Run under every SIMD target by ctest.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <tuple>
@@ -82,6 +85,66 @@ TEST_P(PagedAttentionTest, DecodeTokenMatchesDoubleReference) {
       for (int32_t pos = 0; pos < c.ctx; ++pos) ref += sc[pos] / sum * vc[slot(pos, kvh) + j];
       ASSERT_NEAR(out[h * c.hd + j], ref, 2e-5 * (1 + std::fabs(ref))) << "head " << h << " dim " << j;
     }
+  }
+}
+
+// The chunk's `n` new tokens after `cached` positions, attended as one prefill chunk and as n
+// decode steps over copies of the same cache: the same bits in every output and cache element.
+TEST_P(PagedAttentionTest, PrefillChunkGivesEveryTokenItsDecodeBits) {
+  const Case c = std::get<0>(GetParam());
+  const DType dtype = std::get<1>(GetParam());
+  const size_t elem = dtype == DType::kBF16 ? 2 : 4;
+  for (int32_t window : {0, 29}) {
+    const int32_t cached = c.ctx, n = 75, block = 16, blocks = (cached + n + block - 1) / block + 1;
+    std::mt19937 rng(c.hd * 5 + c.ctx + window);
+    std::normal_distribution<float> nd;
+    const int64_t kvw = int64_t{c.Hkv} * c.hd, qw = int64_t{c.H} * c.hd;
+    std::vector<unsigned char> kc(blocks * block * kvw * elem), vc(kc.size());
+    for (auto* cache : {&kc, &vc}) {
+      for (int64_t i = 0; i < blocks * block * kvw; ++i) {
+        const float x = nd(rng);
+        if (dtype == DType::kBF16) {
+          const uint16_t b = F32ToBf16(x);
+          std::memcpy(cache->data() + 2 * i, &b, 2);
+        } else {
+          std::memcpy(cache->data() + 4 * i, &x, 4);
+        }
+      }
+    }
+    std::vector<int32_t> table(blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    std::vector<float> q(n * qw), kn(n * kvw), vn(n * kvw);
+    for (auto* v : {&q, &kn, &vn})
+      for (auto& x : *v) x = nd(rng);
+    ThreadPool pool(2);
+    auto run = [&](std::vector<unsigned char>& k, std::vector<unsigned char>& v, int32_t first, int32_t count,
+                   float* out) {
+      AttentionSeq s{0, count, cached + first, table.data(), blocks};
+      AttentionParams p;
+      p.q = q.data() + first * qw;
+      p.k_new = kn.data() + first * kvw;
+      p.v_new = vn.data() + first * kvw;
+      p.out = out;
+      p.num_heads = c.H;
+      p.num_kv_heads = c.Hkv;
+      p.head_dim = c.hd;
+      p.sliding_window = window;
+      p.scale = 1.f / std::sqrt(static_cast<float>(c.hd));
+      p.cache = KvLayer{k.data(), v.data(), blocks, block, dtype};
+      p.seqs = &s;
+      p.num_seqs = 1;
+      PagedAttention(pool, p);
+    };
+    std::vector<unsigned char> k1 = kc, v1 = vc, k2 = kc, v2 = vc;
+    std::vector<float> chunk(n * qw, -99.f), steps(n * qw, -99.f);
+    run(k1, v1, 0, n, chunk.data());
+    for (int32_t t = 0; t < n; ++t) run(k2, v2, t, 1, steps.data() + t * qw);
+    ASSERT_EQ(k1, k2);
+    ASSERT_EQ(v1, v2);
+    for (int64_t i = 0; i < n * qw; ++i)
+      ASSERT_EQ(std::memcmp(&chunk[i], &steps[i], 4), 0) << "token " << i / qw << " value " << i % qw << ": "
+                                                         << chunk[i] << " vs " << steps[i] << ", window " << window;
   }
 }
 

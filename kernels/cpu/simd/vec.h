@@ -14,7 +14,9 @@
 //   Add Sub Mul Div Abs, Min Max (x86's rule: the second operand when either is NaN),
 //   Fma(a, b, c) = a·b + c and Fnma(a, b, c) = c − a·b, each rounded once,
 //   ReduceAdd (lanes summed as u_j = (a_j + a_{8+j}) + (a_{4+j} + a_{12+j}), then
-//     (u_0 + u_1) + (u_2 + u_3)), ReduceAdd4 (four of them), ReduceMax,
+//     (u_0 + u_1) + (u_2 + u_3)), ReduceAdd4 (four of them), ReduceQuarters(a0, a1, a2, a3)
+//     (lanes 4k .. 4k + 3: a_k's u_0 .. u_3) and ReduceAdd16(y0, y1, y2, y3, out) (out[4m + k] =
+//     (u_0 + u_1) + (u_2 + u_3) of y_m's quarter k: sixteen ReduceAdds in two steps), ReduceMax,
 //   RoundEven (to an integer, ties to even), MulPow2(p, n) = p · 2^n for integral n in [−127, 127]
 //     (one rounding), Interleave / Deinterleave (even and odd lanes of 32 values),
 //   AllWithin(v, lo, hi) (every lane in [lo, hi]),
