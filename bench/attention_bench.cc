@@ -1,8 +1,10 @@
 // CPU paged attention, one decode step of a batch of sequences (each a new token over its cached
 // context), with a float32 and a BF16 cache side by side in the same run: time per step, per
-// (token, KV head) task, and the KV bytes read per second. Prints JSON.
-//   attention_bench [threads [batch [context [heads kv_heads head_dim]]]]   (default 2 32 80 4 2 64:
-//   the tiny model's attention at the serving benchmark's contexts)
+// (token, KV head) task, and the KV bytes read per second. With PREFILL, also one prompt of that
+// many tokens attended as one chunk (the kernel's tiles) and the same tokens one call each (one
+// token at a time, as before tiles): times, their ratio, and GFLOP/s of the chunk. Prints JSON.
+//   attention_bench [threads [batch [context [heads kv_heads head_dim [prefill]]]]]   (default 2 32
+//   80 4 2 64 0: the tiny model's attention at the serving benchmark's contexts)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -68,14 +70,67 @@ Result Run(ls::ThreadPool& pool, ls::DType dtype, int batch, int ctx, int H, int
   return {1e6 * best, 1e6 * best * pool.num_threads() / (batch * Hkv), bytes / best / 1e9};
 }
 
+struct PrefillResult {
+  double chunk_ms, token_ms;
+};
+
+// One sequence's `n`-token prompt from position 0: one PagedAttention call over the chunk, and n
+// calls of one token each over the same cache (the same K/V written, the same outputs).
+PrefillResult RunPrefill(ls::ThreadPool& pool, ls::DType dtype, int n, int H, int Hkv, int hd) {
+  constexpr int kBlock = 16;
+  const int blocks = (n + kBlock - 1) / kBlock;
+  const int64_t kvw = static_cast<int64_t>(Hkv) * hd, elems = static_cast<int64_t>(blocks) * kBlock * kvw;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd;
+  std::vector<float> q(static_cast<size_t>(n) * H * hd), kn(n * kvw), vn(n * kvw), out(q.size());
+  for (auto* v : {&q, &kn, &vn})
+    for (auto& x : *v) x = nd(rng);
+  std::vector<unsigned char> k(elems * ls::DTypeSize(dtype)), v(k.size());
+  std::vector<int32_t> ids(blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  auto call = [&](int first, int count) {
+    ls::AttentionSeq seq{0, count, first, ids.data(), blocks};
+    ls::AttentionParams p;
+    p.q = q.data() + static_cast<int64_t>(first) * H * hd;
+    p.k_new = kn.data() + first * kvw;
+    p.v_new = vn.data() + first * kvw;
+    p.out = out.data() + static_cast<int64_t>(first) * H * hd;
+    p.num_heads = H;
+    p.num_kv_heads = Hkv;
+    p.head_dim = hd;
+    p.scale = 0.125f;
+    p.cache = ls::KvLayer{k.data(), v.data(), blocks, kBlock, dtype};
+    p.seqs = &seq;
+    p.num_seqs = 1;
+    ls::cpu::PagedAttention(pool, p);
+  };
+  auto best_ms = [&](auto&& run) {
+    run();
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return 1e3 * best;
+  };
+  const double chunk = best_ms([&] { call(0, n); });
+  const double tokens = best_ms([&] {
+    for (int t = 0; t < n; ++t) call(t, 1);
+  });
+  return {chunk, tokens};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ls::bench::PositionalArgs args(argc, argv,
-                                 "attention_bench [THREADS [BATCH [CONTEXT [HEADS [KV_HEADS [HEAD_DIM]]]]]]");
+                                 "attention_bench [THREADS [BATCH [CONTEXT [HEADS [KV_HEADS [HEAD_DIM [PREFILL]]]]]]]");
   const int threads = args.Int("THREADS", 2, 1, 1024), batch = args.Int("BATCH", 32, 1, 1 << 20),
             ctx = args.Int("CONTEXT", 80, 1, 1 << 24), H = args.Int("HEADS", 4, 1, 1024),
-            Hkv = args.Int("KV_HEADS", 2, 1, 1024), hd = args.Int("HEAD_DIM", 64, 1, 4096);
+            Hkv = args.Int("KV_HEADS", 2, 1, 1024), hd = args.Int("HEAD_DIM", 64, 1, 4096),
+            prefill = args.Int("PREFILL", 0, 0, 1 << 20);
   args.End();
   if (H % Hkv != 0) {
     std::fprintf(stderr, "attention_bench: bad shape\n");
@@ -90,6 +145,21 @@ int main(int argc, char** argv) {
   for (const auto& [name, r] : {std::pair<const char*, Result>{"float32", f32}, {"bfloat16", bf16}})
     std::printf("  \"%s\": {\"step_us\": %.2f, \"task_us_per_thread\": %.3f, \"kv_read_gbps\": %.2f},\n", name,
                 r.step_us, r.task_us, r.kv_gbps);
-  std::printf("  \"bfloat16_speedup\": %.3f\n}\n", f32.step_us / bf16.step_us);
+  std::printf("  \"bfloat16_speedup\": %.3f", f32.step_us / bf16.step_us);
+  if (prefill > 0) {
+    // Causal: token t scores t + 1 positions, two multiply-adds (scores, values) per dim each.
+    const double flop = 4.0 * H * hd * (static_cast<double>(prefill) * (prefill + 1) / 2);
+    std::printf(",\n  \"prefill\": {\"tokens\": %d", prefill);
+    for (ls::DType dt : {ls::DType::kF32, ls::DType::kBF16}) {
+      const PrefillResult r = RunPrefill(pool, dt, prefill, H, Hkv, hd);
+      std::printf(
+          ", \"%s\": {\"chunk_ms\": %.2f, \"token_by_token_ms\": %.2f, \"chunk_speedup\": %.2f, "
+          "\"chunk_gflops\": %.1f}",
+          dt == ls::DType::kF32 ? "float32" : "bfloat16", r.chunk_ms, r.token_ms, r.token_ms / r.chunk_ms,
+          flop / r.chunk_ms / 1e6);
+    }
+    std::printf("}");
+  }
+  std::printf("\n}\n");
   return 0;
 }

@@ -216,6 +216,18 @@ void ForEachBlock(const AttendArgs& a, const Head<HV>& h, const T* cache, const 
   }
 }
 
+// out = acc / sum for every token and head of the tile.
+template <int HV>
+void Finish(const AttendArgs& a, const Head<HV>& h, const TileRows& rows) {
+  for (int32_t t = 0; t < a.tokens; ++t)
+    for (int32_t g = 0; g < a.group; ++g) {
+      const V16 inv = Set(1.f / rows.sum(t, g));
+      const float* acc = rows.acc(t, g);
+      float* out = a.out + t * a.token_stride + g * a.head_dim;
+      for (int j = 0; j < HV; ++j) StoreN(out + j * 16, Mul(Load(acc + j * 16), inv), h.Lanes(j));
+    }
+}
+
 template <int HV, typename T, int GC>
 void AttendInPasses(const AttendArgs& a, const Head<HV>& h, const int64_t* offsets) {
   const TileRows rows{a, (a.head_dim + 15) / 16 * 16};
@@ -230,22 +242,27 @@ void AttendInPasses(const AttendArgs& a, const Head<HV>& h, const int64_t* offse
       });
   for (int32_t t = 0; t < a.tokens; ++t)
     for (int32_t g = 0; g < a.group; ++g) rows.sum(t, g) = Softmax(rows.scores(t, g), a.len() + t);
-  ForEachBlock<HV, T, GC>(
-      a, h, static_cast<const T*>(a.v), offsets,
-      [&](int32_t t, int32_t g0, int32_t p0, int32_t p1, const auto* v, const int64_t* off, bool prefetch) {
-        const float* s[GC];
-        float* acc[GC];
-        for (int c = 0; c < GC; ++c) s[c] = rows.scores(t, g0 + c), acc[c] = rows.acc(t, g0 + c);
-        ValueRange<HV, std::remove_cv_t<std::remove_pointer_t<decltype(v)>>, GC>(a, h, v, off, s, acc, p0, p1, p0 == 0,
-                                                                                 prefetch);
-      });
-  for (int32_t t = 0; t < a.tokens; ++t)
-    for (int32_t g = 0; g < a.group; ++g) {
-      const V16 inv = Set(1.f / rows.sum(t, g));
-      const float* acc = rows.acc(t, g);
-      float* out = a.out + t * a.token_stride + g * hd;
-      for (int j = 0; j < HV; ++j) StoreN(out + j * 16, Mul(Load(acc + j * 16), inv), h.Lanes(j));
+  auto values = [&](auto heads) {
+    constexpr int G = decltype(heads)::value;
+    ForEachBlock<HV, T, G>(
+        a, h, static_cast<const T*>(a.v), offsets,
+        [&](int32_t t, int32_t g0, int32_t p0, int32_t p1, const auto* v, const int64_t* off, bool prefetch) {
+          const float* s[G];
+          float* acc[G];
+          for (int c = 0; c < G; ++c) s[c] = rows.scores(t, g0 + c), acc[c] = rows.acc(t, g0 + c);
+          ValueRange<HV, std::remove_cv_t<std::remove_pointer_t<decltype(v)>>, G>(a, h, v, off, s, acc, p0, p1, p0 == 0,
+                                                                                  prefetch);
+        });
+  };
+  // The value sums of twice the heads fit the registers where the scores' queries did not.
+  if constexpr (kTileRegs >= 32 && 2 * GC * HV <= 16) {
+    if (a.group % (2 * GC) == 0) {
+      values(std::integral_constant<int, 2 * GC>{});
+      return Finish(a, h, rows);
     }
+  }
+  values(std::integral_constant<int, GC>{});
+  Finish(a, h, rows);
 }
 
 template <int HV, typename T>
