@@ -93,8 +93,37 @@ print("%s\t%s\tprefill_512\t%s" % (sys.argv[2], sys.argv[3], d["results"][0]["pr
 PY
 }
 
+# A long prompt: the peer's prefill and decode tokens/s at 1 and 4 sequences, then ours.
+peer_prompt() {  # name gguf
+  "$peer/bin/llama-batched-bench" -m "$2" -c $((4 * PEER_COMPARE_PROMPT + 256)) -b 4096 -ub 512 \
+    -npp "$PEER_COMPARE_PROMPT" -ntg 32 -npl 1,4 -t $threads 2>&1 | awk -F'|' -v n="$1" -v r="$round" \
+    -v p="$PEER_COMPARE_PROMPT" '$2 ~ /^ *[0-9]+ *$/ { gsub(/ /, "", $4); gsub(/ /, "", $7); gsub(/ /, "", $9);
+      print n "\t" r "\tprompt_" p "_pp_" $4 "\t" $7; print n "\t" r "\tprompt_" p "_tg_" $4 "\t" $9 }' >>"$log"
+}
+ours_prompt() {  # name [extra flags]
+  local name=$1 out
+  shift
+  out=$("$bin/decode_bench" --token0 --prefill "$PEER_COMPARE_PROMPT" --kv_cache_dtype bfloat16 "$@" $threads \
+    "$model/latentserve" 1 4)
+  python3 - "$out" "$name" "$round" "$PEER_COMPARE_PROMPT" >>"$log" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+name, rnd, p = sys.argv[2:5]
+for r, t in zip(d["results"], d["token0_results"]):
+    print("%s\t%s\tprompt_%s_pp_%d\t%s" % (name, rnd, p, r["batch"], r["prefill_tokens_per_s"]))
+    print("%s\t%s\tprompt_%s_tg_%d\t%s" % (name, rnd, p, t["batch"], t["tokens_per_s"]))
+PY
+}
+
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  if [ -n "${PEER_COMPARE_PROMPT:-}" ]; then  # long prompts only
+    peer_prompt peer_bf16 "$model/peer.gguf"
+    ours_prompt ours_bf16
+    ours_prompt ours_bf16_bf16act --activation_dtype bfloat16
+    grep -P "\t$round\t" "$log" | awk -F'\t' '{ printf "%s %s %.1f\n", $1, $3, $4 }' | paste -sd' ' | fold -w 160
+    continue
+  fi
   if [ "${PEER_COMPARE_TARGETS:-0}" = 1 ]; then  # only the pairs the targets name, so rounds are short
     peer_decode peer_bf16 "$model/peer.gguf"
     ours ours_bf16 none
@@ -142,6 +171,10 @@ for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_bf16_bf16act", "peer_bf16"
         ratios[f"{ours}/{peer} decode_{n}"] = ratio(ours, peer, f"decode_{n}")
 for ours in ("ours_bf16", "ours_bf16_bf16act", "ours_int8", "ours_w8a8", "ours_int4", "ours_w4a8"):
     ratios[f"{ours}/peer_bf16 prefill_512"] = ratio(ours, "peer_bf16", "prefill_512")
+for metric in sorted({m for _, m in values if m.startswith("prompt_")}):
+    for ours in ("ours_bf16", "ours_bf16_bf16act"):
+        ratios[f"{ours}/peer_bf16 {metric}"] = ratio(ours, "peer_bf16", metric)
+ratios = {k: v for k, v in ratios.items() if v is not None}
 print(json.dumps({"benchmark": "peer_compare", "threads": 2, "rounds": int(sys.argv[2]),
                   "statistic": "median over alternating rounds", "medians_tokens_per_s": med, "ratios": ratios},
                  indent=2))

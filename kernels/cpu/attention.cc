@@ -68,13 +68,17 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
 
   // 2. One item per (tile of a sequence's consecutive new tokens, kv head), serving the kv head's
   // query group: a tile reads its positions once for all its tokens (about 32 query rows; one token
-  // under a sliding window, whose positions differ by token). Short items (prefill over short
-  // contexts) are grouped so that each task reads about 8K cached values.
+  // under a sliding window, whose positions differ by token; fewer where the rows' scores over a
+  // long context would pass 4 MiB of scratch). Short items (prefill over short contexts) are
+  // grouped so that each task reads about 8K cached values.
+  constexpr int64_t kTileScores = int64_t{1} << 20;
   const int32_t tile = p.sliding_window > 0 ? 1 : std::clamp(32 / group, 1, 8);
   std::vector<std::pair<int32_t, int32_t>> tiles;  // (first token's index in `tokens`, tokens)
   for (int64_t t = 0; t < num_tokens;) {
     const AttentionSeq& s = p.seqs[tokens[t].first];
-    const int32_t n = std::min(tile, s.num_tokens - tokens[t].second);
+    const int64_t span = s.start_pos + s.num_tokens;  // at most, for any tile of the sequence
+    const int32_t fit = static_cast<int32_t>(std::max<int64_t>(1, kTileScores / (int64_t{group} * span)));
+    const int32_t n = std::min({tile, fit, s.num_tokens - tokens[t].second});
     tiles.emplace_back(static_cast<int32_t>(t), n);
     t += n;
   }
