@@ -94,9 +94,11 @@ PY
 }
 
 # A long prompt: the peer's prefill and decode tokens/s at 1 and 4 sequences, then ours.
-peer_prompt() {  # name gguf
-  "$peer/bin/llama-batched-bench" -m "$2" -c $((4 * PEER_COMPARE_PROMPT + 256)) -b 4096 -ub 512 \
-    -npp "$PEER_COMPARE_PROMPT" -ntg 32 -npl 1,4 -t $threads 2>&1 | awk -F'|' -v n="$1" -v r="$round" \
+peer_prompt() {  # name gguf [extra flags]
+  local name=$1 file=$2
+  shift 2
+  "$peer/bin/llama-batched-bench" -m "$file" -c $((4 * PEER_COMPARE_PROMPT + 256)) -b 4096 -ub 512 \
+    -npp "$PEER_COMPARE_PROMPT" -ntg 32 -npl 1,4 -t $threads "$@" 2>&1 | awk -F'|' -v n="$name" -v r="$round" \
     -v p="$PEER_COMPARE_PROMPT" '$2 ~ /^ *[0-9]+ *$/ { gsub(/ /, "", $4); gsub(/ /, "", $7); gsub(/ /, "", $9);
       print n "\t" r "\tprompt_" p "_pp_" $4 "\t" $7; print n "\t" r "\tprompt_" p "_tg_" $4 "\t" $9 }' >>"$log"
 }
@@ -121,6 +123,10 @@ for round in $(seq 1 "$rounds"); do
     peer_prompt peer_bf16 "$model/peer.gguf"
     ours_prompt ours_bf16
     ours_prompt ours_bf16_bf16act --activation_dtype bfloat16
+    peer_prompt peer_q8_0_rtr "$model/peer-q8_0.gguf" -rtr
+    ours_prompt ours_w8a8 --quantization w8a8
+    peer_prompt peer_q4_k_m_rtr "$model/peer-q4_k_m.gguf" -rtr
+    ours_prompt ours_w4a8 --quantization w4a8
     grep -P "\t$round\t" "$log" | awk -F'\t' '{ printf "%s %s %.1f\n", $1, $3, $4 }' | paste -sd' ' | fold -w 160
     continue
   fi
@@ -172,8 +178,9 @@ for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_bf16_bf16act", "peer_bf16"
 for ours in ("ours_bf16", "ours_bf16_bf16act", "ours_int8", "ours_w8a8", "ours_int4", "ours_w4a8"):
     ratios[f"{ours}/peer_bf16 prefill_512"] = ratio(ours, "peer_bf16", "prefill_512")
 for metric in sorted({m for _, m in values if m.startswith("prompt_")}):
-    for ours in ("ours_bf16", "ours_bf16_bf16act"):
-        ratios[f"{ours}/peer_bf16 {metric}"] = ratio(ours, "peer_bf16", metric)
+    for ours, peer in [("ours_bf16", "peer_bf16"), ("ours_bf16_bf16act", "peer_bf16"), ("ours_w8a8", "peer_q8_0_rtr"),
+                       ("ours_w4a8", "peer_q4_k_m_rtr")]:
+        ratios[f"{ours}/{peer} {metric}"] = ratio(ours, peer, metric)
 ratios = {k: v for k, v in ratios.items() if v is not None}
 print(json.dumps({"benchmark": "peer_compare", "threads": 2, "rounds": int(sys.argv[2]),
                   "statistic": "median over alternating rounds", "medians_tokens_per_s": med, "ratios": ratios},
