@@ -66,27 +66,36 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     }
   });
 
-  // 2. One item per (tile of a sequence's consecutive new tokens, kv head), serving the kv head's
-  // query group: a tile reads its positions once for all its tokens (about 32 query rows; one token
-  // under a sliding window, whose positions differ by token; fewer where the rows' scores over a
-  // long context would pass 4 MiB of scratch). Short items (prefill over short contexts) are
-  // grouped so that each task reads about 8K cached values.
+  // 2. One item per (tile of a sequence's consecutive new tokens, kv head, or all kv heads),
+  // serving the kv heads' query groups: a tile reads its positions once for all its tokens (about 32 query rows; one
+  // token under a sliding window, whose positions differ by token; fewer where the rows' scores over a long context
+  // would pass 4 MiB of scratch). Short items (prefill over short contexts) are grouped so that each task reads about
+  // 8K cached values.
   constexpr int64_t kTileScores = int64_t{1} << 20;
   const int32_t tile = p.sliding_window > 0 ? 1 : std::clamp(32 / group, 1, 8);
   std::vector<std::pair<int32_t, int32_t>> tiles;  // (first token's index in `tokens`, tokens)
+  int64_t widest = 0;                              // the most scores of one KV head's query group in a tile
   for (int64_t t = 0; t < num_tokens;) {
     const AttentionSeq& s = p.seqs[tokens[t].first];
     const int64_t span = s.start_pos + s.num_tokens;  // at most, for any tile of the sequence
     const int32_t fit = static_cast<int32_t>(std::max<int64_t>(1, kTileScores / (int64_t{group} * span)));
     const int32_t n = std::min({tile, fit, s.num_tokens - tokens[t].second});
     tiles.emplace_back(static_cast<int32_t>(t), n);
+    widest = std::max(widest, n * group * span);
     t += n;
   }
+  // With tiles enough to keep the threads busy, an item serves every KV head: each cached
+  // position's row of all KV heads is then read while it is at hand, not a KV head's slice of it at
+  // a time (which left half the memory bandwidth unused). Where the scores of all heads would pass
+  // the scratch bound, items stay one KV head wide.
+  const bool whole_rows = static_cast<int64_t>(tiles.size()) >= 2 * pool.num_threads() && widest * Hkv <= kTileScores;
+  const int32_t kv_per_item = whole_rows ? Hkv : 1;
+  const int32_t kv_items = Hkv / kv_per_item;
   const KernelTable& kernels = ActiveKernels();
   auto attend = [&](int64_t item) {
-    const auto [t0, n] = tiles[item / Hkv];
+    const auto [t0, n] = tiles[item / kv_items];
     const auto [si, i] = tokens[t0];
-    const int32_t kvh = static_cast<int32_t>(item % Hkv);
+    const int32_t kvh = static_cast<int32_t>(item % kv_items) * kv_per_item;
     const AttentionSeq& s = p.seqs[si];
     const int64_t row = s.token_offset + i;
     thread_local std::vector<float> scratch;
@@ -96,6 +105,7 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.tokens = n;
     a.token_stride = static_cast<int64_t>(H) * hd;
     a.group = group;
+    a.kv_heads = kv_per_item;
     a.head_dim = hd;
     a.scale = p.scale;
     a.q = p.q + (row * H + kvh * group) * hd;
@@ -105,15 +115,16 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
     a.block_table = s.block_table;
     a.block_size = p.cache.block_size;
     a.position_stride = kv_width;
-    scratch.resize(static_cast<size_t>(internal::AttendArgs::ScratchFloats(n, group, hd, a.span())));
+    scratch.resize(static_cast<size_t>(internal::AttendArgs::ScratchFloats(n, a.heads(), hd, a.span())));
     a.scores = scratch.data();
-    a.sums = a.scores + static_cast<int64_t>(n) * group * a.span();
-    a.acc = a.sums + static_cast<int64_t>(n) * group;
+    a.sums = a.scores + static_cast<int64_t>(n) * a.heads() * a.span();
+    a.acc = a.sums + static_cast<int64_t>(n) * a.heads();
     a.out = p.out + (row * H + kvh * group) * hd;
     kernels.Attend(a);
   };
-  const int64_t items = static_cast<int64_t>(tiles.size()) * Hkv;
-  const int64_t values_per_item = positions * hd / std::max<int64_t>(1, static_cast<int64_t>(tiles.size()));
+  const int64_t items = static_cast<int64_t>(tiles.size()) * kv_items;
+  const int64_t values_per_item =
+      positions * hd * kv_per_item / std::max<int64_t>(1, static_cast<int64_t>(tiles.size()));
   pool.ParallelForRanges(items, values_per_item, 8192, [&](int64_t t0, int64_t t1) {
     for (int64_t item = t0; item < t1; ++item) attend(item);
   });

@@ -52,7 +52,7 @@ constexpr int32_t kBlock = 64;
 // apart) and positions p0 .. p1 − 1 (row pos at k_cache + offsets[pos]), sixteen or four positions
 // per reduction (ReduceAdd16, ReduceAdd4 and ReduceAdd sum by the same tree, so the grouping does
 // not change a score). Each K row is loaded (and widened) once for the GC heads; `prefetch`: ask
-// for the rows kPrefetchAhead positions ahead. The loops are unrolled so that the partial sums
+// for the rows of every KV head served kPrefetchAhead positions ahead. The loops are unrolled so that the partial sums
 // stay in registers.
 template <int HV, typename T, int GC>
 void ScoreRange(const AttendArgs& a, const Head<HV>& h, const T* k_cache, const int64_t* offsets, const float* qs,
@@ -68,7 +68,7 @@ void ScoreRange(const AttendArgs& a, const Head<HV>& h, const T* k_cache, const 
 #pragma GCC unroll 16
     for (int p = 0; p < 4; ++p) {
       if (prefetch && at + p + kPrefetchAhead < span)
-        PrefetchRow(k_cache + offsets[at + p + kPrefetchAhead], hd * sizeof(T));
+        PrefetchRow(k_cache + offsets[at + p + kPrefetchAhead], a.kv_heads * hd * sizeof(T));
       const T* k = k_cache + offsets[at + p];
       if constexpr (GC == 1) {
         part[0][p] = DotPartial<HV>(h, q[0], k);
@@ -122,7 +122,8 @@ void ValueRange(const AttendArgs& a, const Head<HV>& h, const T* v_cache, const 
 #pragma GCC unroll 16
     for (int j = 0; j < HV; ++j) acc[c][j] = start ? Zero() : Load(acc_rows[c] + j * 16);
   for (int32_t pos = p0; pos < p1; ++pos) {
-    if (prefetch && pos + kPrefetchAhead < span) PrefetchRow(v_cache + offsets[pos + kPrefetchAhead], hd * sizeof(T));
+    if (prefetch && pos + kPrefetchAhead < span)
+      PrefetchRow(v_cache + offsets[pos + kPrefetchAhead], a.kv_heads * hd * sizeof(T));
     const T* v = v_cache + offsets[pos];
     V16 vr[HV];
 #pragma GCC unroll 16
@@ -163,26 +164,28 @@ int32_t HeadsPerPass(int32_t group) {
   return 1;
 }
 
-// Where the scratch of token t, head g lives.
+// Where the scratch of token t, query head g (of heads()) lives.
 struct TileRows {
   const AttendArgs& a;
   int32_t padded;  // head_dim rounded up to 16
-  float* scores(int32_t t, int32_t g) const { return a.scores + (int64_t{t} * a.group + g) * a.span(); }
-  float& sum(int32_t t, int32_t g) const { return a.sums[int64_t{t} * a.group + g]; }
-  float* acc(int32_t t, int32_t g) const { return a.acc + (int64_t{t} * a.group + g) * padded; }
+  float* scores(int32_t t, int32_t g) const { return a.scores + (int64_t{t} * a.heads() + g) * a.span(); }
+  float& sum(int32_t t, int32_t g) const { return a.sums[int64_t{t} * a.heads() + g]; }
+  float* acc(int32_t t, int32_t g) const { return a.acc + (int64_t{t} * a.heads() + g) * padded; }
 };
 
 // Every (token, GC heads) of the tile over the positions it attends, a block of positions at a
-// time: pass(t, g0, p0, p1, rows, row_offsets, prefetch), blocks in order, tokens in order within
-// a block. A tile of several tokens copies each block's rows once into contiguous float32 rows in
-// L1 (BF16 widened: exact, so the same bits) for all its passes; one token reads the cache itself,
-// its first pass over a block asking for the rows ahead.
+// time: pass(t, g0, p0, p1, rows, row_offsets, prefetch) with rows at the heads' KV head; blocks in
+// order, then KV heads, then tokens, so that a block of positions is read from the cache for every
+// KV head served while it is at hand. A tile of several tokens copies a KV head's rows of the block
+// once into contiguous float32 rows in L1 (BF16 widened: exact, so the same bits) for all its
+// passes; one token reads the cache itself, its first pass over a block asking for the rows of
+// every KV head ahead.
 template <int HV, typename T, int GC, typename Pass>
 void ForEachBlock(const AttendArgs& a, const Head<HV>& h, const T* cache, const int64_t* offsets, Pass&& pass) {
   const int32_t span = a.span(), hd = a.head_dim;
   const bool widen = a.tokens > 1;
-  // The block's rows, 64-byte aligned (on the heap: a large thread_local array would take its
-  // room from every thread's stack).
+  // A KV head's rows of the block, 64-byte aligned (on the heap: a large thread_local array would
+  // take its room from every thread's stack).
   thread_local std::vector<float> wide_store;
   thread_local std::vector<int64_t> wide_offsets;
   float* wide = nullptr;
@@ -190,28 +193,31 @@ void ForEachBlock(const AttendArgs& a, const Head<HV>& h, const T* cache, const 
     wide_store.resize(kBlock * HV * 16 + 16);
     wide = wide_store.data() + (16 - reinterpret_cast<uintptr_t>(wide_store.data()) / 4 % 16) % 16;
     wide_offsets.resize(span);
+    for (int32_t pos = 0; pos < span; ++pos) wide_offsets[pos] = pos % kBlock * HV * 16;
   }
   for (int32_t p0 = 0; p0 < span; p0 += kBlock) {
     const int32_t end = std::min(p0 + kBlock, span);
-    if (widen) {
-      for (int32_t pos = p0; pos < end; ++pos) {
-        if (pos + kPrefetchAhead < span) PrefetchRow(cache + offsets[pos + kPrefetchAhead], hd * sizeof(T));
-        wide_offsets[pos] = (pos - p0) * HV * 16;
-        for (int j = 0; j < HV; ++j)
-          Store(wide + wide_offsets[pos] + j * 16, LoadRow(cache + offsets[pos] + j * 16, h.Lanes(j)));
-      }
-    }
     bool first = true;
-    for (int32_t t = 0; t < a.tokens; ++t) {
-      const int32_t p1 = std::min(end, a.len() + t);
-      if (p1 <= p0) continue;
-      for (int32_t g0 = 0; g0 < a.group; g0 += GC) {
-        if (widen) {
-          pass(t, g0, p0, p1, static_cast<const float*>(wide), wide_offsets.data(), false);
-        } else {
-          pass(t, g0, p0, p1, cache, offsets, first);
+    for (int32_t kv = 0; kv < a.kv_heads; ++kv) {
+      const T* rows = cache + kv * hd;
+      if (widen) {
+        for (int32_t pos = p0; pos < end; ++pos) {
+          if (pos + kPrefetchAhead < span) PrefetchRow(rows + offsets[pos + kPrefetchAhead], hd * sizeof(T));
+          for (int j = 0; j < HV; ++j)
+            Store(wide + wide_offsets[pos] + j * 16, LoadRow(rows + offsets[pos] + j * 16, h.Lanes(j)));
         }
-        first = false;
+      }
+      for (int32_t t = 0; t < a.tokens; ++t) {
+        const int32_t p1 = std::min(end, a.len() + t);
+        if (p1 <= p0) continue;
+        for (int32_t g0 = kv * a.group; g0 < (kv + 1) * a.group; g0 += GC) {  // GC divides the group
+          if (widen) {
+            pass(t, g0, p0, p1, static_cast<const float*>(wide), wide_offsets.data(), false);
+          } else {
+            pass(t, g0, p0, p1, rows, offsets, first);
+          }
+          first = false;
+        }
       }
     }
   }
@@ -221,7 +227,7 @@ void ForEachBlock(const AttendArgs& a, const Head<HV>& h, const T* cache, const 
 template <int HV>
 void Finish(const AttendArgs& a, const Head<HV>& h, const TileRows& rows) {
   for (int32_t t = 0; t < a.tokens; ++t)
-    for (int32_t g = 0; g < a.group; ++g) {
+    for (int32_t g = 0; g < a.heads(); ++g) {
       const V16 inv = Set(1.f / rows.sum(t, g));
       const float* acc = rows.acc(t, g);
       float* out = a.out + t * a.token_stride + g * a.head_dim;
@@ -242,7 +248,7 @@ void AttendInPasses(const AttendArgs& a, const Head<HV>& h, const int64_t* offse
         ScoreRange<HV, std::remove_cv_t<std::remove_pointer_t<decltype(k)>>, GC>(a, h, k, off, qs, s, p0, p1, prefetch);
       });
   for (int32_t t = 0; t < a.tokens; ++t)
-    for (int32_t g = 0; g < a.group; ++g) rows.sum(t, g) = Softmax(rows.scores(t, g), a.len() + t);
+    for (int32_t g = 0; g < a.heads(); ++g) rows.sum(t, g) = Softmax(rows.scores(t, g), a.len() + t);
   auto values = [&](auto heads) {
     constexpr int G = decltype(heads)::value;
     ForEachBlock<HV, T, G>(
@@ -326,14 +332,18 @@ void AttendWideToken(const AttendArgs& a) {
 }
 template <typename T>
 void AttendWide(const AttendArgs& a) {
-  for (int32_t t = 0; t < a.tokens; ++t) {
-    AttendArgs one = a;
-    one.tokens = 1;
-    one.ctx = a.ctx + t;
-    one.q = a.q + t * a.token_stride;
-    one.out = a.out + t * a.token_stride;
-    AttendWideToken<T>(one);
-  }
+  for (int32_t t = 0; t < a.tokens; ++t)
+    for (int32_t kv = 0; kv < a.kv_heads; ++kv) {
+      AttendArgs one = a;
+      one.tokens = 1;
+      one.kv_heads = 1;
+      one.ctx = a.ctx + t;
+      one.q = a.q + t * a.token_stride + kv * a.group * a.head_dim;
+      one.out = a.out + t * a.token_stride + kv * a.group * a.head_dim;
+      one.k = static_cast<const T*>(a.k) + kv * a.head_dim;
+      one.v = static_cast<const T*>(a.v) + kv * a.head_dim;
+      AttendWideToken<T>(one);
+    }
 }
 
 // Head widths held in registers: up to 8 vectors (128 values), and 16 (256); the others (and

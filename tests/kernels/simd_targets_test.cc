@@ -357,41 +357,47 @@ void RunAttend(const KernelTable& k, Bytes* out) {
     for (int32_t hd : {16, 24, 64, 72, 128, 256, 288})
       for (int32_t group : {1, 2, 3, 4})
         for (int32_t ctx : {1, 5, 37})
-          for (int32_t tokens : {1, 3}) {  // one token (with a sliding window from ctx 5), or a tile
-            const int32_t block = 8, span = ctx + tokens - 1, blocks = (span + block - 1) / block + 1, kvh = 2;
-            const int64_t stride = int64_t{kvh} * hd;
-            const std::vector<float> kf = Values(int64_t{blocks} * block * stride, rng);
-            const std::vector<float> vf = Values(kf.size(), rng);
-            std::vector<uint16_t> kb(kf.size()), vb(vf.size());
-            for (size_t i = 0; i < kf.size(); ++i) kb[i] = F32ToBf16(kf[i]), vb[i] = F32ToBf16(vf[i]);
-            std::vector<int32_t> table(blocks);
-            for (int32_t b = 0; b < blocks; ++b) table[b] = blocks - 1 - b;
-            const int64_t token_stride = int64_t{group} * hd + 3;  // other heads between tokens
-            const std::vector<float> q = Values(tokens * token_stride, rng);
-            std::vector<float> scratch(internal::AttendArgs::ScratchFloats(tokens, group, hd, span));
-            std::vector<float> o(tokens * token_stride + 1, 9.f);
-            internal::AttendArgs a;
-            a.q = q.data();
-            a.k = bf16 ? static_cast<const void*>(kb.data() + hd) : kf.data() + hd;  // KV head 1
-            a.v = bf16 ? static_cast<const void*>(vb.data() + hd) : vf.data() + hd;
-            a.bf16 = bf16;
-            a.block_table = table.data();
-            a.block_size = block;
-            a.position_stride = stride;
-            a.group = group;
-            a.head_dim = hd;
-            a.ctx = ctx;
-            a.first = tokens == 1 && ctx > 4 ? 2 : 0;
-            a.tokens = tokens;
-            a.token_stride = token_stride;
-            a.scale = 0.125f;
-            a.scores = scratch.data();
-            a.sums = a.scores + int64_t{tokens} * group * span;
-            a.acc = a.sums + int64_t{tokens} * group;
-            a.out = o.data();
-            k.Attend(a);
-            Append(out, o);
-          }
+          // One token (with a sliding window from ctx 5 when it serves KV head 1 alone) or a tile,
+          // for KV head 1 or both KV heads.
+          for (int32_t tokens : {1, 3})
+            for (int32_t served : {1, 2}) {
+              const int32_t block = 8, span = ctx + tokens - 1, blocks = (span + block - 1) / block + 1, kvh = 2;
+              const int32_t heads = served * group;
+              const int64_t stride = int64_t{kvh} * hd;
+              const std::vector<float> kf = Values(int64_t{blocks} * block * stride, rng);
+              const std::vector<float> vf = Values(kf.size(), rng);
+              std::vector<uint16_t> kb(kf.size()), vb(vf.size());
+              for (size_t i = 0; i < kf.size(); ++i) kb[i] = F32ToBf16(kf[i]), vb[i] = F32ToBf16(vf[i]);
+              std::vector<int32_t> table(blocks);
+              for (int32_t b = 0; b < blocks; ++b) table[b] = blocks - 1 - b;
+              const int64_t token_stride = int64_t{heads} * hd + 3;  // other heads between tokens
+              const std::vector<float> q = Values(tokens * token_stride, rng);
+              std::vector<float> scratch(internal::AttendArgs::ScratchFloats(tokens, heads, hd, span));
+              std::vector<float> o(tokens * token_stride + 1, 9.f);
+              const int64_t first_head = served == 1 ? hd : 0;
+              internal::AttendArgs a;
+              a.q = q.data();
+              a.k = bf16 ? static_cast<const void*>(kb.data() + first_head) : kf.data() + first_head;
+              a.v = bf16 ? static_cast<const void*>(vb.data() + first_head) : vf.data() + first_head;
+              a.bf16 = bf16;
+              a.block_table = table.data();
+              a.block_size = block;
+              a.position_stride = stride;
+              a.group = group;
+              a.kv_heads = served;
+              a.head_dim = hd;
+              a.ctx = ctx;
+              a.first = tokens == 1 && served == 1 && ctx > 4 ? 2 : 0;
+              a.tokens = tokens;
+              a.token_stride = token_stride;
+              a.scale = 0.125f;
+              a.scores = scratch.data();
+              a.sums = a.scores + int64_t{tokens} * heads * span;
+              a.acc = a.sums + int64_t{tokens} * heads;
+              a.out = o.data();
+              k.Attend(a);
+              Append(out, o);
+            }
 }
 
 // Latent rows of na + nb values (each part on its own, out of order) for the latent kernels.
