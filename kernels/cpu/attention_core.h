@@ -2,10 +2,10 @@
 // SIMD target): the query heads of one or more consecutive KV groups, for one token or a tile of
 // consecutive tokens of one sequence, against those KV heads' cached positions (token t: first ..
 // ctx + t - 1), any head_dim. A tile passes over the cache once for all its tokens and KV heads;
-// each token and head gets the bits it gets alone. Arithmetic: score = scale·q (rounded) against k, dim d into lane
-// d % 16 (a product, then fused multiply-adds), the lanes summed by the vector layer's tree;
-// softmax with the vector layer's e^x, its sum in lanes then the tree; out = Σ_pos p·v (fused, in
-// position order) times 1/sum.
+// each token and head gets the bits it gets alone. Arithmetic: score = scale·q (rounded) against
+// k, dim d into lane d % 16 (a product, then fused multiply-adds), the lanes summed by the vector
+// layer's tree; softmax with the vector layer's e^x, its sum in lanes then the tree;
+// out = Σ_pos p·v (fused, in position order) times 1/sum.
 #pragma once
 
 #include <cstdint>

@@ -52,8 +52,8 @@ constexpr int32_t kBlock = 64;
 // apart) and positions p0 .. p1 − 1 (row pos at k_cache + offsets[pos]), sixteen or four positions
 // per reduction (ReduceAdd16, ReduceAdd4 and ReduceAdd sum by the same tree, so the grouping does
 // not change a score). Each K row is loaded (and widened) once for the GC heads; `prefetch`: ask
-// for the rows of every KV head served kPrefetchAhead positions ahead. The loops are unrolled so that the partial sums
-// stay in registers.
+// for the rows of every KV head served kPrefetchAhead positions ahead. The loops are unrolled so
+// that the partial sums stay in registers.
 template <int HV, typename T, int GC>
 void ScoreRange(const AttendArgs& a, const Head<HV>& h, const T* k_cache, const int64_t* offsets, const float* qs,
                 float* const* s, int32_t p0, int32_t p1, bool prefetch) {
