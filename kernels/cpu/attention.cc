@@ -67,10 +67,10 @@ void PagedAttention(ThreadPool& pool, const AttentionParams& p) {
   });
 
   // 2. One item per (tile of a sequence's consecutive new tokens, kv head, or all kv heads),
-  // serving the kv heads' query groups: a tile reads its positions once for all its tokens (about 32 query rows; one
-  // token under a sliding window, whose positions differ by token; fewer where the rows' scores over a long context
-  // would pass 4 MiB of scratch). Short items (prefill over short contexts) are grouped so that each task reads about
-  // 8K cached values.
+  // serving the kv heads' query groups: a tile reads its positions once for all its tokens (about
+  // 32 query rows; one token under a sliding window, whose positions differ by token; fewer where
+  // the rows' scores over a long context would pass 4 MiB of scratch). Short items (prefill over
+  // short contexts) are grouped so that each task reads about 8K cached values.
   constexpr int64_t kTileScores = int64_t{1} << 20;
   const int32_t tile = p.sliding_window > 0 ? 1 : std::clamp(32 / group, 1, 8);
   std::vector<std::pair<int32_t, int32_t>> tiles;  // (first token's index in `tokens`, tokens)

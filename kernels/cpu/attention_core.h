@@ -19,7 +19,8 @@ struct AttendArgs {
   bool bf16 = false;             // cache elements are BF16 (else float32)
   const int32_t* block_table = nullptr;
   int32_t block_size = 0;
-  int64_t position_stride = 0;   // elements between consecutive cache slots (kv_heads · head_dim)
+  int64_t position_stride = 0;   // elements between consecutive cache slots (all the layer's KV
+                                 // heads · head_dim)
   int32_t group = 0;             // query heads of a KV head
   int32_t kv_heads = 1;          // consecutive KV heads served: head k's rows start k · head_dim
                                  // after k and v, its query group follows the one before in q

@@ -1,14 +1,14 @@
-// The core of CPU paged attention (attention_core.h) for every SIMD target: the query group of
-// one token, or of a tile of consecutive tokens, against one KV head's cached positions, over a
-// float32 or a BF16 cache, with the head vectors held in registers (HV vectors of 16 lanes, HV up
-// to 8 or 16; the last one partial when head_dim is not a multiple of 16; other widths from
-// memory, the same arithmetic). Up to four query heads of a group share each pass over the cache,
-// so a K or V row is loaded and widened once for them. A score is the 16-lane sum of the head's
-// fused multiply-adds (dim d into lane d % 16, the first a product), reduced by the vector layer's
-// tree, sixteen scores at a time; softmax with the vector layer's exp; the weighted sum of values
-// in position order. A tile's tokens take the cache in blocks of positions, each block read from
-// the cache once for all of them (a prefill chunk: about 1.5-2.6x the throughput of one token at
-// a time); every token gets the bits it would get alone.
+// The core of CPU paged attention (attention_core.h) for every SIMD target: the query groups of one
+// or more consecutive KV heads, for one token or a tile of consecutive tokens, against those KV
+// heads' cached positions, over a float32 or a BF16 cache, with the head vectors held in registers
+// (HV vectors of 16 lanes, HV up to 8 or 16; the last one partial when head_dim is not a multiple
+// of 16; other widths from memory, the same arithmetic). Up to four query heads of a group share
+// each pass over the cache, so a K or V row is loaded and widened once for them. A score is the
+// 16-lane sum of the head's fused multiply-adds (dim d into lane d % 16, the first a product),
+// reduced by the vector layer's tree, sixteen scores at a time; softmax with the vector layer's
+// exp; the weighted sum of values in position order. A tile's tokens take the cache in blocks of
+// positions, each block read from the cache once for all of them (a prefill chunk: about 1.5-2.6x
+// the throughput of one token at a time); every token gets the bits it would get alone.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
